@@ -1,0 +1,125 @@
+"""The argus command line: thin commands that parse options and hand off to reconcile.commands.
+
+Nothing here imports ray: `argus --help` and `argus validate` must start fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+import typer
+
+from reconcile.boundary import EXIT_ERROR, EXIT_INTERRUPTED, is_tty, run_command
+
+app = typer.Typer(help="Declarative, GitOps-style reconciler for Ray training clusters.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+local_app = typer.Typer(help="The embedded dev cluster: a Ray head plus a worker_node node on loopback.",
+                        no_args_is_help=True)
+app.add_typer(local_app, name="local")
+
+_debug = {"on": False}
+DIR = typer.Argument(Path("."), help="The workspace directory (holding argus.yaml).")
+TIMEOUT = typer.Option(10.0, "--timeout", help="Seconds to wait for each request to a Ray dashboard.")
+LOCAL_DIR = typer.Option(Path(os.environ.get("ARGUS_LOCAL_DIR", Path.home() / ".argus" / "local")),
+                         "--state-dir", help="Where the local cluster records its processes.")
+
+
+@app.callback()
+def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors.")) -> None:
+    _debug["on"] = debug
+
+
+def _run(body: Callable[[], int]) -> int:
+    return run_command(body, _debug["on"])
+
+
+@app.command()
+def validate(directory: Path = DIR) -> int:
+    """Check the desired state: YAML, schema, names, references. Offline."""
+    from reconcile.commands import validate as command
+
+    return _run(lambda: command.run(directory))
+
+
+@app.command()
+def plan(directory: Path = DIR, timeout: float = TIMEOUT,
+         detailed_exitcode: bool = typer.Option(False, "--detailed-exitcode",
+                                                help="Exit 2 when there are changes, 0 when none.")) -> int:
+    """Show what apply would do. Read-only."""
+    from reconcile.commands import plan as command
+
+    return _run(lambda: command.run(directory, detailed_exitcode, timeout, is_tty()))
+
+
+@app.command()
+def apply(directory: Path = DIR, timeout: float = TIMEOUT,
+          auto_approve: bool = typer.Option(False, "--auto-approve", help="Do not ask for confirmation."),
+          stop_timeout: float = typer.Option(120.0, "--stop-timeout",
+                                             help="Seconds to wait for a stopped job to reach a final status.")) -> int:
+    """Plan, confirm, then submit and stop jobs until the clusters match the desired state."""
+    from reconcile.commands import apply as command
+
+    return _run(lambda: command.run(directory, auto_approve, timeout, stop_timeout, is_tty()))
+
+
+@app.command()
+def status(directory: Path = DIR, timeout: float = TIMEOUT) -> int:
+    """Per job: in sync / changed / missing, and the health of its run on Ray."""
+    from reconcile.commands import status as command
+
+    return _run(lambda: command.run(directory, timeout))
+
+
+@app.command()
+def logs(job: str = typer.Argument(..., help="Job name."), directory: Path = DIR, timeout: float = TIMEOUT) -> int:
+    """Print the driver log of a job's current run."""
+    from reconcile.commands import logs as command
+
+    return _run(lambda: command.run(directory, job, timeout))
+
+
+@local_app.command("up")
+def local_up(state_dir: Path = LOCAL_DIR,
+             dashboard_port: int = typer.Option(8265, "--dashboard-port", help="Port of the Ray dashboard.")) -> int:
+    """Start the local cluster and print its dashboard address."""
+    from reconcile.commands import local as command
+
+    return _run(lambda: command.up(state_dir, dashboard_port))
+
+
+@local_app.command("down")
+def local_down(state_dir: Path = LOCAL_DIR) -> int:
+    """Stop exactly the processes `argus local up` started."""
+    from reconcile.commands import local as command
+
+    return _run(lambda: command.down(state_dir))
+
+
+@local_app.command("status")
+def local_status(state_dir: Path = LOCAL_DIR) -> int:
+    """Show the local cluster's address and processes."""
+    from reconcile.commands import local as command
+
+    return _run(lambda: command.status(state_dir))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: click's own exit handling is replaced so usage errors exit 1, not 2."""
+    try:
+        result = app(args=argv, prog_name="argus", standalone_mode=False)
+    except click.UsageError as err:
+        err.show()
+        return EXIT_ERROR
+    except click.Abort:
+        return EXIT_INTERRUPTED
+    except click.exceptions.Exit as err:
+        return err.exit_code
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""argus logs JOB: the driver log of the job's current run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from specs.errors import ArgusError
+from reconcile.boundary import EXIT_OK
+from reconcile.commands.common import load, observe_and_plan
+
+
+def run(directory: Path, job: str, timeout: float) -> int:
+    from state.ray_client import RayClient
+
+    desired = load(directory)
+    _, plan = observe_and_plan(desired, timeout)
+    change = next((c for c in plan.changes if c.address == f"job.{job}"), None)
+    if change is None or change.current is None:
+        raise ArgusError(f"job.{job} has no run yet. Known jobs: {', '.join(sorted(desired.jobs)) or 'none'}; "
+                         "run `argus apply` to start it.")
+    run_ = change.current
+    if not run_.on_ray:
+        raise ArgusError(f"Run {run_.submission_id} is {run_.health}: Ray no longer has its logs.")
+    cluster = desired.clusters[run_.cluster]
+    click.echo(RayClient(cluster.name, cluster.address, timeout).logs(run_.submission_id), nl=False)
+    return EXIT_OK

@@ -1,0 +1,124 @@
+"""The vocabulary of plans: actions, steps, changes, diagnostics. Data only."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from specs.submission import Submission
+
+
+class Frozen(BaseModel):
+    """Plans are values: built once by the planner, then rendered, saved and applied unchanged."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Action(str, Enum):
+    SUBMIT = "submit"
+    STOP = "stop"
+    REPLACE = "replace"
+    NOOP = "no-op"
+
+    @property
+    def symbol(self) -> str:
+        """The rendering is the action: Terraform's + - -/+."""
+        return {"submit": "+", "stop": "-", "replace": "-/+", "no-op": " "}[self.value]
+
+
+class SubmitStep(Frozen):
+    """Submit one run; idempotent because the submission id is deterministic."""
+
+    kind: Literal["submit"] = "submit"
+    cluster: str
+    submission_id: str
+    spec_hash: str
+    attempt: int
+    submission: Submission
+
+
+class StopStep(Frozen):
+    """Stop one run and wait until Ray reports it terminal, so a replacement never overlaps."""
+
+    kind: Literal["stop"] = "stop"
+    cluster: str
+    submission_id: str
+
+
+Step = Annotated[SubmitStep | StopStep, Field(discriminator="kind")]
+
+
+class RunView(Frozen):
+    """A run of a job as observed: on Ray, or only in argus's NFS record."""
+
+    submission_id: str
+    cluster: str
+    spec_hash: str
+    attempt: int
+    status: str
+    """The Ray status; for a run Ray forgot, the last status argus recorded."""
+    on_ray: bool
+    """False when Ray no longer knows the run (head restart, delete_job)."""
+
+    @property
+    def health(self) -> str:
+        if self.on_ray:
+            return self.status
+        return f"lost (last seen {self.status})" if self.status in ("PENDING", "RUNNING") else f"forgotten ({self.status})"
+
+
+class FieldChange(Frozen):
+    path: str
+    before: Any = None
+    after: Any = None
+
+
+class Change(Frozen):
+    """What the plan does to one address, and the steps that do it."""
+
+    address: str
+    action: Action
+    reason: str
+    """Why, for people. Display only: the applier never reads it."""
+    current: RunView | None = None
+    """The run that now represents this address, if any."""
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    diff: tuple[FieldChange, ...] = ()
+    steps: tuple[Step, ...] = ()
+
+
+class Diagnostic(Frozen):
+    severity: Literal["error", "warning"]
+    address: str
+    message: str
+    where: str | None = None
+    """file:line of the spec node the diagnostic is about."""
+
+
+class UnmanagedJob(Frozen):
+    cluster: str
+    submission_id: str
+    status: str
+    owner: str | None
+    """The other workspace that owns it, or None when submitted by hand."""
+
+
+class Plan(Frozen):
+    workspace: str
+    changes: tuple[Change, ...]
+    diagnostics: tuple[Diagnostic, ...] = ()
+    unmanaged: tuple[UnmanagedJob, ...] = ()
+
+    @property
+    def actionable(self) -> tuple[Change, ...]:
+        return tuple(c for c in self.changes if c.action is not Action.NOOP)
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.severity == "error")
+
+    def counts(self) -> dict[Action, int]:
+        return {a: sum(c.action is a for c in self.changes) for a in Action}

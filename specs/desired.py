@@ -1,0 +1,51 @@
+"""The loaded desired state: validated specs plus where each of them came from."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from specs.models import Cluster, Job, Workspace
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a resource was defined: its file, first line, and the line of each field."""
+
+    file: str
+    line: int
+    field_lines: Mapping[str, int] = field(default_factory=dict)
+
+    def line_of(self, path: str) -> int:
+        """Line of a dotted field path, or of its nearest defined ancestor."""
+        while path:
+            if path in self.field_lines:
+                return self.field_lines[path]
+            path = path.rpartition(".")[0]
+        return self.line
+
+    def at(self, path: str = "") -> str:
+        return f"{self.file}:{self.line_of(path)}"
+
+
+@dataclass(frozen=True)
+class DesiredState:
+    """Everything the workspace's YAML asks for, validated and cross-referenced."""
+
+    root: str
+    workspace: Workspace
+    clusters: Mapping[str, Cluster]
+    jobs: Mapping[str, Job]
+    sources: Mapping[str, Source]
+    """Keyed by address: `workspace`, `cluster.NAME`, `job.NAME`."""
+
+    def source(self, address: str) -> Source:
+        return self.sources[address]
+
+    def cluster_of(self, job: Job) -> Cluster:
+        return self.clusters[job.cluster]
+
+
+def address_of(kind: str, name: str) -> str:
+    """The address a resource is known by in plans, targets and the audit log."""
+    return "workspace" if kind == "Workspace" else f"{kind.lower()}.{name}"

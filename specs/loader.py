@@ -1,0 +1,220 @@
+"""Read every YAML file of a workspace into a DesiredState, reporting all problems at once."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from specs.desired import DesiredState, Source, address_of
+from specs.errors import ArgusError, Problem, SpecError
+from specs.models import KINDS, Cluster, Job, Spec, Workspace
+
+WORKSPACE_FILE = "argus.yaml"
+
+
+def load_workspace(directory: str | Path) -> DesiredState:
+    """Load and validate the workspace at `directory`; raise SpecError listing every problem."""
+    root = Path(directory).resolve()
+    if not (root / WORKSPACE_FILE).is_file():
+        raise ArgusError(
+            f"{root} is not an argus workspace: {WORKSPACE_FILE} is missing. "
+            f"Create it with `kind: Workspace` and `name: <your-team>`, or pass the right DIR."
+        )
+    problems: list[Problem] = []
+    loaded: list[tuple[Spec, Source]] = []
+    for path in workspace_files(root):
+        rel = path.relative_to(root).as_posix()
+        for node, line in _documents(path, rel, problems):
+            resource = _validate(node, rel, line, problems)
+            if resource is not None:
+                loaded.append((resource, Source(rel, line, _field_lines(node))))
+    state = _assemble(root, loaded, problems)
+    if problems:
+        raise SpecError(problems)
+    assert state is not None
+    return state
+
+
+def workspace_files(root: Path) -> list[Path]:
+    """Every *.yaml / *.yml under root, skipping hidden directories (.git, .shared, ...)."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]  # pruned, not walked: .shared may be huge
+        found += [Path(folder) / f for f in files if f.endswith((".yaml", ".yml")) and not f.startswith(".")]
+    return sorted(found)
+
+
+def _documents(path: Path, rel: str, problems: list[Problem]) -> list[tuple[Any, int]]:
+    yaml = YAML(typ="rt")
+    try:
+        docs = list(yaml.load_all(path.read_text(encoding="utf-8")))
+    except MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line = mark.line + 1 if mark else 1
+        problems.append(Problem(rel, line, "", f"invalid YAML: {err.problem or err.context}"))
+        return []
+    except (YAMLError, UnicodeDecodeError) as err:
+        problems.append(Problem(rel, 1, "", f"invalid YAML: {err}"))
+        return []
+    return [(doc, _line(doc)) for doc in docs if doc is not None]
+
+
+def _validate(node: Any, rel: str, line: int, problems: list[Problem]) -> Spec | None:
+    if not isinstance(node, CommentedMap):
+        problems.append(Problem(rel, line, "", "a resource must be a mapping with a `kind:` key"))
+        return None
+    kind = node.get("kind")
+    model = KINDS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        where = _line(node, ["kind"]) if "kind" in node else line
+        hint = f"got {kind!r}" if "kind" in node else "missing"
+        problems.append(Problem(rel, where, "kind", f"{hint}; expected one of {', '.join(KINDS)}"))
+        return None
+    try:
+        return model.model_validate(_plain(node))
+    except ValidationError as err:
+        problems.extend(_located(err, model, node, rel))
+        return None
+
+
+def _located(err: ValidationError, model: type[Spec], node: Any, rel: str) -> list[Problem]:
+    """Turn pydantic errors into file:line problems; merge the branches of one union error."""
+    merged: dict[tuple[int, str], list[str]] = {}
+    for item in err.errors():
+        path, line = _walk(node, item["loc"], missing=item["type"] == "missing")
+        merged.setdefault((line, path), []).append(_message(item, model))
+    return [Problem(rel, line, path, " or ".join(dict.fromkeys(msgs))) for (line, path), msgs in merged.items()]
+
+
+def _message(item: Any, model: type[Spec]) -> str:
+    if item["type"] == "extra_forbidden":
+        allowed = _allowed_keys(model, item["loc"][:-1])
+        close = difflib.get_close_matches(str(item["loc"][-1]), allowed, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"unknown key{hint}; allowed keys: {', '.join(allowed)}" if allowed else "unknown key"
+    if item["type"] == "missing":
+        return "required field is missing"
+    if item["type"] == "string_pattern_mismatch" and item["loc"][-1:] in (("name",), ("cluster",)):
+        return f"invalid name {item['input']!r}: use lowercase letters, digits and '-', at most 63"
+    return item["msg"]
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    current: Any = model
+    for part in loc:
+        field = current.model_fields.get(part) if isinstance(part, str) else None
+        annotation = field.annotation if field else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        current = annotation
+    return list(current.model_fields)
+
+
+def _walk(node: Any, loc: tuple[Any, ...], missing: bool) -> tuple[str, int]:
+    """Follow a pydantic loc through the YAML nodes; return the path found and its line."""
+    parts: list[str] = []
+    line = _line(node)
+    for part in loc:
+        child_line = _child_line(node, part)
+        if child_line is None:
+            if missing and isinstance(part, str):
+                parts.append(part)
+            break
+        parts.append(str(part))
+        line, node = child_line, node[part]
+    return ".".join(parts), line
+
+
+def _child_line(node: Any, part: Any) -> int | None:
+    if isinstance(node, CommentedMap) and part in node:
+        return node.lc.key(part)[0] + 1
+    if isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
+        return node.lc.item(part)[0] + 1
+    return None
+
+
+def _line(node: Any, path: list[Any] | None = None) -> int:
+    if path:
+        return _child_line(node, path[0]) or _line(node)
+    lc = getattr(node, "lc", None)
+    return lc.line + 1 if lc is not None and lc.line is not None else 1
+
+
+def _field_lines(node: Any, prefix: str = "") -> dict[str, int]:
+    lines: dict[str, int] = {}
+    keys = node.keys() if isinstance(node, CommentedMap) else range(len(node))
+    for key in keys:
+        path = f"{prefix}{key}"
+        lines[path] = _child_line(node, key) or 1
+        child = node[key]
+        if isinstance(child, (CommentedMap, CommentedSeq)):
+            lines.update(_field_lines(child, path + "."))
+    return lines
+
+
+def _plain(node: Any) -> Any:
+    """ruamel's round-trip types as plain Python values, so pydantic sees ordinary data."""
+    if isinstance(node, dict):
+        return {str(k): _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    if isinstance(node, bool) or node is None:
+        return node
+    for kind in (int, float, str):
+        if isinstance(node, kind):
+            return kind(node)
+    return node
+
+
+def _assemble(root: Path, loaded: list[tuple[Spec, Source]], problems: list[Problem]) -> DesiredState | None:
+    sources: dict[str, Source] = {}
+    for resource, source in loaded:
+        address = address_of(resource.kind, getattr(resource, "name", ""))
+        first = sources.get(address)
+        if first is not None and resource.kind != "Workspace":
+            problems.append(Problem(source.file, source.line_of("name"), "name",
+                                    f"duplicate {resource.kind} {resource.name!r} (first defined at {first.at('name')})"))
+            continue
+        sources.setdefault(address, source)
+    workspace = _the_workspace(loaded, problems)
+    clusters = {r.name: _resolve_cluster(r, root) for r, _ in loaded if isinstance(r, Cluster)}
+    jobs = {r.name: r for r, _ in loaded if isinstance(r, Job)}
+    for job in jobs.values():
+        if job.cluster not in clusters:
+            src = sources[address_of("Job", job.name)]
+            known = ", ".join(sorted(clusters)) or "none defined"
+            problems.append(Problem(src.file, src.line_of("cluster"), "cluster",
+                                    f"no Cluster named {job.cluster!r} (known: {known})"))
+    if workspace is None:
+        return None
+    return DesiredState(str(root), workspace, clusters, jobs, sources)
+
+
+def _the_workspace(loaded: list[tuple[Spec, Source]], problems: list[Problem]) -> Workspace | None:
+    found = [(r, s) for r, s in loaded if isinstance(r, Workspace)]
+    for resource, source in found:
+        if source.file != WORKSPACE_FILE:
+            problems.append(Problem(source.file, source.line, "kind",
+                                    f"the Workspace belongs in {WORKSPACE_FILE} at the workspace root"))
+    in_root = [r for r, s in found if s.file == WORKSPACE_FILE]
+    if len(in_root) > 1:
+        problems.append(Problem(WORKSPACE_FILE, 1, "kind", "exactly one Workspace is allowed"))
+    if not found:
+        problems.append(Problem(WORKSPACE_FILE, 1, "kind",
+                                "no Workspace: add `kind: Workspace` and `name: <team>` to argus.yaml"))
+    return in_root[0] if in_root else None
+
+
+def _resolve_cluster(cluster: Cluster, root: Path) -> Cluster:
+    """A relative shared_root means "under the workspace": handy for the local dev cluster."""
+    shared = Path(cluster.shared_root)
+    if shared.is_absolute():
+        return cluster
+    return cluster.model_copy(update={"shared_root": str((root / shared).resolve())})

@@ -1,0 +1,97 @@
+"""Pydantic models of every argus resource: the whole schema of the desired state in one place."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
+SECRET_REF_PATTERN = r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$"
+
+Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+Address = Annotated[str, StringConstraints(pattern=r"^https?://[^/\s]+/?$")]
+Resources = dict[str, Annotated[float, Field(ge=0)]]
+
+
+class Spec(BaseModel):
+    """Base of every spec.
+
+    extra="forbid": a misspelt key must be an error, never a silently ignored setting.
+    frozen=True: specs are values; the planner compares them and must not mutate them.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Workspace(Spec):
+    """The owner of everything argus submits; exactly one, in argus.yaml at the workspace root."""
+
+    kind: Literal["Workspace"]
+    name: Name
+    """Stamped as `argus.workspace` on every job; jobs with another value are never touched."""
+    description: str = ""
+
+
+class NodeExpectation(Spec):
+    """What the cluster is expected to have; checked against alive nodes, never created."""
+
+    role: Literal["head", "worker"]
+    count: int = Field(ge=0)
+    resources: Resources = {}
+
+
+class JobDefaults(Spec):
+    """The v1.1 "RayConfig": submission settings every job of a cluster inherits."""
+
+    entrypoint_num_cpus: float | None = Field(default=None, ge=0)
+    entrypoint_num_gpus: float | None = Field(default=None, ge=0)
+    entrypoint_memory: int | None = Field(default=None, ge=0)
+    entrypoint_resources: Resources = {}
+    """Custom resources the driver needs, e.g. {worker_node: 1} to keep it off the head."""
+    env: dict[str, str] = {}
+
+
+class Cluster(Spec):
+    """A Ray cluster argus submits to, and the shared filesystem its nodes see."""
+
+    kind: Literal["Cluster"]
+    name: Name
+    address: Address
+    """The Ray dashboard URL; must carry http(s):// (without it Ray dials GCS and hangs)."""
+    shared_root: str = Field(min_length=1)
+    """NFS mount seen by argus and every node; a relative path is taken from the workspace root."""
+    description: str = ""
+    nodes: list[NodeExpectation] = []
+    job_defaults: JobDefaults = JobDefaults()
+
+
+class Job(Spec):
+    """A Ray job argus keeps submitted (state: running) or stopped."""
+
+    kind: Literal["Job"]
+    name: Name
+    cluster: Name
+    """Name of the Cluster resource the job runs on."""
+    workload: Literal["command"]
+    """What runs: `command` is a plain entrypoint; verl workloads come as other values."""
+    entrypoint: list[str] | str
+    """argv (joined with shlex) or a shell string; Ray runs it with /bin/sh -c."""
+    description: str = ""
+    """Cosmetic: outside the spec hash, changing it never replaces a run."""
+    env: dict[str, str] = {}
+    """Merged over the cluster's job_defaults.env; `${env:NAME}` is read at submit time."""
+    entrypoint_num_cpus: float | None = Field(default=None, ge=0)
+    entrypoint_num_gpus: float | None = Field(default=None, ge=0)
+    entrypoint_memory: int | None = Field(default=None, ge=0)
+    entrypoint_resources: Resources | None = None
+    """Replaces (not merges) the cluster default when given."""
+    state: Literal["running", "stopped"] = "running"
+    protect: bool = False
+    """When true, any plan that would stop or replace this job's run is an error."""
+    run: int = Field(default=1, ge=1)
+    """Bump to ask for a new run of an otherwise unchanged spec."""
+
+
+Resource = Workspace | Cluster | Job
+KINDS: dict[str, type[Spec]] = {"Workspace": Workspace, "Cluster": Cluster, "Job": Job}

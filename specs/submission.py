@@ -1,0 +1,112 @@
+"""A job spec resolved into exactly what Ray is asked to run, and the identity derived from it.
+
+Pure functions of the specs: the planner uses them to decide, the applier to submit, so the
+two can never disagree about which run a spec means.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from specs.models import SECRET_REF_PATTERN, Cluster, Job, Workspace
+
+SUBMISSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+SHARED_ROOT_PLACEHOLDER = "${shared_root}"
+
+
+class Submission(BaseModel):
+    """The canonical resolved submission; its sha256 is the run's spec_hash.
+
+    Secrets appear here only as `${env:NAME}` references, so the hash, plans and records never
+    hold a secret value and rotating a secret does not replace a run.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    workspace: str
+    cluster: str
+    job: str
+    run: int
+    entrypoint: str
+    env_vars: dict[str, str]
+    entrypoint_num_cpus: float | None
+    entrypoint_num_gpus: float | None
+    entrypoint_memory: int | None
+    entrypoint_resources: dict[str, float]
+
+
+def resolve(workspace: Workspace, cluster: Cluster, job: Job) -> Submission:
+    """Merge the cluster's job_defaults under the job's own fields."""
+    defaults = cluster.job_defaults
+    resources = job.entrypoint_resources
+    env = {k: _expand(v, cluster) for k, v in {**defaults.env, **job.env}.items()}
+    return Submission(
+        workspace=workspace.name,
+        cluster=cluster.name,
+        job=job.name,
+        run=job.run,
+        entrypoint=_expand(entrypoint_string(job.entrypoint), cluster),
+        env_vars=env,
+        entrypoint_num_cpus=_pick(job.entrypoint_num_cpus, defaults.entrypoint_num_cpus),
+        entrypoint_num_gpus=_pick(job.entrypoint_num_gpus, defaults.entrypoint_num_gpus),
+        entrypoint_memory=_pick(job.entrypoint_memory, defaults.entrypoint_memory),
+        entrypoint_resources=dict(defaults.entrypoint_resources if resources is None else resources),
+    )
+
+
+def entrypoint_string(entrypoint: list[str] | str) -> str:
+    """Ray runs the entrypoint with /bin/sh -c: an argv is quoted so it arrives unchanged."""
+    return entrypoint if isinstance(entrypoint, str) else shlex.join(entrypoint)
+
+
+def spec_hash(submission: Submission) -> str:
+    canonical = json.dumps(submission.model_dump(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def submission_id(workspace: str, job: str, digest: str, attempt: int) -> str:
+    """Deterministic, readable in `ray job list`, and within Ray's safe id alphabet.
+
+    The hash covers the workspace, so trimming a long workspace name cannot make ids collide.
+    """
+    tail = f".{job}.{digest[:12]}.{attempt}"
+    sid = workspace[: 128 - len(tail)] + tail
+    assert SUBMISSION_ID_PATTERN.match(sid), sid
+    return sid
+
+
+def labels(sub: Submission, digest: str, attempt: int, commit: str, plan_id: str) -> dict[str, str]:
+    """Metadata stamped on the Ray job: a few hundred bytes, enough to find its spec again."""
+    return {
+        "argus.workspace": sub.workspace,
+        "argus.job": sub.job,
+        "argus.spec_hash": digest,
+        "argus.attempt": str(attempt),
+        "argus.commit": commit,
+        "argus.plan": plan_id,
+    }
+
+
+def secret_refs(env: dict[str, str]) -> dict[str, str]:
+    """env keys whose value is a `${env:NAME}` reference, mapped to NAME."""
+    refs = {}
+    for key, value in env.items():
+        match = re.match(SECRET_REF_PATTERN, value)
+        if match:
+            refs[key] = match.group(1)
+    return refs
+
+
+def _expand(text: str, cluster: Cluster) -> str:
+    """`${shared_root}` is the one placeholder argus fills in (seed 001 writes paths this way)."""
+    return text.replace(SHARED_ROOT_PLACEHOLDER, cluster.shared_root)
+
+
+def _pick(value: Any, default: Any) -> Any:
+    return default if value is None else value

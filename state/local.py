@@ -1,0 +1,201 @@
+"""The embedded dev cluster: a Ray head and a `worker_node` node on loopback.
+
+Every process it starts is recorded (its process group and, at teardown, all descendants), and
+`down` kills exactly those: never `ray stop`, which would stop every Ray on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from specs.errors import ArgusError
+
+# Ray replaces 127.0.0.1 with the machine's routable IP; other loopback addresses it keeps.
+HEAD_IP = "127.0.0.2"
+WORKER_IP = "127.0.0.3"
+STATE_FILE = "cluster.json"
+
+
+@dataclass
+class LocalCluster:
+    state_dir: str
+    dashboard_port: int
+    gcs_port: int
+    temp_dir: str
+    process_groups: list[int] = field(default_factory=list)
+
+    @property
+    def address(self) -> str:
+        return f"http://127.0.0.1:{self.dashboard_port}"
+
+
+def up(state_dir: Path, dashboard_port: int = 8265, worker_resources: dict[str, float] | None = None,
+       worker_gpus: int = 0, cpus_per_node: int = 2, timeout: float = 90.0) -> LocalCluster:
+    """Start head + worker; return once the dashboard answers and both nodes are alive."""
+    existing = load(state_dir)
+    if existing is not None and alive_pids(existing):
+        raise ArgusError(f"A local cluster is already up at {existing.address} (state in {state_dir}). "
+                         "Run `argus local down` first.")
+    _require_free(dashboard_port)
+    cluster = LocalCluster(str(state_dir), dashboard_port, _free_port(),
+                           tempfile.mkdtemp(prefix="argus-ray-", dir="/tmp"))
+    state_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        _ray_start(cluster, _head_args(cluster, cpus_per_node), "head")
+        resources = {"worker_node": 1.0} if worker_resources is None else worker_resources
+        args = _worker_args(cluster, cpus_per_node, resources, worker_gpus)
+        _ray_start(cluster, args, "worker")
+        _wait_ready(cluster, nodes=2, timeout=timeout)
+    except BaseException:
+        down(state_dir)
+        raise
+    return cluster
+
+
+def down(state_dir: Path, grace: float = 10.0) -> list[int]:
+    """Kill the processes this cluster started (and their descendants); return their pids."""
+    cluster = load(state_dir)
+    if cluster is None:
+        return []
+    pids = alive_pids(cluster)
+    _signal(pids, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(_exists(p) for p in pids):
+        time.sleep(0.2)
+    _signal([p for p in pids if _exists(p)], signal.SIGKILL)
+    shutil.rmtree(cluster.temp_dir, ignore_errors=True)
+    (state_dir / STATE_FILE).unlink(missing_ok=True)
+    return pids
+
+
+def load(state_dir: Path) -> LocalCluster | None:
+    path = Path(state_dir) / STATE_FILE
+    if not path.exists():
+        return None
+    return LocalCluster(**json.loads(path.read_text()))
+
+
+def alive_pids(cluster: LocalCluster) -> list[int]:
+    """Members of the recorded process groups, plus every descendant (job drivers included)."""
+    table = _process_table()
+    ours = {pid for pid, (_, pgid) in table.items() if pgid in cluster.process_groups}
+    grew = True
+    while grew:
+        children = {pid for pid, (ppid, _) in table.items() if ppid in ours} - ours
+        ours |= children
+        grew = bool(children)
+    return sorted(ours - {os.getpid()})
+
+
+def _head_args(c: LocalCluster, cpus: int) -> list[str]:
+    return ["--head", f"--node-ip-address={HEAD_IP}", f"--port={c.gcs_port}", "--dashboard-host=127.0.0.1",
+            f"--dashboard-port={c.dashboard_port}", f"--num-cpus={cpus}", "--num-gpus=0",
+            f"--ray-client-server-port={_free_port()}", *_node_args(c)]
+
+
+def _worker_args(c: LocalCluster, cpus: int, resources: dict[str, float], gpus: int) -> list[str]:
+    return [f"--address={HEAD_IP}:{c.gcs_port}", f"--node-ip-address={WORKER_IP}", f"--num-cpus={cpus}",
+            f"--num-gpus={gpus}", f"--resources={json.dumps(resources)}", *_node_args(c)]
+
+
+def _node_args(c: LocalCluster) -> list[str]:
+    """Ports every node needs of its own when two nodes share one machine."""
+    return [f"--temp-dir={c.temp_dir}", "--object-store-memory=100000000", "--disable-usage-stats",
+            f"--dashboard-agent-listen-port={_free_port()}", f"--dashboard-agent-grpc-port={_free_port()}",
+            f"--metrics-export-port={_free_port()}", f"--runtime-env-agent-port={_free_port()}",
+            "--min-worker-port=0", "--max-worker-port=0"]
+
+
+def _ray_start(cluster: LocalCluster, args: list[str], role: str) -> None:
+    """`ray start` in a new session: its daemons inherit the process group we record."""
+    ray = Path(sys.executable).with_name("ray")
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")}
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    env["ARGUS_LOCAL_NODE"] = role  # inherited by everything the node runs: a job can tell where it is
+    log = Path(cluster.state_dir) / f"ray-start-{role}.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([str(ray), "start", *args], stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, env=env, cwd=cluster.state_dir)
+    cluster.process_groups.append(proc.pid)  # recorded before waiting: a hung start is still ours
+    _save(cluster)
+    try:
+        code = proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        code = -1
+    if code != 0:
+        tail = log.read_text()[-1500:]
+        raise ArgusError(f"`ray start` for the local {role} failed (exit {code}); its log ({log}) ends:\n{tail}")
+
+
+def _wait_ready(cluster: LocalCluster, nodes: int, timeout: float) -> None:
+    url = f"{cluster.address}/api/v0/nodes?limit=100&detail=true"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                rows = json.load(response)["data"]["result"]["result"]
+            if sum(r.get("state") == "ALIVE" for r in rows) >= nodes:
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.5)
+    raise ArgusError(f"The local cluster at {cluster.address} did not report {nodes} alive nodes "
+                     f"within {timeout:.0f}s; see the logs in {cluster.state_dir}.")
+
+
+def _save(cluster: LocalCluster) -> None:
+    (Path(cluster.state_dir) / STATE_FILE).write_text(json.dumps(asdict(cluster), indent=2))
+
+
+def _process_table() -> dict[int, tuple[int, int]]:
+    """pid -> (ppid, pgid), read from /proc."""
+    table = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        table[int(stat.parent.name)] = (int(fields[1]), int(fields[2]))
+    return table
+
+
+def _signal(pids: list[int], sig: signal.Signals) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _exists(pid: int) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return fields[0] != "Z"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _require_free(port: int) -> None:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("0.0.0.0", port))
+        except OSError as err:
+            raise ArgusError(f"Port {port} is in use, so the local dashboard cannot start there. "
+                             "Stop what uses it, or pass --dashboard-port.") from err

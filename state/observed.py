@@ -1,0 +1,105 @@
+"""The immutable snapshot of the world that the planner reads. Plain data, no I/O."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
+ACTIVE = frozenset({"PENDING", "RUNNING"})
+# Record-only states: argus wrote the intent; Ray never confirmed the job.
+NOT_SUBMITTED = frozenset({"SUBMITTING", "SUBMIT_FAILED"})
+
+
+class Frozen(BaseModel):
+    """Observations are facts: frozen, and strict about their shape."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RayJob(Frozen):
+    """One submission-type job as Ray's job API reports it."""
+
+    submission_id: str
+    status: str
+    entrypoint: str = ""
+    metadata: dict[str, str] = {}
+    message: str = ""
+    start_time: int | None = None
+    end_time: int | None = None
+    driver_node_id: str | None = None
+
+    @property
+    def workspace(self) -> str | None:
+        return self.metadata.get("argus.workspace")
+
+    @property
+    def job(self) -> str | None:
+        return self.metadata.get("argus.job")
+
+    @property
+    def spec_hash(self) -> str | None:
+        return self.metadata.get("argus.spec_hash")
+
+    @property
+    def attempt(self) -> int:
+        return int(self.metadata.get("argus.attempt", "1"))
+
+
+class Node(Frozen):
+    """An alive Ray node and the logical resources it offers."""
+
+    node_id: str
+    ip: str
+    is_head: bool
+    resources: dict[str, float]
+
+
+class ClusterState(Frozen):
+    """What one Ray cluster looked like at observation time."""
+
+    name: str
+    address: str
+    session_name: str
+    """Changes when the head restarts without persistence: job history is gone then."""
+    ray_version: str
+    nodes: tuple[Node, ...]
+    jobs: tuple[RayJob, ...]
+
+
+class RunRecord(Frozen):
+    """argus's own record of a run, kept on NFS because Ray forgets (head restart, delete_job)."""
+
+    submission_id: str
+    workspace: str
+    job: str
+    cluster: str
+    spec_hash: str
+    attempt: int
+    status: str
+    """Last status argus saw: SUBMITTING, SUBMIT_FAILED, or a Ray status."""
+    submitted_at: str | None = None
+    updated_at: str
+    plan_id: str
+    commit: str
+    submission: dict[str, Any]
+    error: str | None = None
+
+
+class ObservedState(Frozen):
+    """Every cluster of the desired state, and this workspace's run records."""
+
+    clusters: dict[str, ClusterState]
+    records: dict[str, RunRecord]
+
+    def fingerprint(self) -> str:
+        """Digest of what a plan depends on; a saved plan is stale when it moves."""
+        facts = {
+            name: [c.session_name, sorted((j.submission_id, j.status) for j in c.jobs)]
+            for name, c in self.clusters.items()
+        }
+        facts["records"] = sorted((r.submission_id, r.status) for r in self.records.values())
+        return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,0 +1,199 @@
+"""The Ray adapter: Ray's JobSubmissionClient with timeouts, a fixed address and clear errors."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from specs.errors import ArgusError
+from state.observed import TERMINAL, ClusterState, Node, RayJob
+
+DEFAULT_TIMEOUT = 10.0
+
+
+class ClusterUnreachable(ArgusError):
+    """The dashboard did not answer: down, wrong address, or a network problem."""
+
+
+class ClusterRequestFailed(ArgusError):
+    """The dashboard answered with an error."""
+
+    def __init__(self, message: str, detail: str = ""):
+        super().__init__(message)
+        self.detail = detail
+
+
+class SubmitConflict(ArgusError):
+    """The submission id exists on the cluster but belongs to another spec."""
+
+
+class RayClient:
+    """One Ray cluster, reached only at the address its spec names."""
+
+    def __init__(self, name: str, address: str, timeout: float = DEFAULT_TIMEOUT):
+        self.name = name
+        self.address = address.rstrip("/")
+        self.timeout = timeout
+        with self._errors("connect"):
+            self._sdk = _make_sdk(self.address, timeout)
+
+    def snapshot(self) -> ClusterState:
+        """Version, alive nodes and every submission job: one list_jobs for the whole plan."""
+        version = self._get_json("/api/version")
+        with self._errors("list jobs"):
+            details = self._sdk.list_jobs()
+        jobs = tuple(_ray_job(d) for d in details if str(_enum_value(d.type)) == "SUBMISSION")
+        return ClusterState(
+            name=self.name,
+            address=self.address,
+            session_name=version.get("session_name", ""),
+            ray_version=version.get("ray_version", ""),
+            nodes=self.alive_nodes(),
+            jobs=jobs,
+        )
+
+    def alive_nodes(self) -> tuple[Node, ...]:
+        body = self._get_json("/api/v0/nodes?limit=10000&detail=true")
+        rows = body.get("data", {}).get("result", {}).get("result", [])
+        return tuple(
+            Node(node_id=r["node_id"], ip=r.get("node_ip", ""), is_head=bool(r.get("is_head_node")),
+                 resources={k: float(v) for k, v in (r.get("resources_total") or {}).items()})
+            for r in rows
+            if r.get("state") == "ALIVE"
+        )
+
+    def submit(self, submission_id: str, payload: dict[str, Any]) -> str:
+        """Ray's atomic create-if-absent. Returns "submitted", or "exists" when it is already ours."""
+        try:
+            with self._errors(f"submit {submission_id}"):
+                self._sdk.submit_job(submission_id=submission_id, **payload)
+            return "submitted"
+        except ClusterRequestFailed as err:
+            if "already exists" not in err.detail:
+                raise
+        existing = self.job(submission_id)
+        ours = payload["metadata"]["argus.spec_hash"]
+        if existing is not None and existing.spec_hash == ours:
+            return "exists"
+        raise SubmitConflict(
+            f"Job {submission_id} already exists on cluster {self.name!r} with another spec "
+            f"(argus.spec_hash={existing.spec_hash if existing else '?'}); argus will not touch it. "
+            f"Rename the job or bump its `run:` counter."
+        )
+
+    def job(self, submission_id: str) -> RayJob | None:
+        try:
+            with self._errors(f"read job {submission_id}"):
+                return _ray_job(self._sdk.get_job_info(submission_id))
+        except ClusterRequestFailed as err:
+            if "does not exist" in err.detail:
+                return None
+            raise
+
+    def stop(self, submission_id: str) -> None:
+        with self._errors(f"stop {submission_id}"):
+            self._sdk.stop_job(submission_id)
+
+    def wait_terminal(self, submission_id: str, timeout: float, poll: float = 0.25) -> RayJob | None:
+        """Poll until the job is terminal (or gone); raise a clear error when it takes too long."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.job(submission_id)
+            if job is None or job.status in TERMINAL:
+                return job
+            if time.monotonic() >= deadline:
+                raise ArgusError(
+                    f"Job {submission_id} on cluster {self.name!r} is still {job.status} "
+                    f"{timeout:.0f}s after the stop request. Ray stops a PENDING job only once it "
+                    f"starts (or fails it after RAY_JOB_START_TIMEOUT_SECONDS). Check "
+                    f"`argus status`, then run `argus apply` again."
+                )
+            time.sleep(poll)
+
+    def logs(self, submission_id: str) -> str:
+        with self._errors(f"read logs of {submission_id}"):
+            return self._sdk.get_job_logs(submission_id)
+
+    def _get_json(self, endpoint: str) -> dict[str, Any]:
+        with self._errors(f"GET {endpoint}"):
+            response = self._sdk._do_request("GET", endpoint)
+            if response.status_code != 200:
+                self._sdk._raise_error(response)
+            return response.json()
+
+    @contextlib.contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        """Translate requests/Ray errors into messages naming the cluster and what to try."""
+        import requests
+
+        try:
+            yield
+        except requests.Timeout as err:
+            raise ClusterUnreachable(
+                f"Ray dashboard of cluster {self.name!r} at {self.address} did not answer within "
+                f"{self.timeout:.0f}s ({what}). The head may be overloaded; try again, or check it "
+                f"with `ray status` on the head."
+            ) from err
+        except (requests.ConnectionError, ConnectionError) as err:
+            raise ClusterUnreachable(
+                f"Cannot reach the Ray dashboard of cluster {self.name!r} at {self.address} "
+                f"({what}). Is the head running (`ray status` on the head, or `argus local up` "
+                f"for the local cluster) and is the cluster's `address:` right?"
+            ) from err
+        except RuntimeError as err:
+            raise ClusterRequestFailed(
+                f"Ray cluster {self.name!r} at {self.address} refused to {what}: {_summary(err)}",
+                detail=str(err),
+            ) from err
+
+
+def _make_sdk(address: str, timeout: float) -> Any:
+    """A JobSubmissionClient bound to `address` alone, with a timeout on every request.
+
+    The stock constructor lets RAY_ADDRESS / RAY_API_SERVER_ADDRESS replace the address it is
+    given: argus must submit exactly where the spec says, so the env lookup is skipped.
+    """
+    import ray
+    from ray.dashboard.modules.dashboard_sdk import SubmissionClient
+    from ray.job_submission import JobSubmissionClient
+
+    class TimeoutJobClient(JobSubmissionClient):
+        def __init__(self) -> None:
+            self._client_ray_version = ray.__version__
+            self._request_timeout = timeout
+            SubmissionClient.__init__(self, address=address)
+
+        def _do_request(self, method: str, endpoint: str, **kwargs: Any) -> Any:
+            kwargs.setdefault("timeout", self._request_timeout)
+            return super()._do_request(method, endpoint, **kwargs)
+
+    return TimeoutJobClient()
+
+
+def _ray_job(details: Any) -> RayJob:
+    return RayJob(
+        submission_id=details.submission_id or details.job_id or "",
+        status=str(_enum_value(details.status)),
+        entrypoint=details.entrypoint or "",
+        metadata={str(k): str(v) for k, v in (details.metadata or {}).items()},
+        message=details.message or "",
+        start_time=details.start_time,
+        end_time=details.end_time,
+        driver_node_id=getattr(details, "driver_node_id", None),
+    )
+
+
+def _enum_value(value: Any) -> Any:
+    return getattr(value, "value", value)
+
+
+def _summary(err: Exception) -> str:
+    """The server's own exception line, not the whole remote traceback Ray forwards."""
+    lines = str(err).strip().splitlines()
+    for line in reversed(lines):
+        if re.match(r"^[A-Za-z_.]*(Error|Exception): ", line):
+            return line.strip()[:400]
+    return lines[0][:400] if lines else type(err).__name__

@@ -1,0 +1,76 @@
+"""Per-run records on the shared filesystem: jobs/<submission_id>/{config/,logs/,status.json}.
+
+Ray forgets jobs (a head restart without persistence, delete_job); these records are how argus
+still knows a run happened, so that it is reported, never silently submitted again.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from ruamel.yaml import YAML
+
+from state.files import write_atomic, write_json
+from state.observed import RunRecord
+
+
+def job_dir(shared_root: str, submission_id: str) -> Path:
+    return Path(shared_root) / "jobs" / submission_id
+
+
+def write_intent(shared_root: str, record: RunRecord, configs: dict[str, Any], payload: dict[str, Any]) -> None:
+    """Before submitting: the configs as seed 001 lists them, then status SUBMITTING."""
+    base = job_dir(shared_root, record.submission_id)
+    (base / "logs").mkdir(parents=True, exist_ok=True)
+    for name, data in configs.items():
+        write_atomic(base / "config" / f"{name}.yaml", _yaml(data))
+    write_json(base / "config" / "submit_payload.json", payload)
+    write_status(shared_root, record)
+
+
+def write_status(shared_root: str, record: RunRecord) -> None:
+    write_json(job_dir(shared_root, record.submission_id) / "status.json", record.model_dump())
+
+
+def append_submit_log(shared_root: str, submission_id: str, text: str) -> None:
+    path = job_dir(shared_root, submission_id) / "logs" / "submit.out"
+    previous = path.read_text(encoding="utf-8") if path.exists() else ""
+    write_atomic(path, previous + f"{now()} {text}\n")
+
+
+def read_records(shared_root: str, workspace: str) -> dict[str, RunRecord]:
+    """This workspace's records under shared_root; unreadable ones are skipped, not fatal."""
+    records: dict[str, RunRecord] = {}
+    for path in sorted((Path(shared_root) / "jobs").glob("*/status.json")):
+        record = _read(path)
+        if record is not None and record.workspace == workspace:
+            records[record.submission_id] = record
+    return records
+
+
+def read_record(shared_root: str, submission_id: str) -> RunRecord | None:
+    return _read(job_dir(shared_root, submission_id) / "status.json")
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _read(path: Path) -> RunRecord | None:
+    try:
+        return RunRecord.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, ValidationError):
+        return None
+
+
+def _yaml(data: Any) -> str:
+    buffer = io.StringIO()
+    yaml = YAML()
+    yaml.default_flow_style = False
+    yaml.dump(data, buffer)
+    return buffer.getvalue()
