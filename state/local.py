@@ -194,6 +194,7 @@ def _free_port() -> int:
 
 def _require_free(port: int) -> None:
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is not "in use"
         try:
             sock.bind(("0.0.0.0", port))
         except OSError as err:

@@ -1,0 +1,139 @@
+"""Shared fixtures: a real two-node Ray cluster on loopback, real workspaces in temp dirs."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from state import local
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test may reach a cluster through the environment or write into the real home."""
+    for name in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", "GITHUB_ACTOR", "GITLAB_USER_LOGIN", "ARGUS_ACTOR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ARGUS_LOCAL_DIR", str(tmp_path / "local-cluster"))
+
+
+def start_cluster(state_dir: Path) -> local.LocalCluster:
+    # Logical CPUs and worker_node slots above the machine's 2 cores: test drivers mostly sleep.
+    return local.up(state_dir, dashboard_port=local._free_port(), cpus_per_node=8,
+                    worker_resources={"worker_node": 8.0})
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
+    state_dir = tmp_path_factory.mktemp("ray-cluster")
+    cluster = start_cluster(state_dir)
+    try:
+        yield cluster
+    finally:
+        local.down(state_dir)
+
+
+@dataclass
+class Workspace:
+    """A real workspace directory whose cluster is the test's Ray cluster."""
+
+    root: Path
+    name: str
+    address: str
+
+    @property
+    def shared(self) -> Path:
+        return self.root / ".shared"
+
+    def write(self, rel: str, text: str) -> Path:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+        return path
+
+    def job(self, name: str, entrypoint: str | list[str], extra: str = "") -> Path:
+        rendered = entrypoint if isinstance(entrypoint, str) else "[" + ", ".join(_quote(a) for a in entrypoint) + "]"
+        body = f"kind: Job\nname: {name}\ncluster: local\nworkload: command\nentrypoint: {rendered}\n"
+        return self.write(f"jobs/{name}.yaml", body + textwrap.dedent(extra).lstrip())
+
+    def remove(self, rel: str) -> None:
+        (self.root / rel).unlink()
+
+
+def _quote(arg: str) -> str:
+    return "'" + arg.replace("'", "''") + "'"
+
+
+def make_workspace(root: Path, name: str, address: str) -> Workspace:
+    ws = Workspace(root, name, address)
+    ws.write("argus.yaml", f"kind: Workspace\nname: {name}\n")
+    ws.write("cluster.yaml", f"""
+        kind: Cluster
+        name: local
+        address: {address}
+        shared_root: .shared
+        job_defaults:
+          entrypoint_num_cpus: 0.5
+          entrypoint_resources: {{worker_node: 1}}
+        """)
+    return ws
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, ray_cluster: local.LocalCluster, request: pytest.FixtureRequest) -> Workspace:
+    """A workspace named after the test, so tests on the shared cluster never own each other's jobs."""
+    name = request.node.name.replace("_", "-").lower()[:40].strip("-")
+    return make_workspace(tmp_path / "ws", name, ray_cluster.address)
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def argus(capsys: pytest.CaptureFixture[str]):
+    """Run the argus CLI in-process, as a user would type it."""
+    from reconcile.cli import main
+
+    def run(*args: str | Path) -> Result:
+        capsys.readouterr()
+        code = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run
+
+
+def sdk(address: str):
+    from ray.job_submission import JobSubmissionClient
+
+    return JobSubmissionClient(address)
+
+
+def wait_for(address: str, submission_id: str, statuses: set[str], timeout: float = 60.0) -> str:
+    client = sdk(address)
+    deadline = time.monotonic() + timeout
+    status = ""
+    while time.monotonic() < deadline:
+        status = str(client.get_job_status(submission_id).value)
+        if status in statuses:
+            return status
+        time.sleep(0.25)
+    raise AssertionError(f"{submission_id} still {status} after {timeout}s, wanted {statuses}")
+
+
+def jobs_of(address: str, workspace: str) -> list:
+    return [j for j in sdk(address).list_jobs() if (j.metadata or {}).get("argus.workspace") == workspace]
+
+
+SLEEP = ["python3", "-c", "import time; time.sleep(120)"]
+QUICK = ["python3", "-c", "print('hello from argus')"]
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

@@ -1,0 +1,185 @@
+"""The job lifecycle against a real two-node Ray cluster: submit, sync, replace, stop, protect."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import QUICK, SLEEP, jobs_of, sdk, wait_for
+from state import audit
+
+
+def test_apply_then_plan_again_has_no_changes(workspace, argus):
+    workspace.job("hello", QUICK)
+    first = argus("apply", workspace.root, "--auto-approve")
+    assert first.code == 0, first.out + first.err
+    assert "+ job.hello" in first.out
+    [job] = jobs_of(workspace.address, workspace.name)
+    wait_for(workspace.address, job.submission_id, {"SUCCEEDED"})
+
+    again = argus("plan", workspace.root, "--detailed-exitcode")
+    assert again.code == 0, again.out
+    assert "No changes." in again.out
+    assert "finished SUCCEEDED" in again.out
+    assert len(jobs_of(workspace.address, workspace.name)) == 1
+
+
+def test_detailed_exitcode_is_2_with_changes_and_0_without(workspace, argus):
+    workspace.job("sleeper", SLEEP)
+    assert argus("plan", workspace.root, "--detailed-exitcode").code == 2
+    assert argus("plan", workspace.root).code == 0
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    assert argus("plan", workspace.root, "--detailed-exitcode").code == 0
+    workspace.remove("jobs/sleeper.yaml")
+    assert argus("plan", workspace.root, "--detailed-exitcode").code == 2
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    assert jobs_of(workspace.address, workspace.name)[0].status.value == "STOPPED"
+
+
+def test_submission_carries_labels_and_driver_lands_on_worker_node(workspace, argus, ray_cluster):
+    workspace.job("where", QUICK)
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    [job] = jobs_of(workspace.address, workspace.name)
+    wait_for(workspace.address, job.submission_id, {"SUCCEEDED"})
+    info = sdk(workspace.address).get_job_info(job.submission_id)
+    meta = info.metadata
+    assert meta["argus.job"] == "where" and meta["argus.attempt"] == "1"
+    assert len(meta["argus.spec_hash"]) == 64 and meta["argus.plan"] and meta["argus.commit"]
+    assert job.submission_id == f"{workspace.name}.where.{meta['argus.spec_hash'][:12]}.1"
+    nodes = {n.node_id: n for n in _nodes(ray_cluster.address)}
+    assert "worker_node" in nodes[info.driver_node_id].resources
+
+
+def test_changed_spec_replaces_the_running_run(workspace, argus):
+    workspace.job("trainer", SLEEP)
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    [old] = jobs_of(workspace.address, workspace.name)
+    wait_for(workspace.address, old.submission_id, {"RUNNING"})
+
+    workspace.job("trainer", ["python3", "-c", "import time; time.sleep(121)"])
+    plan = argus("plan", workspace.root)
+    assert "-/+ job.trainer" in plan.out and "is RUNNING" in plan.out
+    assert "~ entrypoint:" in plan.out
+    applied = argus("apply", workspace.root, "--auto-approve")
+    assert applied.code == 0, applied.out + applied.err
+
+    runs = {j.submission_id: j for j in jobs_of(workspace.address, workspace.name)}
+    assert runs[old.submission_id].status.value == "STOPPED"
+    [new_id] = set(runs) - {old.submission_id}
+    assert runs[new_id].status.value in ("PENDING", "RUNNING")
+    assert argus("plan", workspace.root, "--detailed-exitcode").code == 0
+
+
+def test_removed_spec_and_state_stopped_stop_the_run(workspace, argus):
+    workspace.job("a", SLEEP)
+    workspace.job("b", SLEEP)
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    ids = {j.metadata["argus.job"]: j.submission_id for j in jobs_of(workspace.address, workspace.name)}
+
+    workspace.remove("jobs/a.yaml")
+    workspace.job("b", SLEEP, extra="state: stopped\n")
+    plan = argus("plan", workspace.root)
+    assert "- job.a" in plan.out and "spec removed" in plan.out
+    assert "- job.b" in plan.out and "state: stopped" in plan.out
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    for sid in ids.values():
+        assert sdk(workspace.address).get_job_status(sid).value == "STOPPED"
+    assert argus("plan", workspace.root, "--detailed-exitcode").code == 0
+
+
+def test_protect_turns_a_stop_into_a_plan_error(workspace, argus):
+    workspace.job("precious", SLEEP, extra="protect: true\n")
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    workspace.job("precious", SLEEP, extra="protect: true\nstate: stopped\n")
+    plan = argus("plan", workspace.root)
+    assert plan.code == 1
+    assert "jobs/precious.yaml:6" in plan.out and "protected" in plan.out
+    applied = argus("apply", workspace.root, "--auto-approve")
+    assert applied.code == 1
+    [job] = jobs_of(workspace.address, workspace.name)
+    assert job.status.value in ("PENDING", "RUNNING")
+
+
+def test_jobs_of_others_are_never_touched(workspace, argus, tmp_path):
+    from conftest import make_workspace
+
+    client = sdk(workspace.address)
+    by_hand = client.submit_job(entrypoint="sleep 120")
+    other = make_workspace(tmp_path / "other", workspace.name + "-other", workspace.address)
+    other.job("shared-name", SLEEP)
+    assert argus("apply", other.root, "--auto-approve").code == 0
+
+    workspace.job("mine", QUICK)
+    plan = argus("plan", workspace.root)
+    assert "Not managed by this workspace" in plan.out
+    assert "shared-name" not in plan.out.split("Not managed")[0]
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    workspace.remove("jobs/mine.yaml")
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    assert str(client.get_job_status(by_hand).value) in ("PENDING", "RUNNING")
+    [theirs] = jobs_of(workspace.address, other.name)
+    assert theirs.status.value in ("PENDING", "RUNNING")
+    client.stop_job(by_hand)
+
+
+def test_apply_twice_submits_once_and_submit_is_idempotent(workspace, argus):
+    from reconcile.apply import ApplyContext, apply_plan
+    from reconcile.commands.common import load, observe_and_plan
+    from state.gitinfo import GitInfo
+    from state.observe import clients
+
+    workspace.job("once", SLEEP)
+    desired = load(workspace.root)
+    _, plan = observe_and_plan(desired, 10)
+    ctx = ApplyContext(desired, clients(desired), GitInfo("abc", False), "plan1", echo=lambda _: None)
+    apply_plan(plan, ctx)
+    apply_plan(plan, ctx)  # the same steps again: Ray says "already exists", and it is ours
+    assert ctx.outcomes[-1].endswith("exists")
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    assert len(jobs_of(workspace.address, workspace.name)) == 1
+
+
+def test_records_and_audit_log_on_the_shared_root(workspace, argus):
+    workspace.job("recorded", QUICK, extra="env: {GREETING: hello}\n")
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    [job] = jobs_of(workspace.address, workspace.name)
+    base = workspace.shared / "jobs" / job.submission_id
+    for rel in ("config/ray_config.yaml", "config/jobspec.yaml", "config/submit_payload.json", "logs/submit.out"):
+        assert (base / rel).is_file(), rel
+    payload = json.loads((base / "config/submit_payload.json").read_text())
+    assert payload["runtime_env"] == {"env_vars": {"GREETING": "hello"}}
+    status = json.loads((base / "status.json").read_text())
+    assert status["status"] == "PENDING" and status["job"] == "recorded"
+
+    events = audit.read(str(workspace.shared), workspace.name)
+    assert [e["event"] for e in events] == ["apply.start", "action", "apply.end"]
+    action = events[1]
+    assert action["submission_id"] == job.submission_id and action["outcome"] == "submitted"
+    for key in ("time", "actor", "host", "commit", "dirty", "plan_id", "address", "action"):
+        assert key in action, key
+
+    wait_for(workspace.address, job.submission_id, {"SUCCEEDED"})
+    assert argus("apply", workspace.root, "--auto-approve").code == 0  # refreshes the record
+    assert json.loads((base / "status.json").read_text())["status"] == "SUCCEEDED"
+
+
+def test_status_and_logs(workspace, argus):
+    workspace.job("talker", QUICK)
+    workspace.job("later", SLEEP, extra="state: stopped\n")
+    status = argus("status", workspace.root)
+    assert "job.talker" in status.out and "missing" in status.out
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    [job] = jobs_of(workspace.address, workspace.name)
+    wait_for(workspace.address, job.submission_id, {"SUCCEEDED"})
+    status = argus("status", workspace.root)
+    line = next(x for x in status.out.splitlines() if x.startswith("job.talker"))
+    assert "in sync" in line and "SUCCEEDED" in line
+    logs = argus("logs", "talker", workspace.root)
+    assert logs.code == 0 and "hello from argus" in logs.out
+    missing = argus("logs", "later", workspace.root)
+    assert missing.code == 1 and "has no run yet" in missing.err
+
+
+def _nodes(address: str):
+    from state.ray_client import RayClient
+
+    return RayClient("local", address).alive_nodes()
