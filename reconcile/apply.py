@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconcile.model import Change, Plan, StopStep, SubmitStep
+from reconcile.render import render_step
 from specs.desired import DesiredState
 from specs.errors import ArgusError
 from specs.submission import labels, secret_refs
@@ -14,8 +16,6 @@ from state import audit, records
 from state.gitinfo import GitInfo
 from state.observed import ObservedState, RunRecord
 from state.ray_client import RayClient
-from reconcile.model import Change, Plan, StopStep, SubmitStep
-from reconcile.render import render_step
 
 DEFAULT_STOP_TIMEOUT = 120.0
 
@@ -54,7 +54,7 @@ def refresh_records(ctx: ApplyContext, observed: ObservedState) -> int:
         for job in cluster.jobs:
             record = observed.records.get(job.submission_id)
             if record is not None and record.status != job.status:
-                records.write_status(root, record.model_copy(update={"status": job.status, "updated_at": records.now()}))
+                _set_status(root, record, job.status)
                 updated += 1
     return updated
 
@@ -78,7 +78,8 @@ def _apply_change(change: Change, ctx: ApplyContext) -> None:
         try:
             outcome = _execute(step, ctx)
         except ArgusError as err:
-            audit.append(root, ctx.desired.workspace.name, {**_common(ctx), **event, "outcome": "failed", "error": str(err)})
+            failed = {**_common(ctx), **event, "outcome": "failed", "error": str(err)}
+            audit.append(root, ctx.desired.workspace.name, failed)
             raise
         audit.append(root, ctx.desired.workspace.name, {**_common(ctx), **event, "outcome": outcome})
         ctx.outcomes.append(f"{change.address}: {step.submission_id} {outcome}")
@@ -120,7 +121,8 @@ def _submit(step: SubmitStep, ctx: ApplyContext) -> str:
         records.append_submit_log(root, step.submission_id, f"submit failed: {err}")
         raise
     stamp = records.now()
-    records.write_status(root, record.model_copy(update={"status": "PENDING", "submitted_at": stamp, "updated_at": stamp}))
+    records.write_status(root, record.model_copy(update={"status": "PENDING", "submitted_at": stamp,
+                                                         "updated_at": stamp}))
     records.append_submit_log(root, step.submission_id, f"{outcome} to {ctx.clients[step.cluster].address}")
     return outcome
 
@@ -152,7 +154,11 @@ def _update_record(ctx: ApplyContext, cluster: str, submission_id: str, status: 
     root = ctx.desired.clusters[cluster].shared_root
     found = records.read_record(root, submission_id)
     if found is not None:
-        records.write_status(root, found.model_copy(update={"status": status, "updated_at": records.now()}))
+        _set_status(root, found, status)
+
+
+def _set_status(root: str, record: RunRecord, status: str) -> None:
+    records.write_status(root, record.model_copy(update={"status": status, "updated_at": records.now()}))
 
 
 def _submit_steps(plan: Plan) -> list[SubmitStep]:

@@ -5,7 +5,6 @@ Nothing here imports ray: `argus --help` and `argus validate` must start fast.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,8 +23,8 @@ app.add_typer(local_app, name="local")
 _debug = {"on": False}
 DIR = typer.Argument(Path("."), help="The workspace directory (holding argus.yaml).")
 TIMEOUT = typer.Option(10.0, "--timeout", help="Seconds to wait for each request to a Ray dashboard.")
-LOCAL_DIR = typer.Option(Path(os.environ.get("ARGUS_LOCAL_DIR", Path.home() / ".argus" / "local")),
-                         "--state-dir", help="Where the local cluster records its processes.")
+LOCAL_DIR = typer.Option(Path.home() / ".argus" / "local", "--state-dir", envvar="ARGUS_LOCAL_DIR",
+                         help="Where the local cluster records its processes.")
 
 
 @app.callback()

@@ -66,7 +66,9 @@ class RunView(Frozen):
     def health(self) -> str:
         if self.on_ray:
             return self.status
-        return f"lost (last seen {self.status})" if self.status in ("PENDING", "RUNNING") else f"forgotten ({self.status})"
+        if self.status in ("PENDING", "RUNNING"):
+            return f"lost (last seen {self.status})"
+        return f"forgotten ({self.status})"
 
 
 class FieldChange(Frozen):

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from reconcile.diff import field_diff
+from reconcile.model import Action, Change, Diagnostic, Plan, RunView, StopStep, SubmitStep, UnmanagedJob
 from specs.desired import DesiredState
 from specs.models import Job
 from specs.submission import Submission, resolve, spec_hash, submission_id
 from state.observed import ACTIVE, NOT_SUBMITTED, ObservedState
-from reconcile.diff import field_diff
-from reconcile.model import Action, Change, Diagnostic, Plan, RunView, StopStep, SubmitStep, UnmanagedJob
 
 
 def plan(desired: DesiredState, observed: ObservedState) -> Plan:

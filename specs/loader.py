@@ -174,18 +174,14 @@ def _plain(node: Any) -> Any:
 
 
 def _assemble(root: Path, loaded: list[tuple[Spec, Source]], problems: list[Problem]) -> DesiredState | None:
-    sources: dict[str, Source] = {}
-    for resource, source in loaded:
-        address = address_of(resource.kind, getattr(resource, "name", ""))
-        first = sources.get(address)
-        if first is not None and resource.kind != "Workspace":
-            problems.append(Problem(source.file, source.line_of("name"), "name",
-                                    f"duplicate {resource.kind} {resource.name!r} (first defined at {first.at('name')})"))
-            continue
-        sources.setdefault(address, source)
+    unique = _without_duplicates(loaded, problems)
+    sources = {address_of(r.kind, r.name): s for r, s in unique}
+    roots = [s for r, s in loaded if isinstance(r, Workspace) and s.file == WORKSPACE_FILE]
+    if roots:
+        sources["workspace"] = roots[0]
     workspace = _the_workspace(loaded, problems)
-    clusters = {r.name: _resolve_cluster(r, root) for r, _ in loaded if isinstance(r, Cluster)}
-    jobs = {r.name: r for r, _ in loaded if isinstance(r, Job)}
+    clusters = {r.name: _resolve_cluster(r, root) for r, _ in unique if isinstance(r, Cluster)}
+    jobs = {r.name: r for r, _ in unique if isinstance(r, Job)}
     for job in jobs.values():
         if job.cluster not in clusters:
             src = sources[address_of("Job", job.name)]
@@ -197,9 +193,27 @@ def _assemble(root: Path, loaded: list[tuple[Spec, Source]], problems: list[Prob
     return DesiredState(str(root), workspace, clusters, jobs, sources)
 
 
+def _without_duplicates(loaded: list[tuple[Spec, Source]], problems: list[Problem]) -> list[tuple[Spec, Source]]:
+    """The first definition of each address wins; every later one is a problem."""
+    first: dict[str, Source] = {}
+    unique = []
+    for resource, source in loaded:
+        if isinstance(resource, Workspace):
+            continue
+        address = address_of(resource.kind, resource.name)
+        if address in first:
+            problems.append(Problem(source.file, source.line_of("name"), "name",
+                                    f"duplicate {resource.kind} {resource.name!r} "
+                                    f"(first defined at {first[address].at('name')})"))
+            continue
+        first[address] = source
+        unique.append((resource, source))
+    return unique
+
+
 def _the_workspace(loaded: list[tuple[Spec, Source]], problems: list[Problem]) -> Workspace | None:
     found = [(r, s) for r, s in loaded if isinstance(r, Workspace)]
-    for resource, source in found:
+    for _, source in found:
         if source.file != WORKSPACE_FILE:
             problems.append(Problem(source.file, source.line, "kind",
                                     f"the Workspace belongs in {WORKSPACE_FILE} at the workspace root"))

@@ -6,6 +6,7 @@ Every process it starts is recorded (its process group and, at teardown, all des
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -172,10 +173,8 @@ def _process_table() -> dict[int, tuple[int, int]]:
 
 def _signal(pids: list[int], sig: signal.Signals) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
 
 
 def _exists(pid: int) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from conftest import QUICK, SLEEP, jobs_of, sdk, wait_for
+
 from state import audit
 
 

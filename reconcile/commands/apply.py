@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from specs.errors import ArgusError
 from reconcile.apply import ApplyContext, apply_plan, refresh_records
 from reconcile.boundary import EXIT_ERROR, EXIT_OK
 from reconcile.commands.common import load, observe_and_plan
 from reconcile.render import render_plan
+from specs.errors import ArgusError
 
 
 def run(directory: Path, auto_approve: bool, timeout: float, stop_timeout: float, colour: bool) -> int:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reconcile.model import Plan
 from specs.desired import DesiredState
 from specs.loader import load_workspace
 from state.observed import ObservedState
-from reconcile.model import Plan
 
 
 def load(directory: Path) -> DesiredState:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from specs.errors import ArgusError
 from reconcile.boundary import EXIT_OK
 from reconcile.commands.common import load, observe_and_plan
+from specs.errors import ArgusError
 
 
 def run(directory: Path, job: str, timeout: float) -> int:

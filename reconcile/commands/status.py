@@ -23,7 +23,7 @@ def render_status(plan: Plan) -> str:
     rows += [(c.address, sync_of(c), c.current.health if c.current else "-",
               c.current.submission_id if c.current else "-") for c in plan.changes]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:3], widths)) + "  " + r[3] for r in rows]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:3], widths, strict=True)) + "  " + r[3] for r in rows]
     if plan.unmanaged:
         lines.append("")
         lines.append("Not managed by this workspace (never touched):")

@@ -18,7 +18,7 @@ def main() -> None:
     while state["step"] < args.steps:
         xs = [rng.uniform(-1, 1) for _ in range(32)]
         errors = [(state["w"] * x + state["b"]) - (3 * x + 2) for x in xs]
-        state["w"] -= args.lr * sum(e * x for e, x in zip(errors, xs)) / len(xs)
+        state["w"] -= args.lr * sum(e * x for e, x in zip(errors, xs, strict=True)) / len(xs)
         state["b"] -= args.lr * sum(errors) / len(xs)
         state["step"] += 1
         if state["step"] % args.checkpoint_every == 0:

@@ -1,0 +1,23 @@
+# Two entry points for a fresh machine with python3, git and make: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: install demo test lint
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+demo: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" examples/quickstart/demo.sh
+
+lint: install
+	$(BIN)/ruff check .
+
+test: lint
+	$(BIN)/python -m pytest -q

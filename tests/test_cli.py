@@ -1,0 +1,120 @@
+"""The CLI's contract without a cluster: fast start, exit codes, one error boundary."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import QUICK, make_workspace
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_help_and_validate_do_not_import_ray(tmp_path: Path):
+    ws = make_workspace(tmp_path, "offline", "http://127.0.0.1:9")
+    ws.job("a", QUICK)
+    code = (
+        "import sys; from reconcile.cli import main\n"
+        f"assert main(['validate', {str(ws.root)!r}]) == 0\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('ray', 'git', 'requests')]\n"
+        "assert not heavy, heavy\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "Valid: workspace 'offline', 1 cluster(s), 1 job(s)." in done.stdout
+
+
+def test_console_script_exit_codes(tmp_path: Path):
+    argus = Path(sys.executable).with_name("argus")
+    ok = subprocess.run([argus, "--help"], capture_output=True, text=True)
+    assert ok.returncode == 0 and "validate" in ok.stdout
+    bad_flag = subprocess.run([argus, "plan", "--no-such-flag"], capture_output=True, text=True)
+    assert bad_flag.returncode == 1 and "No such option" in bad_flag.stderr
+    not_ws = subprocess.run([argus, "validate", str(tmp_path)], capture_output=True, text=True)
+    assert not_ws.returncode == 1 and "argus.yaml is missing" in not_ws.stderr
+
+
+def test_validate_reports_all_problems_and_exits_1(tmp_path: Path, argus):
+    ws = make_workspace(tmp_path, "bad", "http://127.0.0.1:9")
+    ws.job("a", QUICK, extra="colour: blue\n")
+    ws.write("jobs/b.yaml", "kind: Job\nname: b\ncluster: nope\nworkload: command\nentrypoint: x\n")
+    result = argus("validate", ws.root)
+    assert result.code == 1
+    assert "jobs/a.yaml:6: colour: unknown key" in result.err
+    assert "jobs/b.yaml:3: cluster: no Cluster named 'nope'" in result.err
+    assert "2 problems" in result.err
+
+
+def test_unreachable_dashboard_names_address_and_what_to_try(tmp_path: Path, argus):
+    port = _unused_port()
+    ws = make_workspace(tmp_path, "down", f"http://127.0.0.1:{port}")
+    result = argus("plan", ws.root)
+    assert result.code == 1
+    assert f"Cannot reach the Ray dashboard of cluster 'local' at http://127.0.0.1:{port}" in result.err
+    assert "argus local up" in result.err
+
+
+def test_a_dashboard_that_never_answers_times_out(tmp_path: Path, argus):
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)  # accepts connections, never answers
+        port = server.getsockname()[1]
+        ws = make_workspace(tmp_path, "slow", f"http://127.0.0.1:{port}")
+        result = argus("plan", ws.root, "--timeout", "1")
+    assert result.code == 1
+    assert "did not answer within 1s" in result.err
+
+
+def test_an_http_error_is_reported_with_the_status(tmp_path: Path, argus):
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Broken(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's naming
+            self.send_response(503)
+            self.end_headers()
+            self.wfile.write(b"upstream overloaded")
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Broken)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        ws = make_workspace(tmp_path, "broken", f"http://127.0.0.1:{server.server_port}")
+        result = argus("plan", ws.root)
+    finally:
+        server.shutdown()
+    assert result.code == 1
+    assert "status code 503" in result.err and "cluster 'local'" in result.err
+
+
+def test_bugs_exit_3_and_interrupts_exit_130(tmp_path: Path, argus, monkeypatch: pytest.MonkeyPatch):
+    from reconcile.commands import validate
+
+    ws = make_workspace(tmp_path, "boundary", "http://127.0.0.1:9")
+
+    def boom(_directory):
+        raise ZeroDivisionError("oops")
+
+    monkeypatch.setattr(validate, "run", boom)
+    result = argus("validate", ws.root)
+    assert result.code == 3 and "argus hit a bug: ZeroDivisionError: oops" in result.err
+    assert "Traceback" not in result.err
+    assert "Traceback" in argus("--debug", "validate", ws.root).err
+
+    def interrupted(_directory):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(validate, "run", interrupted)
+    assert argus("validate", ws.root).code == 130
+
+
+def _unused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -1,0 +1,38 @@
+"""Ray forgets every job when its head restarts; argus must not submit finished runs again."""
+
+from __future__ import annotations
+
+from conftest import QUICK, SLEEP, jobs_of, make_workspace, start_cluster, wait_for
+
+from state import local
+
+
+def test_runs_survive_a_head_restart_as_forgotten_or_lost(tmp_path, argus):
+    state_dir = tmp_path / "cluster"
+    cluster = start_cluster(state_dir)
+    try:
+        ws = make_workspace(tmp_path / "ws", "restart", cluster.address)
+        ws.job("done", QUICK)
+        ws.job("busy", SLEEP)
+        assert argus("apply", ws.root, "--auto-approve").code == 0
+        ids = {j.metadata["argus.job"]: j.submission_id for j in jobs_of(cluster.address, ws.name)}
+        wait_for(cluster.address, ids["done"], {"SUCCEEDED"})
+        wait_for(cluster.address, ids["busy"], {"RUNNING"})
+        assert argus("apply", ws.root, "--auto-approve").code == 0  # records the statuses
+
+        local.down(state_dir)
+        cluster = local.up(state_dir, dashboard_port=cluster.dashboard_port, cpus_per_node=8,
+                           worker_resources={"worker_node": 8.0})
+        assert jobs_of(cluster.address, ws.name) == []
+
+        plan = argus("plan", ws.root, "--detailed-exitcode")
+        assert plan.code == 0, plan.out + plan.err
+        assert "No changes." in plan.out
+        assert "forgotten (SUCCEEDED)" in plan.out
+        assert "lost (last seen RUNNING)" in plan.out and "no longer knows it" in plan.out
+        assert argus("apply", ws.root, "--auto-approve").code == 0
+        assert jobs_of(cluster.address, ws.name) == []
+        status = argus("status", ws.root)
+        assert "forgotten (SUCCEEDED)" in status.out
+    finally:
+        local.down(state_dir)

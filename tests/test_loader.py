@@ -1,0 +1,136 @@
+"""Every loader problem is reported with file:line and field path, all of them at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import Workspace
+
+from specs.errors import ArgusError, SpecError
+from specs.loader import load_workspace
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    ws = Workspace(tmp_path, "team", "http://127.0.0.1:1")
+    ws.write("argus.yaml", "kind: Workspace\nname: team\n")
+    ws.write("clusters/c.yaml", """
+        kind: Cluster
+        name: h20
+        address: http://10.0.0.1:8265
+        shared_root: /mnt/shared
+        job_defaults:
+          entrypoint_num_cpus: 1
+          entrypoint_resources: {worker_node: 1}
+        """)
+    return ws
+
+
+def problems(ws: Workspace) -> list[str]:
+    with pytest.raises(SpecError) as caught:
+        load_workspace(ws.root)
+    return [str(p) for p in caught.value.problems]
+
+
+def test_a_valid_workspace_loads_with_defaults_and_positions(ws: Workspace) -> None:
+    ws.write("jobs/a.yaml", """
+        kind: Job
+        name: ppo
+        cluster: h20
+        workload: command
+        entrypoint: [python3, train.py]
+        """)
+    desired = load_workspace(ws.root)
+    assert desired.workspace.name == "team"
+    assert desired.jobs["ppo"].run == 1 and desired.jobs["ppo"].state == "running"
+    assert desired.source("job.ppo").at("entrypoint") == "jobs/a.yaml:5"
+
+
+def test_every_kind_of_problem_is_reported_together(ws: Workspace) -> None:
+    ws.write("jobs/bad.yaml", """
+        kind: Job
+        name: Bad_Name
+        cluster: h20
+        workload: command
+        entrypoint: [python3]
+        entrypont: typo
+        protect: maybe
+        ---
+        kind: Job
+        name: orphan
+        cluster: nowhere
+        workload: command
+        entrypoint: echo
+        ---
+        kind: Job
+        name: incomplete
+        cluster: h20
+        workload: command
+        """)
+    ws.write("jobs/dup.yaml", """
+        kind: Job
+        name: orphan
+        cluster: h20
+        workload: command
+        entrypoint: echo again
+        """)
+    ws.write("broken.yml", "kind: Job\nname: [unclosed\n")
+    ws.write("weird.yaml", "kind: Gizmo\nname: x\n")
+    found = problems(ws)
+    assert found == [
+        "broken.yml:3: invalid YAML: expected ',' or ']', but got '<stream end>'",
+        "jobs/bad.yaml:2: name: invalid name 'Bad_Name': use lowercase letters, digits and '-', at most 63",
+        "jobs/bad.yaml:6: entrypont: unknown key (did you mean 'entrypoint'?); allowed keys: kind, name, "
+        "cluster, workload, entrypoint, description, env, entrypoint_num_cpus, entrypoint_num_gpus, "
+        "entrypoint_memory, entrypoint_resources, state, protect, run",
+        "jobs/bad.yaml:7: protect: Input should be a valid boolean, unable to interpret input",
+        "jobs/bad.yaml:11: cluster: no Cluster named 'nowhere' (known: h20)",
+        "jobs/bad.yaml:15: entrypoint: required field is missing",
+        "jobs/dup.yaml:2: name: duplicate Job 'orphan' (first defined at jobs/bad.yaml:10)",
+        "weird.yaml:1: kind: got 'Gizmo'; expected one of Workspace, Cluster, Job",
+    ]
+
+
+def test_wrong_types_point_at_the_nested_field(ws: Workspace) -> None:
+    ws.write("clusters/c.yaml", """
+        kind: Cluster
+        name: h20
+        address: 10.0.0.1:8265
+        shared_root: /mnt/shared
+        nodes:
+          - {role: head, count: 1}
+          - {role: worker, count: two}
+        job_defaults:
+          entrypoint_resources: {worker_node: lots}
+        """)
+    found = problems(ws)
+    assert any(p.startswith("clusters/c.yaml:3: address: String should match pattern") for p in found)
+    count_error = "nodes.1.count: Input should be a valid integer, unable to parse string as an integer"
+    assert f"clusters/c.yaml:7: {count_error}" in found
+    assert any(p.startswith("clusters/c.yaml:9: job_defaults.entrypoint_resources.worker_node:") for p in found)
+
+
+def test_entrypoint_of_the_wrong_type_gives_one_merged_message(ws: Workspace) -> None:
+    ws.write("jobs/a.yaml", "kind: Job\nname: a\ncluster: h20\nworkload: command\nentrypoint: 5\n")
+    assert problems(ws) == ["jobs/a.yaml:5: entrypoint: Input should be a valid list or Input should be a valid string"]
+
+
+def test_workspace_rules(ws: Workspace) -> None:
+    ws.write("more/argus.yaml", "kind: Workspace\nname: second\n")
+    assert problems(ws) == ["more/argus.yaml:1: kind: the Workspace belongs in argus.yaml at the workspace root"]
+
+
+def test_a_directory_without_argus_yaml_is_not_a_workspace(tmp_path: Path) -> None:
+    with pytest.raises(ArgusError, match="argus.yaml is missing"):
+        load_workspace(tmp_path)
+
+
+def test_hidden_directories_are_not_read(ws: Workspace) -> None:
+    ws.write(".shared/junk.yaml", "not: [valid")
+    assert load_workspace(ws.root).workspace.name == "team"
+
+
+def test_relative_shared_root_is_under_the_workspace(ws: Workspace) -> None:
+    ws.write("clusters/c.yaml", "kind: Cluster\nname: h20\naddress: http://x:1\nshared_root: .shared\n")
+    assert load_workspace(ws.root).clusters["h20"].shared_root == str(ws.root.resolve() / ".shared")

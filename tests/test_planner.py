@@ -1,0 +1,127 @@
+"""The pure planner on plain data: no Ray, no disk."""
+
+from __future__ import annotations
+
+from reconcile.model import Action, StopStep, SubmitStep
+from reconcile.planner import plan
+from specs.desired import DesiredState, Source
+from specs.models import Cluster, Job, Workspace
+from specs.submission import resolve, spec_hash, submission_id
+from state.observed import ClusterState, ObservedState, RayJob, RunRecord
+
+WS = Workspace(kind="Workspace", name="team")
+CLUSTER = Cluster(kind="Cluster", name="c", address="http://x:1", shared_root="/shared",
+                  job_defaults={"entrypoint_num_cpus": 1, "entrypoint_resources": {"worker_node": 1}})
+
+
+def job(name: str = "j", **fields) -> Job:
+    return Job(kind="Job", name=name, cluster="c", workload="command", entrypoint=["echo", name], **fields)
+
+
+def desired(*jobs: Job) -> DesiredState:
+    sources = {f"job.{j.name}": Source(f"jobs/{j.name}.yaml", 1, {"protect": 7}) for j in jobs}
+    return DesiredState("/ws", WS, {"c": CLUSTER}, {j.name: j for j in jobs}, sources)
+
+
+def run_of(spec: Job, status: str, attempt: int = 1, workspace: str = "team") -> RayJob:
+    digest = spec_hash(resolve(WS, CLUSTER, spec))
+    return RayJob(submission_id=submission_id(workspace, spec.name, digest, attempt), status=status,
+                  metadata={"argus.workspace": workspace, "argus.job": spec.name,
+                            "argus.spec_hash": digest, "argus.attempt": str(attempt)})
+
+
+def observed(*jobs: RayJob, records: tuple[RunRecord, ...] = ()) -> ObservedState:
+    cluster = ClusterState(name="c", address="http://x:1", session_name="s1", ray_version="2.60.0",
+                           nodes=(), jobs=tuple(jobs))
+    return ObservedState(clusters={"c": cluster}, records={r.submission_id: r for r in records})
+
+
+def record_of(ray_job: RayJob, status: str) -> RunRecord:
+    return RunRecord(submission_id=ray_job.submission_id, workspace="team", job=ray_job.job or "",
+                     cluster="c", spec_hash=ray_job.spec_hash or "", attempt=1, status=status,
+                     updated_at="t", plan_id="p", commit="c", submission={})
+
+
+def test_a_new_job_is_submitted_with_a_deterministic_id():
+    spec = job()
+    [change] = plan(desired(spec), observed()).changes
+    assert change.action is Action.SUBMIT and change.address == "job.j"
+    [step] = change.steps
+    assert isinstance(step, SubmitStep) and step.submission_id.startswith("team.j.") and step.attempt == 1
+    assert plan(desired(spec), observed()).changes[0].steps == change.steps
+
+
+def test_finished_runs_are_never_rerun_and_bumping_run_asks_for_a_new_one():
+    spec = job()
+    for status in ("SUCCEEDED", "FAILED", "STOPPED", "RUNNING", "PENDING"):
+        assert plan(desired(spec), observed(run_of(spec, status))).changes[0].action is Action.NOOP
+    bumped = plan(desired(job(run=2)), observed(run_of(spec, "SUCCEEDED"))).changes[0]
+    assert bumped.action is Action.SUBMIT
+    assert [(d.path, d.before, d.after) for d in bumped.diff] == []  # no record of the old run: no diff
+
+
+def test_a_changed_spec_replaces_an_active_run_stop_first():
+    old = job()
+    new = job(entrypoint_num_cpus=2)
+    change = plan(desired(new), observed(run_of(old, "RUNNING"))).changes[0]
+    assert change.action is Action.REPLACE
+    assert [type(s) for s in change.steps] == [StopStep, SubmitStep]
+
+
+def test_diff_comes_from_the_old_runs_record():
+    old = job()
+    ray_job = run_of(old, "RUNNING")
+    rec = record_of(ray_job, "RUNNING").model_copy(update={"submission": resolve(WS, CLUSTER, old).model_dump()})
+    change = plan(desired(job(entrypoint_num_cpus=2)), observed(ray_job, records=(rec,))).changes[0]
+    assert [(d.path, d.before, d.after) for d in change.diff] == [("entrypoint_num_cpus", 1.0, 2.0)]
+
+
+def test_description_is_cosmetic():
+    old = job()
+    change = plan(desired(job(description="now documented")), observed(run_of(old, "RUNNING"))).changes[0]
+    assert change.action is Action.NOOP
+
+
+def test_removed_or_stopped_jobs_are_stopped_and_protect_is_an_error():
+    spec = job()
+    removed = plan(desired(), observed(run_of(spec, "RUNNING")))
+    assert [c.action for c in removed.changes] == [Action.STOP]
+    stopped = plan(desired(job(state="stopped")), observed(run_of(spec, "RUNNING")))
+    assert stopped.changes[0].action is Action.STOP and not stopped.errors
+    protected = plan(desired(job(state="stopped", protect=True)), observed(run_of(spec, "RUNNING")))
+    [error] = protected.errors
+    assert error.where == "jobs/j.yaml:7" and "protected" in error.message
+
+
+def test_jobs_of_other_workspaces_and_by_hand_are_unmanaged():
+    spec = job()
+    theirs = run_of(spec, "RUNNING", workspace="other")
+    by_hand = RayJob(submission_id="raysubmit_1", status="RUNNING")
+    result = plan(desired(), observed(theirs, by_hand))
+    assert result.changes == ()
+    assert {j.submission_id: j.owner for j in result.unmanaged} == {theirs.submission_id: "other", "raysubmit_1": None}
+
+
+def test_runs_ray_forgot_are_reported_not_resubmitted():
+    spec = job()
+    forgotten = record_of(run_of(spec, "SUCCEEDED"), "SUCCEEDED")
+    change = plan(desired(spec), observed(records=(forgotten,))).changes[0]
+    assert change.action is Action.NOOP and "forgotten (SUCCEEDED)" in change.reason
+    lost = record_of(run_of(spec, "RUNNING"), "RUNNING")
+    result = plan(desired(spec), observed(records=(lost,)))
+    assert result.changes[0].action is Action.NOOP
+    [warning] = result.diagnostics
+    assert warning.severity == "warning" and "no longer knows it" in warning.message
+
+
+def test_a_submit_that_never_reached_ray_is_submitted_again():
+    spec = job()
+    failed = record_of(run_of(spec, "PENDING"), "SUBMIT_FAILED")
+    change = plan(desired(spec), observed(records=(failed,))).changes[0]
+    assert change.action is Action.SUBMIT and change.steps[0].submission_id == failed.submission_id
+
+
+def test_submission_ids_stay_within_rays_alphabet_and_length():
+    long_ws = "w" * 63
+    sid = submission_id(long_ws, "j" * 63, "a" * 64, 12)
+    assert len(sid) <= 128 and sid.endswith(".12")
