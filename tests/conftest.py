@@ -84,10 +84,14 @@ def make_workspace(root: Path, name: str, address: str) -> Workspace:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, ray_cluster: local.LocalCluster, request: pytest.FixtureRequest) -> Workspace:
+def workspace(tmp_path: Path, ray_cluster: local.LocalCluster, request: pytest.FixtureRequest):
     """A workspace named after the test, so tests on the shared cluster never own each other's jobs."""
     name = request.node.name.replace("_", "-").lower()[:40].strip("-")
-    return make_workspace(tmp_path / "ws", name, ray_cluster.address)
+    ws = make_workspace(tmp_path / "ws", name, ray_cluster.address)
+    yield ws
+    for job in jobs_of(ray_cluster.address, name):  # free the shared cluster's slots for later tests
+        if job.status.value in ("PENDING", "RUNNING"):
+            sdk(ray_cluster.address).stop_job(job.submission_id)
 
 
 @dataclass

@@ -120,18 +120,19 @@ def test_jobs_of_others_are_never_touched(workspace, argus, tmp_path):
     [theirs] = jobs_of(workspace.address, other.name)
     assert theirs.status.value in ("PENDING", "RUNNING")
     client.stop_job(by_hand)
+    client.stop_job(theirs.submission_id)
 
 
 def test_apply_twice_submits_once_and_submit_is_idempotent(workspace, argus):
     from reconcile.apply import ApplyContext, apply_plan
-    from reconcile.commands.common import load, observe_and_plan
+    from reconcile.commands.common import connect, load, observe_and_plan
     from state.gitinfo import GitInfo
-    from state.observe import clients
 
     workspace.job("once", SLEEP)
     desired = load(workspace.root)
-    _, plan = observe_and_plan(desired, 10)
-    ctx = ApplyContext(desired, clients(desired), GitInfo("abc", False), "plan1", echo=lambda _: None)
+    ray = connect(desired, 10)
+    _, plan = observe_and_plan(desired, ray)
+    ctx = ApplyContext(desired, ray, GitInfo("abc", False), "plan1", echo=lambda _: None)
     apply_plan(plan, ctx)
     apply_plan(plan, ctx)  # the same steps again: Ray says "already exists", and it is ours
     assert ctx.outcomes[-1].endswith("exists")

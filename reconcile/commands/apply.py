@@ -9,27 +9,28 @@ import click
 
 from reconcile.apply import ApplyContext, apply_plan, refresh_records
 from reconcile.boundary import EXIT_ERROR, EXIT_OK
-from reconcile.commands.common import load, observe_and_plan
+from reconcile.commands.common import connect, load, observe_and_plan
 from reconcile.render import render_plan
 from specs.errors import ArgusError
 
 
 def run(directory: Path, auto_approve: bool, timeout: float, stop_timeout: float, colour: bool) -> int:
     from state.gitinfo import desired_commit
-    from state.observe import clients, observe
+    from state.observe import observe
 
     desired = load(directory)
-    _, plan = observe_and_plan(desired, timeout)
+    ray = connect(desired, timeout)
+    _, plan = observe_and_plan(desired, ray)
     click.echo(render_plan(plan, colour=colour))
     if plan.errors:
         return EXIT_ERROR
-    ctx = ApplyContext(desired=desired, clients=clients(desired, timeout), git=desired_commit(desired.root),
+    ctx = ApplyContext(desired=desired, clients=ray, git=desired_commit(desired.root),
                        plan_id=uuid.uuid4().hex[:12], stop_timeout=stop_timeout, echo=click.echo)
     if plan.actionable:
         if not auto_approve:
             _confirm()
         apply_plan(plan, ctx)
-    refresh_records(ctx, observe(desired, timeout))
+    refresh_records(ctx, observe(desired, ray))
     if plan.actionable:
         click.echo(f"\nApply complete (plan {ctx.plan_id}): " + "; ".join(ctx.outcomes))
     return EXIT_OK

@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reconcile.model import Plan
 from specs.desired import DesiredState
 from specs.loader import load_workspace
 from state.observed import ObservedState
 
+if TYPE_CHECKING:
+    from state.ray_client import RayClient
+
 
 def load(directory: Path) -> DesiredState:
     return load_workspace(directory)
 
 
-def observe_and_plan(desired: DesiredState, timeout: float) -> tuple[ObservedState, Plan]:
-    from reconcile.planner import plan
-    from state.observe import observe  # imports ray: only commands that talk to clusters pay
+def connect(desired: DesiredState, timeout: float) -> dict[str, RayClient]:
+    from state.observe import clients  # imports ray: only commands that talk to clusters pay
 
-    observed = observe(desired, timeout)
+    return clients(desired, timeout)
+
+
+def observe_and_plan(desired: DesiredState, ray: dict[str, RayClient]) -> tuple[ObservedState, Plan]:
+    from reconcile.planner import plan
+    from state.observe import observe
+
+    observed = observe(desired, ray)
     return observed, plan(desired, observed)

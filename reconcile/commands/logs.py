@@ -7,15 +7,14 @@ from pathlib import Path
 import click
 
 from reconcile.boundary import EXIT_OK
-from reconcile.commands.common import load, observe_and_plan
+from reconcile.commands.common import connect, load, observe_and_plan
 from specs.errors import ArgusError
 
 
 def run(directory: Path, job: str, timeout: float) -> int:
-    from state.ray_client import RayClient
-
     desired = load(directory)
-    _, plan = observe_and_plan(desired, timeout)
+    ray = connect(desired, timeout)
+    _, plan = observe_and_plan(desired, ray)
     change = next((c for c in plan.changes if c.address == f"job.{job}"), None)
     if change is None or change.current is None:
         raise ArgusError(f"job.{job} has no run yet. Known jobs: {', '.join(sorted(desired.jobs)) or 'none'}; "
@@ -23,6 +22,5 @@ def run(directory: Path, job: str, timeout: float) -> int:
     run_ = change.current
     if not run_.on_ray:
         raise ArgusError(f"Run {run_.submission_id} is {run_.health}: Ray no longer has its logs.")
-    cluster = desired.clusters[run_.cluster]
-    click.echo(RayClient(cluster.name, cluster.address, timeout).logs(run_.submission_id), nl=False)
+    click.echo(ray[run_.cluster].logs(run_.submission_id), nl=False)
     return EXIT_OK

@@ -7,13 +7,13 @@ from pathlib import Path
 import click
 
 from reconcile.boundary import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
-from reconcile.commands.common import load, observe_and_plan
+from reconcile.commands.common import connect, load, observe_and_plan
 from reconcile.render import render_plan
 
 
 def run(directory: Path, detailed_exitcode: bool, timeout: float, colour: bool) -> int:
     desired = load(directory)
-    _, plan = observe_and_plan(desired, timeout)
+    _, plan = observe_and_plan(desired, connect(desired, timeout))
     click.echo(render_plan(plan, colour=colour))
     if plan.errors:
         return EXIT_ERROR

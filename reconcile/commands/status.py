@@ -7,13 +7,13 @@ from pathlib import Path
 import click
 
 from reconcile.boundary import EXIT_OK
-from reconcile.commands.common import load, observe_and_plan
+from reconcile.commands.common import connect, load, observe_and_plan
 from reconcile.model import Action, Change, Plan
 
 
 def run(directory: Path, timeout: float) -> int:
     desired = load(directory)
-    _, plan = observe_and_plan(desired, timeout)
+    _, plan = observe_and_plan(desired, connect(desired, timeout))
     click.echo(render_status(plan))
     return EXIT_OK
 
