@@ -11,11 +11,11 @@ from reconcile.model import Change, Plan, StopStep, SubmitStep
 from reconcile.render import render_step
 from specs.desired import DesiredState
 from specs.errors import ArgusError
-from specs.submission import labels, secret_refs
+from specs.submission import expand, labels, secret_refs
 from state import audit, records
 from state.gitinfo import GitInfo
 from state.observed import ObservedState, RunRecord
-from state.ray_client import RayClient
+from state.ray_client import ClusterUnreachable, RayClient
 
 DEFAULT_STOP_TIMEOUT = 120.0
 
@@ -26,8 +26,11 @@ class ApplyContext:
     clients: dict[str, RayClient]
     git: GitInfo
     plan_id: str
+    sessions: dict[str, str] = field(default_factory=dict)
+    """Each cluster's Ray session at observation, stamped on the records of runs submitted now."""
     stop_timeout: float = DEFAULT_STOP_TIMEOUT
     echo: Callable[[str], None] = print
+    secrets: dict[str, str] = field(default_factory=dict)
     outcomes: list[str] = field(default_factory=list)
 
 
@@ -35,13 +38,13 @@ def apply_plan(plan: Plan, ctx: ApplyContext) -> None:
     """Run every step; on the first failure, record it and raise (later steps are not attempted)."""
     if plan.errors:
         raise ArgusError("The plan has errors; fix them before applying (see `argus plan`).")
-    resolve_secrets(plan)  # a missing variable fails here, before anything is submitted
+    ctx.secrets = resolve_secrets(plan)  # a missing variable fails here, before anything is submitted
     _audit_all(ctx, {"event": "apply.start", "changes": len(plan.actionable)})
     try:
         for change in plan.actionable:
             _apply_change(change, ctx)
-    except ArgusError as err:
-        _audit_all(ctx, {"event": "apply.end", "outcome": "failed", "error": str(err)})
+    except BaseException as err:  # ^C and bugs too: the log must say the apply did not finish
+        _audit_all(ctx, {"event": "apply.end", "outcome": "failed", "error": redact(_describe(err), ctx)})
         raise
     _audit_all(ctx, {"event": "apply.end", "outcome": "ok", "changes": len(plan.actionable)})
 
@@ -50,7 +53,7 @@ def refresh_records(ctx: ApplyContext, observed: ObservedState) -> int:
     """Copy Ray's current status into argus's records, so a later head restart loses nothing."""
     updated = 0
     for cluster in observed.clusters.values():
-        root = ctx.desired.clusters[cluster.name].shared_root
+        root = ctx.desired.shared_root(cluster.name)
         for job in cluster.jobs:
             record = observed.records.get(job.submission_id)
             if record is not None and record.status != job.status:
@@ -69,19 +72,27 @@ def resolve_secrets(plan: Plan) -> dict[str, str]:
     return {name: os.environ[name] for name in needed}
 
 
+def redact(text: str, ctx: ApplyContext) -> str:
+    """Errors can echo what was sent; no secret value may reach a record or the audit log."""
+    for value in ctx.secrets.values():
+        if value:
+            text = text.replace(value, "***")
+    return text
+
+
 def _apply_change(change: Change, ctx: ApplyContext) -> None:
     for step in change.steps:
         ctx.echo(f"{change.address}: {render_step(step)}")
-        event = {"event": "action", "address": change.address, "action": change.action.value,
+        event = {**_common(ctx), "event": "action", "address": change.address, "action": change.action.value,
                  "step": step.kind, "submission_id": step.submission_id}
-        root = ctx.desired.clusters[step.cluster].shared_root
+        root = ctx.desired.shared_root(step.cluster)
         try:
             outcome = _execute(step, ctx)
-        except ArgusError as err:
-            failed = {**_common(ctx), **event, "outcome": "failed", "error": str(err)}
-            audit.append(root, ctx.desired.workspace.name, failed)
+        except BaseException as err:
+            audit.append(root, ctx.desired.workspace.name,
+                         {**event, "outcome": "failed", "error": redact(_describe(err), ctx)})
             raise
-        audit.append(root, ctx.desired.workspace.name, {**_common(ctx), **event, "outcome": outcome})
+        audit.append(root, ctx.desired.workspace.name, {**event, "outcome": outcome})
         ctx.outcomes.append(f"{change.address}: {step.submission_id} {outcome}")
 
 
@@ -98,27 +109,33 @@ def _stop(step: StopStep, ctx: ApplyContext) -> str:
     client.stop(step.submission_id)
     final = client.wait_terminal(step.submission_id, ctx.stop_timeout)
     status = final.status if final else "gone"
-    _update_record(ctx, step.cluster, step.submission_id, status)
+    root = ctx.desired.shared_root(step.cluster)
+    found = records.read_record(root, step.submission_id)
+    if found is not None:
+        _set_status(root, found, status)
     return f"stopped ({status})"
 
 
 def _submit(step: SubmitStep, ctx: ApplyContext) -> str:
-    root = ctx.desired.clusters[step.cluster].shared_root
+    """Record the intent, submit, record the outcome: a crash in between leaves SUBMITTING behind."""
+    root = ctx.desired.shared_root(step.cluster)
     sub = step.submission
-    meta = labels(sub, step.spec_hash, step.attempt, ctx.git.commit, ctx.plan_id)
-    payload = _payload(step, meta)
+    payload = _payload(step, root, labels(sub, step.spec_hash, step.attempt, ctx.git.commit, ctx.plan_id))
     record = RunRecord(submission_id=step.submission_id, workspace=sub.workspace, job=sub.job,
                        cluster=step.cluster, spec_hash=step.spec_hash, attempt=step.attempt,
                        status="SUBMITTING", updated_at=records.now(), plan_id=ctx.plan_id,
-                       commit=ctx.git.commit, submission=sub.model_dump())
+                       commit=ctx.git.commit, submission=sub.model_dump(), protect=ctx.desired.jobs[sub.job].protect,
+                       session_name=ctx.sessions.get(step.cluster))
     configs = {"ray_config": ctx.desired.clusters[step.cluster].model_dump(mode="json"),
                "jobspec": ctx.desired.jobs[sub.job].model_dump(mode="json")}
     records.write_intent(root, record, configs, {"submission_id": step.submission_id, **payload})
     try:
-        outcome = ctx.clients[step.cluster].submit(step.submission_id, _with_secrets(payload))
+        outcome = ctx.clients[step.cluster].submit(step.submission_id, _with_secrets(payload, ctx.secrets))
     except ArgusError as err:
-        records.write_status(root, record.model_copy(update={"status": "SUBMIT_FAILED", "error": str(err)}))
-        records.append_submit_log(root, step.submission_id, f"submit failed: {err}")
+        # Ray refused it, or the request was lost on the way: then Ray may well have accepted it.
+        status = "SUBMITTING" if isinstance(err, ClusterUnreachable) else "SUBMIT_FAILED"
+        records.write_status(root, record.model_copy(update={"status": status, "error": redact(str(err), ctx)}))
+        records.append_submit_log(root, step.submission_id, f"submit failed: {redact(str(err), ctx)}")
         raise
     stamp = records.now()
     records.write_status(root, record.model_copy(update={"status": "PENDING", "submitted_at": stamp,
@@ -127,12 +144,13 @@ def _submit(step: SubmitStep, ctx: ApplyContext) -> str:
     return outcome
 
 
-def _payload(step: SubmitStep, meta: dict[str, str]) -> dict[str, Any]:
-    """What goes to Ray, with secrets still as references: this is also what is written to NFS."""
+def _payload(step: SubmitStep, shared_root: str, meta: dict[str, str]) -> dict[str, Any]:
+    """What goes to Ray, secrets still as references: this is also what is written to NFS."""
     sub = step.submission
+    env = {k: expand(v, shared_root) for k, v in sub.env_vars.items()}
     return {
-        "entrypoint": sub.entrypoint,
-        "runtime_env": {"env_vars": dict(sub.env_vars)} if sub.env_vars else None,
+        "entrypoint": expand(sub.entrypoint, shared_root),
+        "runtime_env": {"env_vars": env} if env else None,
         "metadata": meta,
         "entrypoint_num_cpus": sub.entrypoint_num_cpus,
         "entrypoint_num_gpus": sub.entrypoint_num_gpus,
@@ -141,20 +159,13 @@ def _payload(step: SubmitStep, meta: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def _with_secrets(payload: dict[str, Any]) -> dict[str, Any]:
+def _with_secrets(payload: dict[str, Any], secrets: dict[str, str]) -> dict[str, Any]:
     env = (payload.get("runtime_env") or {}).get("env_vars")
     if not env:
         return payload
     refs = secret_refs(env)
-    resolved = {k: os.environ[refs[k]] if k in refs else v for k, v in env.items()}
+    resolved = {k: secrets[refs[k]] if k in refs else v for k, v in env.items()}
     return {**payload, "runtime_env": {"env_vars": resolved}}
-
-
-def _update_record(ctx: ApplyContext, cluster: str, submission_id: str, status: str) -> None:
-    root = ctx.desired.clusters[cluster].shared_root
-    found = records.read_record(root, submission_id)
-    if found is not None:
-        _set_status(root, found, status)
 
 
 def _set_status(root: str, record: RunRecord, status: str) -> None:
@@ -165,10 +176,14 @@ def _submit_steps(plan: Plan) -> list[SubmitStep]:
     return [s for c in plan.actionable for s in c.steps if isinstance(s, SubmitStep)]
 
 
+def _describe(err: BaseException) -> str:
+    return str(err) if isinstance(err, ArgusError) else f"{type(err).__name__}: {err}"
+
+
 def _common(ctx: ApplyContext) -> dict[str, Any]:
     return {"plan_id": ctx.plan_id, "commit": ctx.git.commit, "dirty": ctx.git.dirty}
 
 
 def _audit_all(ctx: ApplyContext, event: dict[str, Any]) -> None:
-    for root in sorted({c.shared_root for c in ctx.desired.clusters.values()}):
+    for root in sorted(set(ctx.desired.shared_roots.values())):
         audit.append(root, ctx.desired.workspace.name, {**_common(ctx), **event})

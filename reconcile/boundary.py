@@ -6,7 +6,7 @@ import sys
 import traceback
 from collections.abc import Callable
 
-import click
+import typer
 
 from specs.errors import ArgusError
 
@@ -20,18 +20,18 @@ def run_command(body: Callable[[], int], debug: bool) -> int:
     except ArgusError as err:
         if debug:
             traceback.print_exc()
-        click.echo(click.style("Error: ", fg="red", bold=True) + str(err), err=True)
+        typer.echo(typer.style("Error: ", fg="red", bold=True) + str(err), err=True)
         return err.exit_code
     except KeyboardInterrupt:
-        click.echo("Interrupted.", err=True)
+        typer.echo("Interrupted.", err=True)
         return EXIT_INTERRUPTED
-    except click.exceptions.Exit:
+    except typer.Exit:
         raise
     except Exception as err:  # noqa: BLE001 - this is the boundary
         if debug:
             traceback.print_exc()
         else:
-            click.echo(f"argus hit a bug: {type(err).__name__}: {err}\n"
+            typer.echo(f"argus hit a bug: {type(err).__name__}: {err}\n"
                        "Run again with --debug for the traceback, and report it.", err=True)
         return EXIT_BUG
 

@@ -9,7 +9,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import click
 import typer
 
 from reconcile.boundary import EXIT_ERROR, EXIT_INTERRUPTED, is_tty, run_command
@@ -107,16 +106,18 @@ def local_status(state_dir: Path = LOCAL_DIR) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: click's own exit handling is replaced so usage errors exit 1, not 2."""
+    """Entry point. Typer's own exit handling is replaced: usage errors exit 1, not 2, which
+    `plan --detailed-exitcode` reserves for "changes present"."""
     try:
         result = app(args=argv, prog_name="argus", standalone_mode=False)
-    except click.UsageError as err:
-        err.show()
-        return EXIT_ERROR
-    except click.Abort:
+    except typer.Exit as done:  # --help, --version
+        return done.exit_code
+    except typer.Abort:
         return EXIT_INTERRUPTED
-    except click.exceptions.Exit as err:
-        return err.exit_code
+    except typer.TyperException as err:  # a bad flag, a missing argument
+        show = getattr(err, "show", None)
+        show() if show else typer.echo(f"Error: {err.format_message()}", err=True)
+        return EXIT_ERROR
     return result if isinstance(result, int) else 0
 
 

@@ -5,15 +5,11 @@ from __future__ import annotations
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from specs.base import Frozen
 from specs.submission import Submission
-
-
-class Frozen(BaseModel):
-    """Plans are values: built once by the planner, then rendered, saved and applied unchanged."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+from state.observed import MAYBE_RUNNING
 
 
 class Action(str, Enum):
@@ -61,12 +57,15 @@ class RunView(Frozen):
     """The Ray status; for a run Ray forgot, the last status argus recorded."""
     on_ray: bool
     """False when Ray no longer knows the run (head restart, delete_job)."""
+    started_at: float = 0.0
+    """Epoch seconds of the submit (Ray's start time, or argus's record): orders a job's runs."""
+    protect: bool = False
 
     @property
     def health(self) -> str:
         if self.on_ray:
             return self.status
-        if self.status in ("PENDING", "RUNNING"):
+        if self.status in MAYBE_RUNNING:
             return f"lost (last seen {self.status})"
         return f"forgotten ({self.status})"
 

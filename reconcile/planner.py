@@ -8,13 +8,18 @@ left to do.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 
 from reconcile.diff import field_diff
 from reconcile.model import Action, Change, Diagnostic, Plan, RunView, StopStep, SubmitStep, UnmanagedJob
-from specs.desired import DesiredState
+from specs.desired import DesiredState, Source, address_of
 from specs.models import Job
 from specs.submission import Submission, resolve, spec_hash, submission_id
-from state.observed import ACTIVE, NOT_SUBMITTED, ObservedState
+from state.observed import ACTIVE, MAYBE_RUNNING, ObservedState, RunRecord
+
+# Stops run first, so a renamed job's old run ends before its new one starts.
+EXECUTION_ORDER = {Action.STOP: 0, Action.REPLACE: 1, Action.SUBMIT: 2, Action.NOOP: 3}
+Submissions = Mapping[str, dict]
 
 
 def plan(desired: DesiredState, observed: ObservedState) -> Plan:
@@ -24,59 +29,49 @@ def plan(desired: DesiredState, observed: ObservedState) -> Plan:
     changes: list[Change] = []
     diagnostics: list[Diagnostic] = []
     for name, job in sorted(desired.jobs.items()):
-        sub = resolve(desired.workspace, desired.cluster_of(job), job)
-        change = plan_job(job, sub, runs.get(name, []), submissions)
+        change = plan_job(job, resolve(desired.workspace, desired.cluster_of(job), job), runs.get(name, []),
+                          submissions)
         changes.append(change)
-        diagnostics.extend(_job_diagnostics(desired, job, change, runs.get(name, [])))
+        diagnostics += _job_diagnostics(desired.source(change.address), job, change, runs.get(name, []), observed)
     for name in sorted(set(runs) - set(desired.jobs)):
-        change = plan_removed(name, runs[name])
+        change = plan_removed(name, runs[name], submissions)
         if change is not None:
             changes.append(change)
+            diagnostics += _protected_removal(change, runs[name])
+    diagnostics += _runs_on_removed_clusters(observed)
+    changes.sort(key=lambda c: (EXECUTION_ORDER[c.action], c.address))
     return Plan(workspace=workspace, changes=tuple(changes), diagnostics=tuple(diagnostics),
                 unmanaged=_unmanaged(workspace, observed))
 
 
-def plan_job(job: Job, sub: Submission, runs: list[RunView], submissions: Mapping[str, dict]) -> Change:
+def plan_job(job: Job, sub: Submission, runs: list[RunView], submissions: Submissions) -> Change:
     """Decide one desired job from its observed runs (on Ray or only in argus's records)."""
-    address = f"job.{job.name}"
+    address = address_of("Job", job.name)
     digest = spec_hash(sub)
-    after = sub.model_dump()
     active = [r for r in runs if _active(r)]
     if job.state == "stopped":
-        if not active:
-            return Change(address=address, action=Action.NOOP, reason="state: stopped, nothing running",
-                          current=_latest(runs))
-        return _stop(address, active, "state: stopped", after=None)
+        if active:
+            return _stop(address, active, "state: stopped", submissions)
+        return Change(address=address, action=Action.NOOP, reason="state: stopped, nothing running",
+                      current=newest(runs))
     mine = [r for r in runs if r.spec_hash == digest]
-    stale_active = [r for r in active if r.spec_hash != digest]
-    if mine and stale_active:
-        return _stop(address, stale_active, f"this spec's run {_latest(mine).submission_id} "
-                     "already exists; an older spec's run is still active", after=after)
+    older_active = [r for r in active if r.spec_hash != digest]
+    if mine and older_active:
+        reason = f"a run of this spec ({newest(mine).submission_id}) exists; an older spec's run is still active"
+        return _stop(address, older_active, reason, submissions)
     if mine:
-        latest = _latest(mine)
-        return Change(address=address, action=Action.NOOP, reason=_in_sync_reason(latest),
-                      current=latest, after=after)
-    submit = SubmitStep(cluster=sub.cluster, submission_id=submission_id(sub.workspace, sub.job, digest, 1),
-                        spec_hash=digest, attempt=1, submission=sub)
-    previous = _latest(runs)
-    before = submissions.get(previous.submission_id) if previous else None
-    if stale_active:
-        stops = tuple(StopStep(cluster=r.cluster, submission_id=r.submission_id) for r in stale_active)
-        return Change(address=address, action=Action.REPLACE, current=previous, before=before, after=after,
-                      reason=f"spec changed while {stale_active[0].submission_id} is {stale_active[0].status}",
-                      diff=field_diff(before, after), steps=(*stops, submit))
-    reason = "no run of this spec yet" if previous is None else \
-        f"spec changed since {previous.submission_id} ({previous.health})"
-    return Change(address=address, action=Action.SUBMIT, reason=reason, current=previous, before=before,
-                  after=after, diff=field_diff(before, after), steps=(submit,))
+        current = newest(mine)
+        return Change(address=address, action=Action.NOOP, reason=_in_sync_reason(current), current=current,
+                      after=sub.model_dump())
+    return _submit(address, sub, digest, runs, older_active, submissions)
 
 
-def plan_removed(name: str, runs: list[RunView]) -> Change | None:
+def plan_removed(name: str, runs: list[RunView], submissions: Submissions) -> Change | None:
     """A job whose spec is gone: stop what still runs; finished runs are left alone."""
     active = [r for r in runs if _active(r)]
     if not active:
         return None
-    return _stop(f"job.{name}", active, "spec removed from the desired state", after=None)
+    return _stop(address_of("Job", name), active, "spec removed from the desired state", submissions)
 
 
 def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunView]]:
@@ -85,61 +80,116 @@ def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunVi
     for cluster in observed.clusters.values():
         for job in cluster.jobs:
             if job.workspace == workspace and job.job and job.spec_hash:
+                record = observed.records.get(job.submission_id)
                 views[job.submission_id] = (job.job, RunView(
                     submission_id=job.submission_id, cluster=cluster.name, spec_hash=job.spec_hash,
-                    attempt=job.attempt, status=job.status, on_ray=True))
+                    attempt=job.attempt, status=job.status, on_ray=True, started_at=(job.start_time or 0) / 1000,
+                    protect=bool(record and record.protect)))
     for record in observed.records.values():
-        if record.submission_id in views or record.status in NOT_SUBMITTED:
+        if record.submission_id in views or _never_reached_ray(record, observed):
             continue
         views[record.submission_id] = (record.job, RunView(
             submission_id=record.submission_id, cluster=record.cluster, spec_hash=record.spec_hash,
-            attempt=record.attempt, status=record.status, on_ray=False))
+            attempt=record.attempt, status=record.status, on_ray=False, protect=record.protect,
+            started_at=_epoch(record.submitted_at or record.updated_at)))
     grouped: dict[str, list[RunView]] = {}
     for job_name, view in views.values():
         grouped.setdefault(job_name, []).append(view)
     return grouped
 
 
-def _stop(address: str, active: list[RunView], reason: str, after: dict | None) -> Change:
-    steps = tuple(StopStep(cluster=r.cluster, submission_id=r.submission_id) for r in active)
-    return Change(address=address, action=Action.STOP, reason=reason, current=active[0], after=after,
-                  steps=steps)
+def newest(runs: list[RunView]) -> RunView | None:
+    return max(runs, key=lambda r: (r.started_at, r.attempt, r.submission_id), default=None)
+
+
+def _submit(address: str, sub: Submission, digest: str, runs: list[RunView], older_active: list[RunView],
+            submissions: Submissions) -> Change:
+    step = SubmitStep(cluster=sub.cluster, submission_id=submission_id(sub.workspace, sub.job, digest, 1),
+                      spec_hash=digest, attempt=1, submission=sub)
+    previous = newest(older_active) or newest(runs)
+    before = submissions.get(previous.submission_id) if previous else None
+    after = sub.model_dump()
+    common = {"address": address, "current": previous, "before": before, "after": after,
+              "diff": field_diff(before, after)}
+    if older_active:
+        reason = f"spec changed while {previous.submission_id} is {previous.status}"
+        return Change(action=Action.REPLACE, reason=reason, steps=(*_stop_steps(older_active), step), **common)
+    reason = "no run of this spec yet" if previous is None else \
+        f"spec changed since {previous.submission_id} ({previous.health})"
+    return Change(action=Action.SUBMIT, reason=reason, steps=(step,), **common)
+
+
+def _stop(address: str, active: list[RunView], reason: str, submissions: Submissions) -> Change:
+    current = newest(active)
+    return Change(address=address, action=Action.STOP, reason=reason, current=current,
+                  before=submissions.get(current.submission_id), steps=_stop_steps(active))
+
+
+def _stop_steps(runs: list[RunView]) -> tuple[StopStep, ...]:
+    return tuple(StopStep(cluster=r.cluster, submission_id=r.submission_id) for r in runs)
 
 
 def _active(run: RunView) -> bool:
     return run.on_ray and run.status in ACTIVE
 
 
-def _latest(runs: list[RunView]) -> RunView | None:
-    return max(runs, key=lambda r: (r.attempt, r.submission_id), default=None)
+def _never_reached_ray(record: RunRecord, observed: ObservedState) -> bool:
+    """A refused submit, or one whose outcome was unknown while the same Ray session still lacks it."""
+    if record.status == "SUBMIT_FAILED":
+        return True
+    cluster = observed.clusters.get(record.cluster)
+    return record.status == "SUBMITTING" and cluster is not None and cluster.session_name == record.session_name
 
 
 def _in_sync_reason(run: RunView) -> str:
-    if run.on_ray and run.status in ACTIVE:
+    if _active(run):
         return f"{run.submission_id} is {run.status}"
     if run.on_ray:
         return f"{run.submission_id} finished {run.status}; bump `run:` to run it again"
     return f"{run.submission_id} is {run.health}: Ray no longer knows it; not resubmitted"
 
 
-def _job_diagnostics(desired: DesiredState, job: Job, change: Change, runs: list[RunView]) -> list[Diagnostic]:
-    address = f"job.{job.name}"
-    source = desired.source(address)
-    found: list[Diagnostic] = []
+def _job_diagnostics(source: Source, job: Job, change: Change, runs: list[RunView],
+                     observed: ObservedState) -> list[Diagnostic]:
+    found = []
     if job.protect and change.action in (Action.STOP, Action.REPLACE):
         found.append(Diagnostic(
-            severity="error", address=address, where=source.at("protect"),
-            message=f"{address} is protected (protect: true) but the plan would {change.action.value} "
+            severity="error", address=change.address, where=source.at("protect"),
+            message=f"{change.address} is protected (protect: true) but the plan would {change.action.value} "
                     f"its run {change.current.submission_id if change.current else ''}; set `protect: false` "
                     f"first if that is intended"))
     for run in runs:
-        if not run.on_ray and run.status in ACTIVE:
+        if not run.on_ray and run.status in MAYBE_RUNNING and run.cluster in observed.clusters:
             found.append(Diagnostic(
-                severity="warning", address=address, where=source.at(),
+                severity="warning", address=change.address, where=source.at(),
                 message=f"run {run.submission_id} was {run.status} when argus last saw it, but cluster "
                         f"{run.cluster!r} no longer knows it (head restarted?). It is not resubmitted; "
                         f"bump `run:` to start a new run"))
     return found
+
+
+def _protected_removal(change: Change, runs: list[RunView]) -> list[Diagnostic]:
+    protected = [r for r in runs if _active(r) and r.protect]
+    return [Diagnostic(
+        severity="error", address=change.address,
+        message=f"run {r.submission_id} was submitted with protect: true and its spec is gone; restore the "
+                f"spec with `protect: false` and apply, then remove it") for r in protected]
+
+
+def _runs_on_removed_clusters(observed: ObservedState) -> list[Diagnostic]:
+    """Runs recorded on a cluster the desired state no longer has: argus cannot see or stop them."""
+    return [Diagnostic(
+        severity="error", address=f"job.{r.job}",
+        message=f"run {r.submission_id} was {r.status} on cluster {r.cluster!r}, which is no longer in the "
+                f"desired state; put the Cluster back and stop the job first (state: stopped), then remove it")
+        for r in observed.records.values() if r.cluster not in observed.clusters and r.status in MAYBE_RUNNING]
+
+
+def _epoch(timestamp: str) -> float:
+    try:
+        return datetime.fromisoformat(timestamp).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def _unmanaged(workspace: str, observed: ObservedState) -> tuple[UnmanagedJob, ...]:
@@ -147,5 +197,5 @@ def _unmanaged(workspace: str, observed: ObservedState) -> tuple[UnmanagedJob, .
         UnmanagedJob(cluster=c.name, submission_id=j.submission_id, status=j.status, owner=j.workspace)
         for c in observed.clusters.values()
         for j in c.jobs
-        if j.workspace != workspace
+        if j.workspace != workspace or not (j.job and j.spec_hash)
     )

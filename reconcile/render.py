@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from typing import Any
 
-import click
+import typer
 
 from reconcile.model import Action, Change, Diagnostic, Plan, StopStep, SubmitStep
 
@@ -44,11 +44,34 @@ def render_step(step: SubmitStep | StopStep) -> str:
     raise TypeError(f"unknown step type {type(step).__name__}")
 
 
+def render_status(plan: Plan, desired_jobs: set[str]) -> str:
+    rows = [("JOB", "SYNC", "HEALTH", "RUN")]
+    rows += [(c.address, sync_of(c, desired_jobs), c.current.health if c.current else "-",
+              c.current.submission_id if c.current else "-") for c in sorted(plan.changes, key=lambda c: c.address)]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:3], widths, strict=True)) + "  " + r[3] for r in rows]
+    if plan.unmanaged:
+        lines += ["", "Not managed by this workspace (never touched):"]
+        lines += [f"  {j.cluster}: {j.submission_id} {j.status} (owner: {j.owner or 'none, submitted by hand'})"
+                  for j in plan.unmanaged]
+    lines += _diagnostic_lines(plan.diagnostics, colour=False)
+    return "\n".join(lines).rstrip()
+
+
+def sync_of(change: Change, desired_jobs: set[str]) -> str:
+    """in sync: nothing to do; missing: never ran; removed: no spec; changed: anything else."""
+    if change.address.removeprefix("job.") not in desired_jobs:
+        return "removed"
+    if change.action is Action.NOOP:
+        return "in sync"
+    return "missing" if change.action is Action.SUBMIT and change.current is None else "changed"
+
+
 def _change_lines(change: Change, colour: bool) -> list[str]:
     symbol = change.action.symbol
     head = f"{symbol:>3} {change.address}"
     if colour:
-        head = click.style(head, fg=_COLOURS[change.action], bold=True)
+        head = typer.style(head, fg=_COLOURS[change.action], bold=True)
     lines = [f"{head}  ({change.action.value}: {change.reason})"]
     lines.extend(f"      ~ {d.path}: {_show(d.before)} -> {_show(d.after)}" for d in change.diff)
     if change.action is Action.SUBMIT and change.before is None and change.after:
@@ -82,7 +105,7 @@ def _diagnostic_lines(diagnostics: tuple[Diagnostic, ...], colour: bool) -> list
     for d in diagnostics:
         label = "Error" if d.severity == "error" else "Warning"
         if colour:
-            label = click.style(label, fg="red" if d.severity == "error" else "yellow", bold=True)
+            label = typer.style(label, fg="red" if d.severity == "error" else "yellow", bold=True)
         where = f"{d.where}: " if d.where else ""
         lines.append(f"{label}: {where}{d.message}")
     return lines + ([""] if lines else [])

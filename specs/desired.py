@@ -38,12 +38,17 @@ class DesiredState:
     jobs: Mapping[str, Job]
     sources: Mapping[str, Source]
     """Keyed by address: `workspace`, `cluster.NAME`, `job.NAME`."""
+    shared_roots: Mapping[str, str]
+    """Absolute shared root of each cluster (a relative one resolved against the workspace root)."""
 
     def source(self, address: str) -> Source:
         return self.sources[address]
 
     def cluster_of(self, job: Job) -> Cluster:
         return self.clusters[job.cluster]
+
+    def shared_root(self, cluster: str) -> str:
+        return self.shared_roots[cluster]
 
 
 def address_of(kind: str, name: str) -> str:

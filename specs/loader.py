@@ -52,15 +52,24 @@ def workspace_files(root: Path) -> list[Path]:
 
 
 def _documents(path: Path, rel: str, problems: list[Problem]) -> list[tuple[Any, int]]:
-    yaml = YAML(typ="rt")
     try:
-        docs = list(yaml.load_all(path.read_text(encoding="utf-8")))
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
+    except OSError as err:
+        problems.append(Problem(rel, 1, "", f"cannot read the file: {err.strerror or err}"))
+        return []
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        problems.append(Problem(rel, line, "", f"not UTF-8 text (byte {err.start}): save the file as UTF-8"))
+        return []
+    try:
+        docs = list(YAML(typ="rt").load_all(text))
     except MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
-        line = mark.line + 1 if mark else 1
+        line = min(mark.line + 1, text.count("\n") or 1) if mark else 1
         problems.append(Problem(rel, line, "", f"invalid YAML: {err.problem or err.context}"))
         return []
-    except (YAMLError, UnicodeDecodeError) as err:
+    except YAMLError as err:
         problems.append(Problem(rel, 1, "", f"invalid YAML: {err}"))
         return []
     return [(doc, _line(doc)) for doc in docs if doc is not None]
@@ -76,6 +85,10 @@ def _validate(node: Any, rel: str, line: int, problems: list[Problem]) -> Spec |
         where = _line(node, ["kind"]) if "kind" in node else line
         hint = f"got {kind!r}" if "kind" in node else "missing"
         problems.append(Problem(rel, where, "kind", f"{hint}; expected one of {', '.join(KINDS)}"))
+        return None
+    bad_keys = _non_string_keys(node)
+    if bad_keys:
+        problems.extend(Problem(rel, line, path, "keys must be strings") for path, line in bad_keys)
         return None
     try:
         return model.model_validate(_plain(node))
@@ -134,7 +147,8 @@ def _walk(node: Any, loc: tuple[Any, ...], missing: bool) -> tuple[str, int]:
 
 def _child_line(node: Any, part: Any) -> int | None:
     if isinstance(node, CommentedMap) and part in node:
-        return node.lc.key(part)[0] + 1
+        position = node.lc.data.get(part)  # absent for keys merged in with `<<:`
+        return position[0] + 1 if position else _line(node)
     if isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
         return node.lc.item(part)[0] + 1
     return None
@@ -159,6 +173,16 @@ def _field_lines(node: Any, prefix: str = "") -> dict[str, int]:
     return lines
 
 
+def _non_string_keys(node: Any, prefix: str = "") -> list[tuple[str, int]]:
+    found = []
+    children = node.items() if isinstance(node, CommentedMap) else enumerate(node) if isinstance(node, list) else []
+    for key, child in children:
+        if isinstance(node, CommentedMap) and not isinstance(key, str):
+            found.append((f"{prefix}{key}", _child_line(node, key) or _line(node)))
+        found.extend(_non_string_keys(child, f"{prefix}{key}."))
+    return found
+
+
 def _plain(node: Any) -> Any:
     """ruamel's round-trip types as plain Python values, so pydantic sees ordinary data."""
     if isinstance(node, dict):
@@ -180,7 +204,7 @@ def _assemble(root: Path, loaded: list[tuple[Spec, Source]], problems: list[Prob
     if roots:
         sources["workspace"] = roots[0]
     workspace = _the_workspace(loaded, problems)
-    clusters = {r.name: _resolve_cluster(r, root) for r, _ in unique if isinstance(r, Cluster)}
+    clusters = {r.name: r for r, _ in unique if isinstance(r, Cluster)}
     jobs = {r.name: r for r, _ in unique if isinstance(r, Job)}
     for job in jobs.values():
         if job.cluster not in clusters:
@@ -190,7 +214,8 @@ def _assemble(root: Path, loaded: list[tuple[Spec, Source]], problems: list[Prob
                                     f"no Cluster named {job.cluster!r} (known: {known})"))
     if workspace is None:
         return None
-    return DesiredState(str(root), workspace, clusters, jobs, sources)
+    shared_roots = {name: str((root / c.shared_root).resolve()) for name, c in clusters.items()}
+    return DesiredState(str(root), workspace, clusters, jobs, sources, shared_roots)
 
 
 def _without_duplicates(loaded: list[tuple[Spec, Source]], problems: list[Problem]) -> list[tuple[Spec, Source]]:
@@ -220,15 +245,7 @@ def _the_workspace(loaded: list[tuple[Spec, Source]], problems: list[Problem]) -
     in_root = [r for r, s in found if s.file == WORKSPACE_FILE]
     if len(in_root) > 1:
         problems.append(Problem(WORKSPACE_FILE, 1, "kind", "exactly one Workspace is allowed"))
-    if not found:
+    if not found and not any(p.file == WORKSPACE_FILE for p in problems):
         problems.append(Problem(WORKSPACE_FILE, 1, "kind",
                                 "no Workspace: add `kind: Workspace` and `name: <team>` to argus.yaml"))
     return in_root[0] if in_root else None
-
-
-def _resolve_cluster(cluster: Cluster, root: Path) -> Cluster:
-    """A relative shared_root means "under the workspace": handy for the local dev cluster."""
-    shared = Path(cluster.shared_root)
-    if shared.is_absolute():
-        return cluster
-    return cluster.model_copy(update={"shared_root": str((root / shared).resolve())})

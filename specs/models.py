@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import Field, StringConstraints, field_validator
+
+from specs.base import Frozen
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 SECRET_REF_PATTERN = r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$"
+ADDRESS_PATTERN = r"^https?://[^/\s]+/?$"
 
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
-Address = Annotated[str, StringConstraints(pattern=r"^https?://[^/\s]+/?$")]
 Resources = dict[str, Annotated[float, Field(ge=0)]]
 
 
-class Spec(BaseModel):
-    """Base of every spec.
-
-    extra="forbid": a misspelt key must be an error, never a silently ignored setting.
-    frozen=True: specs are values; the planner compares them and must not mutate them.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class Spec(Frozen):
+    """Base of every resource spec (see Frozen for why it is strict and immutable)."""
 
 
 class Workspace(Spec):
@@ -51,19 +48,32 @@ class JobDefaults(Spec):
     """Custom resources the driver needs, e.g. {worker_node: 1} to keep it off the head."""
     env: dict[str, str] = {}
 
+    @field_validator("env")
+    @classmethod
+    def _whole_value_references(cls, env: dict[str, str]) -> dict[str, str]:
+        return check_env_references(env)
+
 
 class Cluster(Spec):
     """A Ray cluster argus submits to, and the shared filesystem its nodes see."""
 
     kind: Literal["Cluster"]
     name: Name
-    address: Address
+    address: str
     """The Ray dashboard URL; must carry http(s):// (without it Ray dials GCS and hangs)."""
     shared_root: str = Field(min_length=1)
     """NFS mount seen by argus and every node; a relative path is taken from the workspace root."""
     description: str = ""
     nodes: list[NodeExpectation] = []
     job_defaults: JobDefaults = JobDefaults()
+
+    @field_validator("address")
+    @classmethod
+    def _dashboard_url(cls, address: str) -> str:
+        if not re.match(ADDRESS_PATTERN, address):
+            raise ValueError("must be the dashboard URL, like http://10.0.0.1:8265 (with http:// or https://; "
+                             "without it Ray would dial the GCS port and hang)")
+        return address
 
 
 class Job(Spec):
@@ -75,22 +85,35 @@ class Job(Spec):
     """Name of the Cluster resource the job runs on."""
     workload: Literal["command"]
     """What runs: `command` is a plain entrypoint; verl workloads come as other values."""
-    entrypoint: list[str] | str
+    entrypoint: Annotated[list[str], Field(min_length=1)] | Annotated[str, Field(min_length=1)]
     """argv (joined with shlex) or a shell string; Ray runs it with /bin/sh -c."""
     description: str = ""
     """Cosmetic: outside the spec hash, changing it never replaces a run."""
     env: dict[str, str] = {}
     """Merged over the cluster's job_defaults.env; `${env:NAME}` is read at submit time."""
+
+    @field_validator("env")
+    @classmethod
+    def _whole_value_references(cls, env: dict[str, str]) -> dict[str, str]:
+        return check_env_references(env)
     entrypoint_num_cpus: float | None = Field(default=None, ge=0)
     entrypoint_num_gpus: float | None = Field(default=None, ge=0)
     entrypoint_memory: int | None = Field(default=None, ge=0)
     entrypoint_resources: Resources | None = None
     """Replaces (not merges) the cluster default when given."""
     state: Literal["running", "stopped"] = "running"
-    protect: bool = False
+    protect: bool = Field(default=False, strict=True)
     """When true, any plan that would stop or replace this job's run is an error."""
-    run: int = Field(default=1, ge=1)
+    run: int = Field(default=1, ge=1, strict=True)
     """Bump to ask for a new run of an otherwise unchanged spec."""
+
+
+def check_env_references(env: dict[str, str]) -> dict[str, str]:
+    """`${env:NAME}` must be a whole value: half a reference would reach Ray as literal text."""
+    for key, value in env.items():
+        if "${env:" in value and not re.match(SECRET_REF_PATTERN, value):
+            raise ValueError(f"{key}: `${{env:NAME}}` must be the whole value, got {value!r}")
+    return env
 
 
 Resource = Workspace | Cluster | Job

@@ -12,25 +12,26 @@ import re
 import shlex
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
+from specs.base import Frozen
 from specs.models import SECRET_REF_PATTERN, Cluster, Job, Workspace
 
 SUBMISSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 SHARED_ROOT_PLACEHOLDER = "${shared_root}"
 
 
-class Submission(BaseModel):
+class Submission(Frozen):
     """The canonical resolved submission; its sha256 is the run's spec_hash.
 
     Secrets appear here only as `${env:NAME}` references, so the hash, plans and records never
-    hold a secret value and rotating a secret does not replace a run.
+    hold a secret value and rotating a secret does not replace a run. `${shared_root}` also stays
+    a placeholder (expanded at submit), so a relative shared root does not make the hash depend
+    on where the workspace is checked out.
     """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     workspace: str
     cluster: str
+    shared_root: str
+    """As written in the Cluster spec."""
     job: str
     run: int
     entrypoint: str
@@ -45,14 +46,14 @@ def resolve(workspace: Workspace, cluster: Cluster, job: Job) -> Submission:
     """Merge the cluster's job_defaults under the job's own fields."""
     defaults = cluster.job_defaults
     resources = job.entrypoint_resources
-    env = {k: _expand(v, cluster) for k, v in {**defaults.env, **job.env}.items()}
     return Submission(
         workspace=workspace.name,
         cluster=cluster.name,
+        shared_root=cluster.shared_root,
         job=job.name,
         run=job.run,
-        entrypoint=_expand(entrypoint_string(job.entrypoint), cluster),
-        env_vars=env,
+        entrypoint=entrypoint_string(job.entrypoint),
+        env_vars={**defaults.env, **job.env},
         entrypoint_num_cpus=_pick(job.entrypoint_num_cpus, defaults.entrypoint_num_cpus),
         entrypoint_num_gpus=_pick(job.entrypoint_num_gpus, defaults.entrypoint_num_gpus),
         entrypoint_memory=_pick(job.entrypoint_memory, defaults.entrypoint_memory),
@@ -103,9 +104,9 @@ def secret_refs(env: dict[str, str]) -> dict[str, str]:
     return refs
 
 
-def _expand(text: str, cluster: Cluster) -> str:
+def expand(text: str, shared_root_path: str) -> str:
     """`${shared_root}` is the one placeholder argus fills in (seed 001 writes paths this way)."""
-    return text.replace(SHARED_ROOT_PLACEHOLDER, cluster.shared_root)
+    return text.replace(SHARED_ROOT_PLACEHOLDER, shared_root_path)
 
 
 def _pick(value: Any, default: Any) -> Any:

@@ -17,6 +17,6 @@ def observe(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedState:
     """One snapshot (one list_jobs) per cluster, plus the run records on each shared root."""
     clusters = {name: client.snapshot() for name, client in ray.items()}
     records: dict[str, RunRecord] = {}
-    for root in sorted({c.shared_root for c in desired.clusters.values()}):
+    for root in sorted(set(desired.shared_roots.values())):
         records.update(read_records(root, desired.workspace.name))
     return ObservedState(clusters=clusters, records=records)

@@ -6,18 +6,15 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from specs.base import Frozen
 
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
 ACTIVE = frozenset({"PENDING", "RUNNING"})
-# Record-only states: argus wrote the intent; Ray never confirmed the job.
-NOT_SUBMITTED = frozenset({"SUBMITTING", "SUBMIT_FAILED"})
-
-
-class Frozen(BaseModel):
-    """Observations are facts: frozen, and strict about their shape."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+# Record-only states: argus wrote its intent, Ray never confirmed the job. SUBMITTING means the
+# outcome is unknown (argus died or the request timed out); SUBMIT_FAILED means Ray refused it.
+UNCONFIRMED = frozenset({"SUBMITTING", "SUBMIT_FAILED"})
+# A run Ray no longer knows whose last known state was one of these may still have been running.
+MAYBE_RUNNING = ACTIVE | {"SUBMITTING"}
 
 
 class RayJob(Frozen):
@@ -86,6 +83,10 @@ class RunRecord(Frozen):
     plan_id: str
     commit: str
     submission: dict[str, Any]
+    protect: bool = False
+    """The job's `protect:` at submit time: still guards the run after its spec is deleted."""
+    session_name: str | None = None
+    """The cluster's Ray session when argus submitted: tells a refused submit from a forgotten one."""
     error: str | None = None
 
 

@@ -35,6 +35,10 @@ def test_console_script_exit_codes(tmp_path: Path):
     assert ok.returncode == 0 and "validate" in ok.stdout
     bad_flag = subprocess.run([argus, "plan", "--no-such-flag"], capture_output=True, text=True)
     assert bad_flag.returncode == 1 and "No such option" in bad_flag.stderr
+    assert "Traceback" not in bad_flag.stderr
+    missing_arg = subprocess.run([argus, "logs"], capture_output=True, text=True)
+    assert missing_arg.returncode == 1 and "Missing argument" in missing_arg.stderr
+    assert "Traceback" not in missing_arg.stderr
     not_ws = subprocess.run([argus, "validate", str(tmp_path)], capture_output=True, text=True)
     assert not_ws.returncode == 1 and "argus.yaml is missing" in not_ws.stderr
 

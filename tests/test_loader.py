@@ -79,12 +79,12 @@ def test_every_kind_of_problem_is_reported_together(ws: Workspace) -> None:
     ws.write("weird.yaml", "kind: Gizmo\nname: x\n")
     found = problems(ws)
     assert found == [
-        "broken.yml:3: invalid YAML: expected ',' or ']', but got '<stream end>'",
+        "broken.yml:2: invalid YAML: expected ',' or ']', but got '<stream end>'",
         "jobs/bad.yaml:2: name: invalid name 'Bad_Name': use lowercase letters, digits and '-', at most 63",
         "jobs/bad.yaml:6: entrypont: unknown key (did you mean 'entrypoint'?); allowed keys: kind, name, "
         "cluster, workload, entrypoint, description, env, entrypoint_num_cpus, entrypoint_num_gpus, "
         "entrypoint_memory, entrypoint_resources, state, protect, run",
-        "jobs/bad.yaml:7: protect: Input should be a valid boolean, unable to interpret input",
+        "jobs/bad.yaml:7: protect: Input should be a valid boolean",
         "jobs/bad.yaml:11: cluster: no Cluster named 'nowhere' (known: h20)",
         "jobs/bad.yaml:15: entrypoint: required field is missing",
         "jobs/dup.yaml:2: name: duplicate Job 'orphan' (first defined at jobs/bad.yaml:10)",
@@ -105,7 +105,7 @@ def test_wrong_types_point_at_the_nested_field(ws: Workspace) -> None:
           entrypoint_resources: {worker_node: lots}
         """)
     found = problems(ws)
-    assert any(p.startswith("clusters/c.yaml:3: address: String should match pattern") for p in found)
+    assert any(p.startswith("clusters/c.yaml:3: address: Value error, must be the dashboard URL") for p in found)
     count_error = "nodes.1.count: Input should be a valid integer, unable to parse string as an integer"
     assert f"clusters/c.yaml:7: {count_error}" in found
     assert any(p.startswith("clusters/c.yaml:9: job_defaults.entrypoint_resources.worker_node:") for p in found)
@@ -133,4 +133,51 @@ def test_hidden_directories_are_not_read(ws: Workspace) -> None:
 
 def test_relative_shared_root_is_under_the_workspace(ws: Workspace) -> None:
     ws.write("clusters/c.yaml", "kind: Cluster\nname: h20\naddress: http://x:1\nshared_root: .shared\n")
-    assert load_workspace(ws.root).clusters["h20"].shared_root == str(ws.root.resolve() / ".shared")
+    assert load_workspace(ws.root).shared_root("h20") == str(ws.root.resolve() / ".shared")
+
+
+def test_awkward_yaml_is_reported_not_crashed_on(ws: Workspace) -> None:
+    ws.write("jobs/merge.yaml", """
+        base: &base {cluster: h20, workload: command}
+        ---
+        kind: Job
+        name: merged
+        <<: {cluster: h20, workload: command, bogus: 1}
+        entrypoint: echo
+        """)
+    ws.write("jobs/keys.yaml", "kind: Job\nname: k\ncluster: h20\nworkload: command\nentrypoint: x\nenv: {1: one}\n")
+    ws.write("jobs/latin1.yaml", "kind: Job\n")
+    (ws.root / "jobs/latin1.yaml").write_bytes(b"kind: Job\nname: caf\xe9\n")
+    (ws.root / "jobs/dangling.yaml").symlink_to(ws.root / "nowhere.yaml")
+    found = problems(ws)
+    assert "jobs/dangling.yaml:1: cannot read the file: No such file or directory" in found
+    assert "jobs/keys.yaml:6: env.1: keys must be strings" in found
+    assert "jobs/latin1.yaml:2: not UTF-8 text (byte 19): save the file as UTF-8" in found
+    assert "jobs/merge.yaml:1: a resource must be a mapping with a `kind:` key" not in found
+    assert any(p.startswith("jobs/merge.yaml:3: bogus: unknown key") for p in found), found
+    assert any(p.startswith("jobs/merge.yaml:1: kind: missing") for p in found), found
+
+
+def test_strict_values(ws: Workspace) -> None:
+    ws.write("jobs/a.yaml", """
+        kind: Job
+        name: a
+        cluster: h20
+        workload: command
+        entrypoint: []
+        run: true
+        entrypoint_num_cpus: .inf
+        env: {TOKEN: "Bearer ${env:TOKEN}"}
+        """)
+    found = problems(ws)
+    assert any(p.startswith("jobs/a.yaml:5: entrypoint: List should have at least 1 item") for p in found), found
+    assert "jobs/a.yaml:6: run: Input should be a valid integer" in found
+    assert "jobs/a.yaml:7: entrypoint_num_cpus: Input should be a finite number" in found
+    assert any(p.startswith("jobs/a.yaml:8: env: Value error, TOKEN: `${env:NAME}` must be the whole value")
+               for p in found), found
+
+
+def test_an_invalid_workspace_is_reported_once(ws: Workspace) -> None:
+    ws.write("argus.yaml", "kind: Workspace\nname: Team\n")
+    assert problems(ws) == [
+        "argus.yaml:2: name: invalid name 'Team': use lowercase letters, digits and '-', at most 63"]

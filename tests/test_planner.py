@@ -20,12 +20,13 @@ def job(name: str = "j", **fields) -> Job:
 
 def desired(*jobs: Job) -> DesiredState:
     sources = {f"job.{j.name}": Source(f"jobs/{j.name}.yaml", 1, {"protect": 7}) for j in jobs}
-    return DesiredState("/ws", WS, {"c": CLUSTER}, {j.name: j for j in jobs}, sources)
+    return DesiredState("/ws", WS, {"c": CLUSTER}, {j.name: j for j in jobs}, sources, {"c": "/shared"})
 
 
-def run_of(spec: Job, status: str, attempt: int = 1, workspace: str = "team") -> RayJob:
+def run_of(spec: Job, status: str, attempt: int = 1, workspace: str = "team", started: int = 0) -> RayJob:
     digest = spec_hash(resolve(WS, CLUSTER, spec))
     return RayJob(submission_id=submission_id(workspace, spec.name, digest, attempt), status=status,
+                  start_time=started,
                   metadata={"argus.workspace": workspace, "argus.job": spec.name,
                             "argus.spec_hash": digest, "argus.attempt": str(attempt)})
 
@@ -36,10 +37,10 @@ def observed(*jobs: RayJob, records: tuple[RunRecord, ...] = ()) -> ObservedStat
     return ObservedState(clusters={"c": cluster}, records={r.submission_id: r for r in records})
 
 
-def record_of(ray_job: RayJob, status: str) -> RunRecord:
+def record_of(ray_job: RayJob, status: str, **fields) -> RunRecord:
     return RunRecord(submission_id=ray_job.submission_id, workspace="team", job=ray_job.job or "",
                      cluster="c", spec_hash=ray_job.spec_hash or "", attempt=1, status=status,
-                     updated_at="t", plan_id="p", commit="c", submission={})
+                     updated_at="2026-01-01T00:00:00+00:00", plan_id="p", commit="c", submission={}, **fields)
 
 
 def test_a_new_job_is_submitted_with_a_deterministic_id():
@@ -125,3 +126,46 @@ def test_submission_ids_stay_within_rays_alphabet_and_length():
     long_ws = "w" * 63
     sid = submission_id(long_ws, "j" * 63, "a" * 64, 12)
     assert len(sid) <= 128 and sid.endswith(".12")
+
+
+def test_a_renamed_job_stops_its_old_run_before_the_new_one_starts():
+    old = job("z-old")
+    result = plan(desired(job("a-new")), observed(run_of(old, "RUNNING")))
+    assert [(c.address, c.action) for c in result.actionable] == [("job.z-old", Action.STOP),
+                                                                  ("job.a-new", Action.SUBMIT)]
+
+
+def test_the_newest_run_is_current_not_the_one_with_the_highest_hash():
+    runs = [run_of(job(entrypoint_num_cpus=n), "SUCCEEDED", started=n * 1000) for n in (1, 2, 3, 4, 5)]
+    change = plan(desired(job(entrypoint_num_cpus=9)), observed(*runs)).changes[0]
+    assert change.current.submission_id == runs[-1].submission_id
+
+
+def test_protect_survives_the_deletion_of_the_spec():
+    ray_job = run_of(job(protect=True), "RUNNING")
+    result = plan(desired(), observed(ray_job, records=(record_of(ray_job, "PENDING", protect=True),)))
+    [error] = result.errors
+    assert "protect: true" in error.message and ray_job.submission_id in error.message
+
+
+def test_runs_on_a_cluster_removed_from_the_desired_state_are_an_error():
+    ray_job = run_of(job(), "RUNNING")
+    elsewhere = record_of(ray_job, "RUNNING").model_copy(update={"cluster": "gone"})
+    [error] = plan(desired(), observed(records=(elsewhere,))).errors
+    assert "'gone'" in error.message and "no longer in the desired state" in error.message
+
+
+def test_an_unconfirmed_submit_is_retried_only_while_the_same_ray_session_lacks_it():
+    spec = job()
+    same_session = record_of(run_of(spec, "PENDING"), "SUBMITTING", session_name="s1")
+    assert plan(desired(spec), observed(records=(same_session,))).changes[0].action is Action.SUBMIT
+    restarted = same_session.model_copy(update={"session_name": "s0"})
+    result = plan(desired(spec), observed(records=(restarted,)))
+    assert result.changes[0].action is Action.NOOP
+    assert "lost (last seen SUBMITTING)" in result.changes[0].reason and result.diagnostics
+
+
+def test_a_job_with_our_workspace_label_but_no_spec_hash_is_unmanaged():
+    odd = RayJob(submission_id="x", status="RUNNING", metadata={"argus.workspace": "team"})
+    result = plan(desired(), observed(odd))
+    assert result.changes == () and [j.submission_id for j in result.unmanaged] == ["x"]

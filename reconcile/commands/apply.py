@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-import click
+import typer
 
 from reconcile.apply import ApplyContext, apply_plan, refresh_records
 from reconcile.boundary import EXIT_ERROR, EXIT_OK
@@ -20,27 +20,27 @@ def run(directory: Path, auto_approve: bool, timeout: float, stop_timeout: float
 
     desired = load(directory)
     ray = connect(desired, timeout)
-    _, plan = observe_and_plan(desired, ray)
-    click.echo(render_plan(plan, colour=colour))
+    observed, plan = observe_and_plan(desired, ray)
+    typer.echo(render_plan(plan, colour=colour))
     if plan.errors:
         return EXIT_ERROR
-    ctx = ApplyContext(desired=desired, clients=ray, git=desired_commit(desired.root),
-                       plan_id=uuid.uuid4().hex[:12], stop_timeout=stop_timeout, echo=click.echo)
-    if plan.actionable:
-        if not auto_approve:
-            _confirm()
-        apply_plan(plan, ctx)
+    if plan.actionable and not auto_approve:
+        _confirm()
+    ctx = ApplyContext(desired=desired, clients=ray, git=desired_commit(desired.root), plan_id=uuid.uuid4().hex[:12],
+                       sessions={name: c.session_name for name, c in observed.clusters.items()},
+                       stop_timeout=stop_timeout, echo=typer.echo)
+    apply_plan(plan, ctx)
     refresh_records(ctx, observe(desired, ray))
     if plan.actionable:
-        click.echo(f"\nApply complete (plan {ctx.plan_id}): " + "; ".join(ctx.outcomes))
+        typer.echo(f"\nApply complete (plan {ctx.plan_id}): " + "; ".join(ctx.outcomes))
     return EXIT_OK
 
 
 def _confirm() -> None:
-    click.echo("argus will perform the actions above. Only 'yes' is accepted.")
+    typer.echo("argus will perform the actions above. Only 'yes' is accepted.")
     try:
-        answer = click.prompt("Enter a value", default="", show_default=False)
-    except click.Abort as err:
+        answer = typer.prompt("Enter a value", default="", show_default=False)
+    except typer.Abort as err:
         raise ArgusError("No confirmation (stdin closed). Review the plan, then pass --auto-approve.") from err
     if answer.strip() != "yes":
         raise ArgusError("Apply cancelled: nothing was changed.")

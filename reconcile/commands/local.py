@@ -4,31 +4,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
+import typer
 
 from state import local
 
 
 def up(state_dir: Path, dashboard_port: int) -> int:
     cluster = local.up(state_dir, dashboard_port=dashboard_port)
-    click.echo(f"Local Ray cluster is up: dashboard {cluster.address} "
+    typer.echo(f"Local Ray cluster is up: dashboard {cluster.address} "
                f"(head {local.HEAD_IP}, worker {local.WORKER_IP} with worker_node=1).")
-    click.echo(f"Its processes are recorded in {state_dir}; `argus local down` stops exactly those.")
+    typer.echo(f"Its processes are recorded in {state_dir}; `argus local down` stops exactly those.")
     return 0
 
 
 def down(state_dir: Path) -> int:
     pids = local.down(state_dir)
-    click.echo(f"Stopped {len(pids)} process(es) of the local cluster." if pids else "No local cluster is up.")
+    typer.echo(f"Stopped {len(pids)} process(es) of the local cluster." if pids else "No local cluster is up.")
     return 0
 
 
 def status(state_dir: Path) -> int:
     cluster = local.load(state_dir)
     if cluster is None:
-        click.echo("No local cluster is up. Start one with `argus local up`.")
+        typer.echo("No local cluster is up. Start one with `argus local up`.")
         return 1
     pids = local.alive_pids(cluster)
     state = "up" if pids else "down (its processes are gone; run `argus local down` to clean up)"
-    click.echo(f"Local cluster {state}: dashboard {cluster.address}, {len(pids)} process(es).")
+    typer.echo(f"Local cluster {state}: dashboard {cluster.address}, {len(pids)} process(es).")
     return 0 if pids else 1

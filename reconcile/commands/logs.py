@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
+import typer
 
 from reconcile.boundary import EXIT_OK
 from reconcile.commands.common import connect, load, observe_and_plan
@@ -22,5 +22,5 @@ def run(directory: Path, job: str, timeout: float) -> int:
     run_ = change.current
     if not run_.on_ray:
         raise ArgusError(f"Run {run_.submission_id} is {run_.health}: Ray no longer has its logs.")
-    click.echo(ray[run_.cluster].logs(run_.submission_id), nl=False)
+    typer.echo(ray[run_.cluster].logs(run_.submission_id), nl=False)
     return EXIT_OK

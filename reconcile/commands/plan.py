@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
+import typer
 
 from reconcile.boundary import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
 from reconcile.commands.common import connect, load, observe_and_plan
@@ -14,7 +14,7 @@ from reconcile.render import render_plan
 def run(directory: Path, detailed_exitcode: bool, timeout: float, colour: bool) -> int:
     desired = load(directory)
     _, plan = observe_and_plan(desired, connect(desired, timeout))
-    click.echo(render_plan(plan, colour=colour))
+    typer.echo(render_plan(plan, colour=colour))
     if plan.errors:
         return EXIT_ERROR
     if detailed_exitcode and plan.actionable:

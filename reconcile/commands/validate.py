@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
+import typer
 
 from reconcile.commands.common import load
 
 
 def run(directory: Path) -> int:
     desired = load(directory)
-    click.echo(f"Valid: workspace {desired.workspace.name!r}, {len(desired.clusters)} cluster(s), "
+    typer.echo(f"Valid: workspace {desired.workspace.name!r}, {len(desired.clusters)} cluster(s), "
                f"{len(desired.jobs)} job(s).")
     return 0
