@@ -33,3 +33,30 @@ def test_ray_address_variables_never_redirect_argus(workspace, argus, monkeypatc
     monkeypatch.delenv("RAY_ADDRESS")  # Ray's own client obeys these: the check below must not
     monkeypatch.delenv("RAY_API_SERVER_ADDRESS")
     assert len(jobs_of(workspace.address, workspace.name)) == 1
+
+
+def test_secret_values_reach_the_job_and_nothing_else(workspace, argus, monkeypatch: pytest.MonkeyPatch):
+    from conftest import wait_for
+
+    secret = "s3cr3t-value-7f9a1c"
+    workspace.job("secretive", ["python3", "-c", "import os; print('token length', len(os.environ['TOKEN']))"],
+                  extra="env: {TOKEN: '${env:ARGUS_TEST_TOKEN}'}\n")
+    missing = argus("apply", workspace.root, "--auto-approve")
+    assert missing.code == 1 and "ARGUS_TEST_TOKEN" in missing.err
+    assert jobs_of(workspace.address, workspace.name) == []
+
+    monkeypatch.setenv("ARGUS_TEST_TOKEN", secret)
+    plan = argus("plan", workspace.root)
+    applied = argus("apply", workspace.root, "--auto-approve")
+    assert applied.code == 0, applied.err
+    [job] = jobs_of(workspace.address, workspace.name)
+    wait_for(workspace.address, job.submission_id, {"SUCCEEDED"})
+    logs = argus("logs", "secretive", workspace.root)
+    assert f"token length {len(secret)}" in logs.out
+    status = argus("status", workspace.root)
+    for output in (plan.out, plan.err, applied.out, applied.err, status.out):
+        assert secret not in output
+    written = [p for p in workspace.shared.rglob("*") if p.is_file()]
+    assert written and not [p for p in written if secret in p.read_text(errors="replace")]
+    assert "${env:ARGUS_TEST_TOKEN}" in (workspace.shared / "jobs" / job.submission_id /
+                                         "config" / "submit_payload.json").read_text()
