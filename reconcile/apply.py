@@ -7,12 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconcile.model import Change, Plan, StopStep, SubmitStep
+from reconcile import apply_files
+from reconcile.model import Change, DeleteSnapshotStep, MkdirStep, Plan, SnapshotStep, Step, StopStep, SubmitStep
 from reconcile.render import render_step
 from specs.desired import DesiredState
 from specs.errors import ArgusError
 from specs.submission import expand, labels, secret_refs
-from state import audit, records
+from state import audit, debug, records
 from state.gitinfo import GitInfo
 from state.observed import ObservedState, RunRecord
 from state.ray_client import ClusterUnreachable, RayClient
@@ -32,6 +33,10 @@ class ApplyContext:
     echo: Callable[[str], None] = print
     secrets: dict[str, str] = field(default_factory=dict)
     outcomes: list[str] = field(default_factory=list)
+    observed: ObservedState | None = None
+    """What the plan was made from: the cluster's resources before each submit come from here."""
+    submitted: list[tuple[str, str]] = field(default_factory=list)
+    """(cluster, submission_id) of every run submitted by this apply."""
 
 
 def apply_plan(plan: Plan, ctx: ApplyContext) -> None:
@@ -50,7 +55,14 @@ def apply_plan(plan: Plan, ctx: ApplyContext) -> None:
 
 
 def refresh_records(ctx: ApplyContext, observed: ObservedState) -> int:
-    """Copy Ray's current status into argus's records, so a later head restart loses nothing."""
+    """Copy Ray's current status into argus's records, so a later head restart loses nothing.
+
+    The same observation gives each run submitted by this apply its ray_job_list_post.txt: one
+    list_jobs per cluster for the whole apply, not one per job.
+    """
+    for cluster, submission_id in ctx.submitted:
+        records.write_debug(ctx.desired.shared_root(cluster), submission_id, "ray_job_list_post.txt",
+                            debug.job_list(observed.clusters[cluster]))
     updated = 0
     for cluster in observed.clusters.values():
         root = ctx.desired.shared_root(cluster.name)
@@ -84,7 +96,7 @@ def _apply_change(change: Change, ctx: ApplyContext) -> None:
     for step in change.steps:
         ctx.echo(f"{change.address}: {render_step(step)}")
         event = {**_common(ctx), "event": "action", "address": change.address, "action": change.action.value,
-                 "step": step.kind, "submission_id": step.submission_id}
+                 "step": step.kind, "submission_id": getattr(step, "submission_id", None)}
         root = ctx.desired.shared_root(step.cluster)
         try:
             outcome = _execute(step, ctx)
@@ -93,14 +105,21 @@ def _apply_change(change: Change, ctx: ApplyContext) -> None:
                          {**event, "outcome": "failed", "error": redact(_describe(err), ctx)})
             raise
         audit.append(root, ctx.desired.workspace.name, {**event, "outcome": outcome})
-        ctx.outcomes.append(f"{change.address}: {step.submission_id} {outcome}")
+        sid = getattr(step, "submission_id", None)
+        ctx.outcomes.append(f"{change.address}: {outcome}" + (f" ({sid})" if sid else ""))
 
 
-def _execute(step: SubmitStep | StopStep, ctx: ApplyContext) -> str:
+def _execute(step: Step, ctx: ApplyContext) -> str:
     if isinstance(step, SubmitStep):
         return _submit(step, ctx)
     if isinstance(step, StopStep):
         return _stop(step, ctx)
+    if isinstance(step, MkdirStep):
+        return apply_files.make_dir(step, ctx)
+    if isinstance(step, SnapshotStep):
+        return apply_files.make_snapshot(step, ctx)
+    if isinstance(step, DeleteSnapshotStep):
+        return apply_files.delete_snapshot(step, ctx)
     raise TypeError(f"unknown step type {type(step).__name__}")
 
 
@@ -120,6 +139,8 @@ def _submit(step: SubmitStep, ctx: ApplyContext) -> str:
     """Record the intent, submit, record the outcome: a crash in between leaves SUBMITTING behind."""
     root = ctx.desired.shared_root(step.cluster)
     sub = step.submission
+    if sub.code is not None:
+        apply_files.check_code(sub.code, ctx.desired, step.cluster)
     payload = _payload(step, root, labels(sub, step.spec_hash, step.attempt, ctx.git.commit, ctx.plan_id))
     record = RunRecord(submission_id=step.submission_id, workspace=sub.workspace, job=sub.job,
                        cluster=step.cluster, spec_hash=step.spec_hash, attempt=step.attempt,
@@ -129,6 +150,9 @@ def _submit(step: SubmitStep, ctx: ApplyContext) -> str:
     configs = {"ray_config": ctx.desired.clusters[step.cluster].model_dump(mode="json"),
                "jobspec": ctx.desired.jobs[sub.job].model_dump(mode="json")}
     records.write_intent(root, record, configs, {"submission_id": step.submission_id, **payload})
+    if ctx.observed is not None:
+        records.write_debug(root, step.submission_id, "ray_status_pre.txt",
+                            debug.cluster_status(ctx.observed.clusters[step.cluster]))
     try:
         outcome = ctx.clients[step.cluster].submit(step.submission_id, _with_secrets(payload, ctx.secrets))
     except ArgusError as err:
@@ -140,6 +164,7 @@ def _submit(step: SubmitStep, ctx: ApplyContext) -> str:
     stamp = records.now()
     records.write_status(root, record.model_copy(update={"status": "PENDING", "submitted_at": stamp,
                                                          "updated_at": stamp}))
+    ctx.submitted.append((step.cluster, step.submission_id))
     records.append_submit_log(root, step.submission_id, f"{outcome} to {ctx.clients[step.cluster].address}")
     return outcome
 

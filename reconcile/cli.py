@@ -43,25 +43,32 @@ def validate(directory: Path = DIR) -> int:
     return _run(lambda: command.run(directory))
 
 
+PRUNE = typer.Option(False, "--prune", help="Delete this workspace's code snapshots that no spec names.")
+
+
 @app.command()
 def plan(directory: Path = DIR, timeout: float = TIMEOUT,
          detailed_exitcode: bool = typer.Option(False, "--detailed-exitcode",
-                                                help="Exit 2 when there are changes, 0 when none.")) -> int:
-    """Show what apply would do. Read-only."""
+                                                help="Exit 2 when there are changes, 0 when none."),
+         prune: bool = PRUNE,
+         verify_snapshots: bool = typer.Option(False, "--verify-snapshots",
+                                               help="Re-hash every snapshot's files against its digest.")) -> int:
+    """Show what apply would do. Read-only (it may fill argus's git cache on the shared root)."""
     from reconcile.commands import plan as command
 
-    return _run(lambda: command.run(directory, detailed_exitcode, timeout, is_tty()))
+    return _run(lambda: command.run(directory, detailed_exitcode, timeout, is_tty(), prune, verify_snapshots))
 
 
 @app.command()
 def apply(directory: Path = DIR, timeout: float = TIMEOUT,
           auto_approve: bool = typer.Option(False, "--auto-approve", help="Do not ask for confirmation."),
           stop_timeout: float = typer.Option(120.0, "--stop-timeout",
-                                             help="Seconds to wait for a stopped job to reach a final status.")) -> int:
+                                             help="Seconds to wait for a stopped job to reach a final status."),
+          prune: bool = PRUNE) -> int:
     """Plan, confirm, then submit and stop jobs until the clusters match the desired state."""
     from reconcile.commands import apply as command
 
-    return _run(lambda: command.run(directory, auto_approve, timeout, stop_timeout, is_tty()))
+    return _run(lambda: command.run(directory, auto_approve, timeout, stop_timeout, is_tty(), prune))
 
 
 @app.command()

@@ -13,15 +13,18 @@ from state.observed import MAYBE_RUNNING
 
 
 class Action(str, Enum):
+    CREATE = "create"
+    """A directory or a code snapshot on the shared filesystem."""
     SUBMIT = "submit"
     STOP = "stop"
     REPLACE = "replace"
+    DELETE = "delete"
     NOOP = "no-op"
 
     @property
     def symbol(self) -> str:
         """The rendering is the action: Terraform's + - -/+."""
-        return {"submit": "+", "stop": "-", "replace": "-/+", "no-op": " "}[self.value]
+        return {"create": "+", "submit": "+", "stop": "-", "replace": "-/+", "delete": "-", "no-op": " "}[self.value]
 
 
 class SubmitStep(Frozen):
@@ -43,7 +46,33 @@ class StopStep(Frozen):
     submission_id: str
 
 
-Step = Annotated[SubmitStep | StopStep, Field(discriminator="kind")]
+class MkdirStep(Frozen):
+    """Create a directory of the NFS layout (and its parents)."""
+
+    kind: Literal["mkdir"] = "mkdir"
+    cluster: str
+    path: str
+    """Relative to the cluster's shared root."""
+
+
+class SnapshotStep(Frozen):
+    """Export a code snapshot into place atomically; refused if the source moved since the plan."""
+
+    kind: Literal["snapshot"] = "snapshot"
+    cluster: str
+    name: str
+    commit: str
+    digest: str
+
+
+class DeleteSnapshotStep(Frozen):
+    kind: Literal["delete-snapshot"] = "delete-snapshot"
+    cluster: str
+    path: str
+    """Relative to the cluster's shared root."""
+
+
+Step = Annotated[SubmitStep | StopStep | MkdirStep | SnapshotStep | DeleteSnapshotStep, Field(discriminator="kind")]
 
 
 class RunView(Frozen):
@@ -60,6 +89,10 @@ class RunView(Frozen):
     started_at: float = 0.0
     """Epoch seconds of the submit (Ray's start time, or argus's record): orders a job's runs."""
     protect: bool = False
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in MAYBE_RUNNING
 
     @property
     def health(self) -> str:
@@ -120,6 +153,9 @@ class Plan(Frozen):
     @property
     def errors(self) -> tuple[Diagnostic, ...]:
         return tuple(d for d in self.diagnostics if d.severity == "error")
+
+    def steps(self) -> tuple[Step, ...]:
+        return tuple(step for change in self.actionable for step in change.steps)
 
     def counts(self) -> dict[Action, int]:
         return {a: sum(c.action is a for c in self.changes) for a in Action}

@@ -12,33 +12,45 @@ from datetime import datetime
 
 from reconcile.diff import field_diff
 from reconcile.model import Action, Change, Diagnostic, Plan, RunView, StopStep, SubmitStep, UnmanagedJob
+from reconcile.plan_code import code_ref, plan_dirs, plan_prune, plan_snapshots
 from specs.desired import DesiredState, Source, address_of
 from specs.models import Job
 from specs.submission import Submission, resolve, spec_hash, submission_id
 from state.observed import ACTIVE, MAYBE_RUNNING, ObservedState, RunRecord
 
-# Stops run first, so a renamed job's old run ends before its new one starts.
-EXECUTION_ORDER = {Action.STOP: 0, Action.REPLACE: 1, Action.SUBMIT: 2, Action.NOOP: 3}
+# Files first (jobs need their code), then stops, so a renamed job's old run ends before its new
+# one starts; snapshots are pruned last, after the runs that used them have stopped.
+EXECUTION_ORDER = {Action.CREATE: 0, Action.STOP: 1, Action.REPLACE: 2, Action.SUBMIT: 3, Action.DELETE: 4,
+                   Action.NOOP: 5}
 Submissions = Mapping[str, dict]
 
 
-def plan(desired: DesiredState, observed: ObservedState) -> Plan:
+def plan(desired: DesiredState, observed: ObservedState, prune: bool = False) -> Plan:
     workspace = desired.workspace.name
     runs = runs_by_job(workspace, observed)
     submissions = {sid: r.submission for sid, r in observed.records.items()}
-    changes: list[Change] = []
-    diagnostics: list[Diagnostic] = []
+    changes: list[Change] = plan_dirs(desired, observed)
+    code_changes, diagnostics = plan_snapshots(desired, observed)
+    changes += code_changes
+    broken = {d.address for d in diagnostics}
     for name, job in sorted(desired.jobs.items()):
-        change = plan_job(job, resolve(desired.workspace, desired.cluster_of(job), job), runs.get(name, []),
-                          submissions)
+        code = code_ref(desired, observed, job.code) if job.code else None
+        sub = resolve(desired.workspace, desired.cluster_of(job), job, code)
+        change = plan_job(job, sub, runs.get(name, []), submissions)
         changes.append(change)
         diagnostics += _job_diagnostics(desired.source(change.address), job, change, runs.get(name, []), observed)
+        if job.code and f"code.{job.code}" in broken and change.action in (Action.SUBMIT, Action.REPLACE):
+            diagnostics.append(Diagnostic(severity="error", address=change.address, where=desired.source(
+                change.address).at("code"), message=f"{change.address} runs on code.{job.code}, which has errors"))
     for name in sorted(set(runs) - set(desired.jobs)):
         change = plan_removed(name, runs[name], submissions)
         if change is not None:
             changes.append(change)
             diagnostics += _protected_removal(change, runs[name])
     diagnostics += _runs_on_removed_clusters(observed)
+    prune_changes, prune_diagnostics = plan_prune(desired, observed, runs, submissions, prune)
+    changes += prune_changes
+    diagnostics += prune_diagnostics
     changes.sort(key=lambda c: (EXECUTION_ORDER[c.action], c.address))
     return Plan(workspace=workspace, changes=tuple(changes), diagnostics=tuple(diagnostics),
                 unmanaged=_unmanaged(workspace, observed))

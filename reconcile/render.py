@@ -8,9 +8,21 @@ from typing import Any
 
 import typer
 
-from reconcile.model import Action, Change, Diagnostic, Plan, StopStep, SubmitStep
+from reconcile.model import (
+    Action,
+    Change,
+    DeleteSnapshotStep,
+    Diagnostic,
+    MkdirStep,
+    Plan,
+    SnapshotStep,
+    Step,
+    StopStep,
+    SubmitStep,
+)
 
-_COLOURS = {Action.SUBMIT: "green", Action.STOP: "red", Action.REPLACE: "yellow", Action.NOOP: None}
+_COLOURS = {Action.CREATE: "green", Action.SUBMIT: "green", Action.STOP: "red", Action.REPLACE: "yellow",
+            Action.DELETE: "red", Action.NOOP: None}
 
 
 def render_plan(plan: Plan, colour: bool = False) -> str:
@@ -32,22 +44,30 @@ def summary(plan: Plan) -> str:
     if not plan.actionable:
         return "No changes. The clusters match the desired state."
     counts = plan.counts()
-    parts = [f"{counts[a]} to {a.value}" for a in (Action.SUBMIT, Action.REPLACE, Action.STOP)]
-    return f"Plan: {', '.join(parts)}."
+    shown = [a for a in (Action.CREATE, Action.SUBMIT, Action.REPLACE, Action.STOP, Action.DELETE)
+             if counts[a] or a in (Action.SUBMIT, Action.REPLACE, Action.STOP)]
+    return f"Plan: {', '.join(f'{counts[a]} to {a.value}' for a in shown)}."
 
 
-def render_step(step: SubmitStep | StopStep) -> str:
+def render_step(step: Step) -> str:
     if isinstance(step, SubmitStep):
         return f"submit {step.submission_id} to cluster {step.cluster}"
     if isinstance(step, StopStep):
         return f"stop {step.submission_id} on cluster {step.cluster} and wait until it has stopped"
+    if isinstance(step, MkdirStep):
+        return f"create directory {step.path} on the shared root of {step.cluster}"
+    if isinstance(step, SnapshotStep):
+        return f"export commit {step.commit[:12]} as snapshot {step.name} (digest {step.digest[:12]})"
+    if isinstance(step, DeleteSnapshotStep):
+        return f"delete snapshot {step.path} from the shared root of {step.cluster}"
     raise TypeError(f"unknown step type {type(step).__name__}")
 
 
 def render_status(plan: Plan, desired_jobs: set[str]) -> str:
     rows = [("JOB", "SYNC", "HEALTH", "RUN")]
     rows += [(c.address, sync_of(c, desired_jobs), c.current.health if c.current else "-",
-              c.current.submission_id if c.current else "-") for c in sorted(plan.changes, key=lambda c: c.address)]
+              c.current.submission_id if c.current else "-") for c in sorted(plan.changes, key=lambda c: c.address)
+             if c.address.startswith("job.")]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:3], widths, strict=True)) + "  " + r[3] for r in rows]
     if plan.unmanaged:

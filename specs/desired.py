@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from specs.models import Cluster, Job, Workspace
+from specs.models import Cluster, CodeSnapshot, Job, Workspace
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class DesiredState:
     workspace: Workspace
     clusters: Mapping[str, Cluster]
     jobs: Mapping[str, Job]
+    snapshots: Mapping[str, CodeSnapshot]
     sources: Mapping[str, Source]
     """Keyed by address: `workspace`, `cluster.NAME`, `job.NAME`."""
     shared_roots: Mapping[str, str]
@@ -50,7 +51,18 @@ class DesiredState:
     def shared_root(self, cluster: str) -> str:
         return self.shared_roots[cluster]
 
+    def snapshot_dir(self, snapshot: CodeSnapshot) -> str:
+        """Where a snapshot lives on the shared filesystem (absolute)."""
+        return f"{self.shared_roots[snapshot.cluster]}/{snapshot_rel(snapshot)}"
+
+
+def snapshot_rel(snapshot: CodeSnapshot) -> str:
+    return f"common/code/{snapshot.repo_dir}/{snapshot.name}"
+
+
+ADDRESS_PREFIXES = {"Cluster": "cluster", "CodeSnapshot": "code", "Job": "job"}
+
 
 def address_of(kind: str, name: str) -> str:
     """The address a resource is known by in plans, targets and the audit log."""
-    return "workspace" if kind == "Workspace" else f"{kind.lower()}.{name}"
+    return "workspace" if kind == "Workspace" else f"{ADDRESS_PREFIXES[kind]}.{name}"

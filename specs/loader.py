@@ -14,7 +14,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from specs.desired import DesiredState, Source, address_of
 from specs.errors import ArgusError, Problem, SpecError
-from specs.models import KINDS, Cluster, Job, Spec, Workspace
+from specs.models import KINDS, Cluster, CodeSnapshot, Job, Spec, Workspace
 
 WORKSPACE_FILE = "argus.yaml"
 
@@ -205,17 +205,34 @@ def _assemble(root: Path, loaded: list[tuple[Spec, Source]], problems: list[Prob
         sources["workspace"] = roots[0]
     workspace = _the_workspace(loaded, problems)
     clusters = {r.name: r for r, _ in unique if isinstance(r, Cluster)}
+    snapshots = {r.name: r for r, _ in unique if isinstance(r, CodeSnapshot)}
     jobs = {r.name: r for r, _ in unique if isinstance(r, Job)}
-    for job in jobs.values():
-        if job.cluster not in clusters:
-            src = sources[address_of("Job", job.name)]
-            known = ", ".join(sorted(clusters)) or "none defined"
-            problems.append(Problem(src.file, src.line_of("cluster"), "cluster",
-                                    f"no Cluster named {job.cluster!r} (known: {known})"))
+    problems += _broken_references(clusters, snapshots, jobs, sources)
     if workspace is None:
         return None
     shared_roots = {name: str((root / c.shared_root).resolve()) for name, c in clusters.items()}
-    return DesiredState(str(root), workspace, clusters, jobs, sources, shared_roots)
+    return DesiredState(str(root), workspace, clusters, jobs, snapshots, sources, shared_roots)
+
+
+def _broken_references(clusters: dict[str, Cluster], snapshots: dict[str, CodeSnapshot], jobs: dict[str, Job],
+                       sources: dict[str, Source]) -> list[Problem]:
+    found = []
+    for resource in [*snapshots.values(), *jobs.values()]:
+        src = sources[address_of(resource.kind, resource.name)]
+        if resource.cluster not in clusters:
+            known = ", ".join(sorted(clusters)) or "none defined"
+            found.append(Problem(src.file, src.line_of("cluster"), "cluster",
+                                 f"no Cluster named {resource.cluster!r} (known: {known})"))
+        code = getattr(resource, "code", None)
+        if code is not None and code not in snapshots:
+            known = ", ".join(sorted(snapshots)) or "none defined"
+            found.append(Problem(src.file, src.line_of("code"), "code",
+                                 f"no CodeSnapshot named {code!r} (known: {known})"))
+        elif code is not None and snapshots[code].cluster != resource.cluster:
+            found.append(Problem(src.file, src.line_of("code"), "code",
+                                 f"CodeSnapshot {code!r} lives on cluster {snapshots[code].cluster!r}, "
+                                 f"not on {resource.cluster!r}: snapshot the code on the job's cluster"))
+    return found
 
 
 def _without_duplicates(loaded: list[tuple[Spec, Source]], problems: list[Problem]) -> list[tuple[Spec, Source]]:

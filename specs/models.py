@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from specs.base import Frozen
 
@@ -66,6 +66,8 @@ class Cluster(Spec):
     description: str = ""
     nodes: list[NodeExpectation] = []
     job_defaults: JobDefaults = JobDefaults()
+    user_code_path: str = "${shared_root}/user/code"
+    """Second entry of every job's PYTHONPATH, after its code snapshot (seed 001)."""
 
     @field_validator("address")
     @classmethod
@@ -74,6 +76,45 @@ class Cluster(Spec):
             raise ValueError("must be the dashboard URL, like http://10.0.0.1:8265 (with http:// or https://; "
                              "without it Ray would dial the GCS port and hang)")
         return address
+
+
+class GitSource(Spec):
+    url: str = Field(min_length=1)
+    """Anything `git fetch` understands; a relative path is taken from the workspace root."""
+    ref: str = Field(min_length=1)
+    """A tag, branch or commit; resolved once, then the snapshot holds that commit forever."""
+
+
+class CodeSnapshot(Spec):
+    """Immutable code on the shared filesystem: <shared_root>/common/code/<repo>/<name>/."""
+
+    kind: Literal["CodeSnapshot"]
+    name: Name
+    cluster: Name
+    git: GitSource | None = None
+    path: str | None = None
+    """A local working copy (relative to the workspace root): its HEAD commit is snapshotted."""
+    allow_dirty: bool = Field(default=False, strict=True)
+    """For `path:` only: snapshot uncommitted working files too (the digest covers them)."""
+    repo: Name | None = None
+    """Directory under common/code/; defaults to the source's base name."""
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> CodeSnapshot:
+        if (self.git is None) == (self.path is None):
+            raise ValueError("give exactly one source: `git: {url, ref}` or `path:`")
+        if self.allow_dirty and self.git is not None:
+            raise ValueError("allow_dirty applies to `path:` sources only")
+        return self
+
+    @property
+    def repo_dir(self) -> str:
+        if self.repo:
+            return self.repo
+        source = self.git.url if self.git else self.path or ""
+        base = re.sub(r"\.git$", "", source.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1])
+        return re.sub(r"[^a-z0-9-]", "-", base.lower()).strip("-") or "code"
 
 
 class Job(Spec):
@@ -85,6 +126,8 @@ class Job(Spec):
     """Name of the Cluster resource the job runs on."""
     workload: Literal["command"]
     """What runs: `command` is a plain entrypoint; verl workloads come as other values."""
+    code: Name | None = None
+    """A CodeSnapshot on the same cluster: the job runs from it (cd + PYTHONPATH)."""
     entrypoint: Annotated[list[str], Field(min_length=1)] | Annotated[str, Field(min_length=1)]
     """argv (joined with shlex) or a shell string; Ray runs it with /bin/sh -c."""
     description: str = ""
@@ -116,5 +159,6 @@ def check_env_references(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-Resource = Workspace | Cluster | Job
-KINDS: dict[str, type[Spec]] = {"Workspace": Workspace, "Cluster": Cluster, "Job": Job}
+Resource = Workspace | Cluster | CodeSnapshot | Job
+KINDS: dict[str, type[Spec]] = {"Workspace": Workspace, "Cluster": Cluster, "CodeSnapshot": CodeSnapshot,
+                                "Job": Job}

@@ -19,6 +19,16 @@ SUBMISSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 SHARED_ROOT_PLACEHOLDER = "${shared_root}"
 
 
+class CodeRef(Frozen):
+    """The snapshot a job runs from, pinned by content: moving a job to other code replaces it."""
+
+    snapshot: str
+    path: str
+    """With the `${shared_root}` placeholder, like every path in a Submission."""
+    commit: str
+    digest: str
+
+
 class Submission(Frozen):
     """The canonical resolved submission; its sha256 is the run's spec_hash.
 
@@ -40,24 +50,32 @@ class Submission(Frozen):
     entrypoint_num_gpus: float | None
     entrypoint_memory: int | None
     entrypoint_resources: dict[str, float]
+    code: CodeRef | None = None
 
 
-def resolve(workspace: Workspace, cluster: Cluster, job: Job) -> Submission:
-    """Merge the cluster's job_defaults under the job's own fields."""
+def resolve(workspace: Workspace, cluster: Cluster, job: Job, code: CodeRef | None = None) -> Submission:
+    """Merge the cluster's job_defaults under the job's own fields; run from the code snapshot."""
     defaults = cluster.job_defaults
     resources = job.entrypoint_resources
+    env = {**defaults.env, **job.env}
+    entrypoint = entrypoint_string(job.entrypoint)
+    if code is not None:
+        # Never a working_dir upload: the job runs in place from the immutable snapshot on NFS.
+        env["PYTHONPATH"] = f"{code.path}:{cluster.user_code_path}:{env.get('PYTHONPATH', '${PYTHONPATH}')}"
+        entrypoint = f"cd {shlex.quote(code.path)} && {entrypoint}"
     return Submission(
         workspace=workspace.name,
         cluster=cluster.name,
         shared_root=cluster.shared_root,
         job=job.name,
         run=job.run,
-        entrypoint=entrypoint_string(job.entrypoint),
-        env_vars={**defaults.env, **job.env},
+        entrypoint=entrypoint,
+        env_vars=env,
         entrypoint_num_cpus=_pick(job.entrypoint_num_cpus, defaults.entrypoint_num_cpus),
         entrypoint_num_gpus=_pick(job.entrypoint_num_gpus, defaults.entrypoint_num_gpus),
         entrypoint_memory=_pick(job.entrypoint_memory, defaults.entrypoint_memory),
         entrypoint_resources=dict(defaults.entrypoint_resources if resources is None else resources),
+        code=code,
     )
 
 
@@ -67,7 +85,8 @@ def entrypoint_string(entrypoint: list[str] | str) -> str:
 
 
 def spec_hash(submission: Submission) -> str:
-    canonical = json.dumps(submission.model_dump(), sort_keys=True, separators=(",", ":"))
+    # Unset fields are left out, so a field added to argus later does not change existing runs' hashes.
+    canonical = json.dumps(submission.model_dump(exclude_none=True), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 

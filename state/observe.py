@@ -1,11 +1,15 @@
-"""Observe the world once: every cluster of the desired state and this workspace's records."""
+"""Observe the world once: every cluster, this workspace's records, snapshots and the NFS layout."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from specs.desired import DesiredState
-from state.observed import ObservedState, RunRecord
+from state import snapshots
+from state.observed import LAYOUT, ObservedState, RunRecord, SnapshotState
 from state.ray_client import DEFAULT_TIMEOUT, RayClient
 from state.records import read_records
+from state.sources import resolve_source
 
 
 def clients(desired: DesiredState, timeout: float = DEFAULT_TIMEOUT) -> dict[str, RayClient]:
@@ -13,10 +17,26 @@ def clients(desired: DesiredState, timeout: float = DEFAULT_TIMEOUT) -> dict[str
     return {name: RayClient(name, c.address, timeout) for name, c in sorted(desired.clusters.items())}
 
 
-def observe(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedState:
-    """One snapshot (one list_jobs) per cluster, plus the run records on each shared root."""
+def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: bool = False) -> ObservedState:
+    """One snapshot (one list_jobs) per cluster, plus what the shared roots hold."""
     clusters = {name: client.snapshot() for name, client in ray.items()}
     records: dict[str, RunRecord] = {}
     for root in sorted(set(desired.shared_roots.values())):
         records.update(read_records(root, desired.workspace.name))
-    return ObservedState(clusters=clusters, records=records)
+    return ObservedState(
+        clusters=clusters,
+        records=records,
+        snapshots={name: observe_snapshot(desired, name, verify_snapshots) for name in sorted(desired.snapshots)},
+        stored={name: snapshots.stored(root) for name, root in desired.shared_roots.items()},
+        missing_dirs={name: tuple(d for d in LAYOUT if not (Path(root) / d).is_dir())
+                      for name, root in desired.shared_roots.items()},
+    )
+
+
+def observe_snapshot(desired: DesiredState, name: str, verify: bool) -> SnapshotState:
+    spec = desired.snapshots[name]
+    shared_root = desired.shared_root(spec.cluster)
+    target = Path(desired.snapshot_dir(spec))
+    manifest = snapshots.read_manifest(target)
+    problem = snapshots.verify(target, manifest) if verify and manifest else None
+    return SnapshotState(source=resolve_source(spec, desired.root, shared_root), manifest=manifest, problem=problem)

@@ -90,11 +90,61 @@ class RunRecord(Frozen):
     error: str | None = None
 
 
+class SourceState(Frozen):
+    """What a snapshot's source resolves to now, or why it does not."""
+
+    commit: str | None = None
+    digest: str | None = None
+    files: int = 0
+    bytes: int = 0
+    dirty: bool = False
+    error: str | None = None
+    error_field: str = ""
+    """The spec field the error is about (git.url, git.ref, path), for its file:line."""
+
+
+class Manifest(Frozen):
+    """.argus-snapshot.json: where a snapshot came from and what it must contain."""
+
+    workspace: str
+    name: str
+    repo: str
+    source: dict[str, Any]
+    commit: str
+    digest: str
+    dirty: bool = False
+    files: int
+    bytes: int
+    created_at: str
+    created_by: str
+
+
+class SnapshotState(Frozen):
+    """A CodeSnapshot spec as observed: its source now, and what is on disk at its place."""
+
+    source: SourceState
+    manifest: Manifest | None = None
+    """The snapshot on disk at the spec's path, if any."""
+    problem: str | None = None
+    """Set when verification found the files no longer match the manifest's digest."""
+
+
+LAYOUT = ("datasets", "hf", "ray/tmp", "user/code", "common/code", "outputs/logs", "outputs/checkpoints", "jobs",
+          ".argus/audit", ".argus/locks")
+"""The directories of DESIGN.md's NFS layout, relative to a shared root."""
+
+
 class ObservedState(Frozen):
-    """Every cluster of the desired state, and this workspace's run records."""
+    """Every cluster of the desired state, this workspace's run records, and the shared filesystem."""
 
     clusters: dict[str, ClusterState]
     records: dict[str, RunRecord]
+    snapshots: dict[str, SnapshotState] = {}
+    """By CodeSnapshot spec name."""
+    stored: dict[str, dict[str, Manifest]] = {}
+    """Per cluster: every snapshot on its shared root, by path relative to it."""
+    missing_dirs: dict[str, tuple[str, ...]] = {}
+    """Per cluster: LAYOUT directories that do not exist yet."""
 
     def fingerprint(self) -> str:
         """Digest of what a plan depends on; a saved plan is stale when it moves."""

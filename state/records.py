@@ -43,6 +43,10 @@ def append_submit_log(shared_root: str, submission_id: str, text: str) -> None:
     write_atomic(path, previous + f"{now()} {text}\n")
 
 
+def write_debug(shared_root: str, submission_id: str, name: str, text: str) -> None:
+    write_atomic(job_dir(shared_root, submission_id) / "debug" / name, text)
+
+
 def read_records(shared_root: str, workspace: str) -> dict[str, RunRecord]:
     """This workspace's records under shared_root; unreadable ones are skipped, not fatal."""
     records: dict[str, RunRecord] = {}

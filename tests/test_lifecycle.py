@@ -137,7 +137,7 @@ def test_apply_twice_submits_once_and_submit_is_idempotent(workspace, argus):
     ctx = ApplyContext(desired, ray, GitInfo("abc", False), "plan1", echo=lambda _: None)
     apply_plan(plan, ctx)
     apply_plan(plan, ctx)  # the same steps again: Ray says "already exists", and it is ours
-    assert ctx.outcomes[-1].endswith("exists")
+    assert ctx.outcomes[-1].startswith("job.once: exists")
     assert argus("apply", workspace.root, "--auto-approve").code == 0
     assert len(jobs_of(workspace.address, workspace.name)) == 1
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 
 from conftest import SLEEP, jobs_of, make_workspace, wait_for
 
@@ -27,8 +28,12 @@ def test_local_up_status_down_kills_only_its_own_processes(tmp_path, argus, monk
         assert argus("apply", ws.root, "--auto-approve").code == 0
         [job] = jobs_of(cluster.address, ws.name)
         wait_for(cluster.address, job.submission_id, {"RUNNING"})
-        ours = local.alive_pids(cluster)
-        driver = [p for p in ours if "time.sleep(120)" in _cmdline(p)]
+        ours, driver = [], []
+        deadline = time.monotonic() + 30  # RUNNING is reported just before the driver process starts
+        while not driver and time.monotonic() < deadline:
+            ours = local.alive_pids(cluster)
+            driver = [p for p in ours if "time.sleep(120)" in _cmdline(p)]
+            time.sleep(0.2)
         assert driver, "the job's driver process is a descendant of the local cluster"
 
         down = argus("local", "down")

@@ -20,7 +20,7 @@ def job(name: str = "j", **fields) -> Job:
 
 def desired(*jobs: Job) -> DesiredState:
     sources = {f"job.{j.name}": Source(f"jobs/{j.name}.yaml", 1, {"protect": 7}) for j in jobs}
-    return DesiredState("/ws", WS, {"c": CLUSTER}, {j.name: j for j in jobs}, sources, {"c": "/shared"})
+    return DesiredState("/ws", WS, {"c": CLUSTER}, {j.name: j for j in jobs}, {}, sources, {"c": "/shared"})
 
 
 def run_of(spec: Job, status: str, attempt: int = 1, workspace: str = "team", started: int = 0) -> RayJob:

@@ -14,13 +14,14 @@ from reconcile.render import render_plan
 from specs.errors import ArgusError
 
 
-def run(directory: Path, auto_approve: bool, timeout: float, stop_timeout: float, colour: bool) -> int:
+def run(directory: Path, auto_approve: bool, timeout: float, stop_timeout: float, colour: bool,
+        prune: bool = False) -> int:
     from state.gitinfo import desired_commit
     from state.observe import observe
 
     desired = load(directory)
     ray = connect(desired, timeout)
-    observed, plan = observe_and_plan(desired, ray)
+    observed, plan = observe_and_plan(desired, ray, prune)
     typer.echo(render_plan(plan, colour=colour))
     if plan.errors:
         return EXIT_ERROR
@@ -28,7 +29,7 @@ def run(directory: Path, auto_approve: bool, timeout: float, stop_timeout: float
         _confirm()
     ctx = ApplyContext(desired=desired, clients=ray, git=desired_commit(desired.root), plan_id=uuid.uuid4().hex[:12],
                        sessions={name: c.session_name for name, c in observed.clusters.items()},
-                       stop_timeout=stop_timeout, echo=typer.echo)
+                       stop_timeout=stop_timeout, echo=typer.echo, observed=observed)
     apply_plan(plan, ctx)
     refresh_records(ctx, observe(desired, ray))
     if plan.actionable:

@@ -24,9 +24,10 @@ def connect(desired: DesiredState, timeout: float) -> dict[str, RayClient]:
     return clients(desired, timeout)
 
 
-def observe_and_plan(desired: DesiredState, ray: dict[str, RayClient]) -> tuple[ObservedState, Plan]:
+def observe_and_plan(desired: DesiredState, ray: dict[str, RayClient], prune: bool = False,
+                     verify_snapshots: bool = False) -> tuple[ObservedState, Plan]:
     from reconcile.planner import plan
     from state.observe import observe
 
-    observed = observe(desired, ray)
-    return observed, plan(desired, observed)
+    observed = observe(desired, ray, verify_snapshots)
+    return observed, plan(desired, observed, prune)

@@ -11,9 +11,10 @@ from reconcile.commands.common import connect, load, observe_and_plan
 from reconcile.render import render_plan
 
 
-def run(directory: Path, detailed_exitcode: bool, timeout: float, colour: bool) -> int:
+def run(directory: Path, detailed_exitcode: bool, timeout: float, colour: bool, prune: bool = False,
+        verify_snapshots: bool = False) -> int:
     desired = load(directory)
-    _, plan = observe_and_plan(desired, connect(desired, timeout))
+    _, plan = observe_and_plan(desired, connect(desired, timeout), prune, verify_snapshots)
     typer.echo(render_plan(plan, colour=colour))
     if plan.errors:
         return EXIT_ERROR

@@ -1,0 +1,55 @@
+"""Applying the shared-filesystem steps: layout directories and code snapshots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reconcile.model import DeleteSnapshotStep, MkdirStep, SnapshotStep
+from specs.desired import DesiredState
+from specs.errors import ArgusError
+from specs.submission import CodeRef, expand
+from state import snapshots
+from state.sources import resolve_source
+
+if TYPE_CHECKING:
+    from reconcile.apply import ApplyContext
+
+
+def make_dir(step: MkdirStep, ctx: ApplyContext) -> str:
+    path = Path(ctx.desired.shared_root(step.cluster)) / step.path
+    existed = path.is_dir()
+    path.mkdir(parents=True, exist_ok=True)
+    return "exists" if existed else "created"
+
+
+def make_snapshot(step: SnapshotStep, ctx: ApplyContext) -> str:
+    """Re-resolve the source and export exactly the commit and digest the plan showed."""
+    spec = ctx.desired.snapshots[step.name]
+    shared_root = ctx.desired.shared_root(step.cluster)
+    source = resolve_source(spec, ctx.desired.root, shared_root)
+    if source.error or (source.commit, source.digest) != (step.commit, step.digest):
+        raise ArgusError(f"code.{step.name}: the source no longer matches the plan "
+                         f"({source.error or 'now commit ' + str(source.commit)[:12]}); run `argus plan` again")
+    return snapshots.materialize(spec, source, ctx.desired.workspace.name, ctx.desired.root, shared_root,
+                                 Path(ctx.desired.snapshot_dir(spec)))
+
+
+def delete_snapshot(step: DeleteSnapshotStep, ctx: ApplyContext) -> str:
+    target = Path(ctx.desired.shared_root(step.cluster)) / step.path
+    if not target.exists():
+        return "already gone"
+    snapshots.delete(target)
+    return "deleted"
+
+
+def check_code(code: CodeRef, desired: DesiredState, cluster: str) -> None:
+    """Before a job is submitted: its snapshot is there and its files still match the digest."""
+    target = Path(expand(code.path, desired.shared_root(cluster)))
+    manifest = snapshots.read_manifest(target)
+    if manifest is None or manifest.digest != code.digest:
+        raise ArgusError(f"code.{code.snapshot} at {target} is missing or holds other content than planned; "
+                         "run `argus plan` again")
+    problem = snapshots.verify(target, manifest)
+    if problem:
+        raise ArgusError(f"code.{code.snapshot} at {target} is damaged: {problem}. Not submitting.")

@@ -1,0 +1,106 @@
+"""Planning the shared filesystem: layout directories and code snapshots. Pure, like the planner."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from reconcile.model import Action, Change, DeleteSnapshotStep, Diagnostic, MkdirStep, RunView, SnapshotStep
+from specs.desired import DesiredState, address_of, snapshot_rel
+from specs.models import CodeSnapshot
+from specs.submission import SHARED_ROOT_PLACEHOLDER, CodeRef
+from state.observed import ObservedState, SnapshotState
+
+
+def plan_dirs(desired: DesiredState, observed: ObservedState) -> list[Change]:
+    """Missing directories of the NFS layout, once per shared root."""
+    changes, seen = [], set()
+    for cluster, missing in sorted(observed.missing_dirs.items()):
+        root = desired.shared_root(cluster)
+        for rel in missing:
+            if (root, rel) not in seen:
+                seen.add((root, rel))
+                step = MkdirStep(cluster=cluster, path=rel)
+                changes.append(Change(address=f"dir.{cluster}/{rel}", action=Action.CREATE,
+                                      reason=f"{root}/{rel} does not exist", steps=(step,)))
+    return changes
+
+
+def code_ref(desired: DesiredState, observed: ObservedState, name: str) -> CodeRef:
+    """The content a job on this snapshot runs: what is on disk, else what the source resolves to."""
+    spec = desired.snapshots[name]
+    state = observed.snapshots[name]
+    pinned = state.manifest or state.source
+    return CodeRef(snapshot=name, path=f"{SHARED_ROOT_PLACEHOLDER}/{snapshot_rel(spec)}",
+                   commit=pinned.commit or "", digest=pinned.digest or "")
+
+
+def plan_snapshots(desired: DesiredState, observed: ObservedState) -> tuple[list[Change], list[Diagnostic]]:
+    changes, diagnostics = [], []
+    for name, spec in sorted(desired.snapshots.items()):
+        change, problem = plan_snapshot(spec, observed.snapshots[name])
+        if change is not None:
+            changes.append(change)
+        if problem is not None:
+            source = desired.source(address_of("CodeSnapshot", name))
+            field, message = problem
+            diagnostics.append(Diagnostic(severity="error", address=f"code.{name}", where=source.at(field),
+                                          message=message))
+    return changes, diagnostics
+
+
+def plan_snapshot(spec: CodeSnapshot, state: SnapshotState) -> tuple[Change | None, tuple[str, str] | None]:
+    """One snapshot: create it, leave it, or explain (field, message) why neither is right."""
+    address, source, manifest = f"code.{spec.name}", state.source, state.manifest
+    if manifest is None:
+        if source.error:
+            return None, (source.error_field, source.error)
+        step = SnapshotStep(cluster=spec.cluster, name=spec.name, commit=source.commit or "",
+                            digest=source.digest or "")
+        reason = f"commit {(source.commit or '')[:12]}{' + uncommitted files' if source.dirty else ''}, " \
+                 f"{source.files} files, {source.bytes} bytes"
+        return Change(address=address, action=Action.CREATE, reason=reason, steps=(step,)), None
+    noop = Change(address=address, action=Action.NOOP,
+                  reason=f"materialized at commit {manifest.commit[:12]} ({manifest.files} files)")
+    if state.problem:
+        return noop, ("", f"{address} is damaged: {state.problem}; jobs on it cannot be submitted. Restore it or "
+                          "give the code a new snapshot name")
+    if source.digest and (source.commit, source.digest) != (manifest.commit, manifest.digest):
+        field = "git.ref" if spec.git else "path"
+        now = f"now resolves to {(source.commit or '')[:12]}" + (" with uncommitted files" if source.dirty else "")
+        return noop, (field, f"{address} {now} but the snapshot holds {manifest.commit[:12]}; snapshots are "
+                             "immutable: give the new version a new name")
+    return noop, None
+
+
+def plan_prune(desired: DesiredState, observed: ObservedState, runs: Mapping[str, list[RunView]],
+               submissions: Mapping[str, dict], prune: bool) -> tuple[list[Change], list[Diagnostic]]:
+    """This workspace's snapshots that no spec names: deleted only with --prune, never while in use."""
+    wanted = {(s.cluster, snapshot_rel(s)) for s in desired.snapshots.values()}
+    changes, diagnostics = [], []
+    for cluster, stored in sorted(observed.stored.items()):
+        for rel, manifest in sorted(stored.items()):
+            if manifest.workspace != desired.workspace.name or (cluster, rel) in wanted:
+                continue
+            address = f"code.{manifest.name}"
+            users = _unfinished_users(rel, runs, submissions)
+            if not prune:
+                changes.append(Change(address=address, action=Action.NOOP,
+                                      reason="no longer in the desired state; kept (`argus plan --prune` deletes it)"))
+            elif users:
+                diagnostics.append(Diagnostic(severity="error", address=address,
+                                              message=f"{address} cannot be pruned: unfinished run(s) "
+                                                      f"{', '.join(users)} use it"))
+            else:
+                changes.append(Change(address=address, action=Action.DELETE, reason="pruned: no spec names it",
+                                      steps=(DeleteSnapshotStep(cluster=cluster, path=rel),)))
+    return changes, diagnostics
+
+
+def _unfinished_users(rel: str, runs: Mapping[str, list[RunView]], submissions: Mapping[str, dict]) -> list[str]:
+    path = f"{SHARED_ROOT_PLACEHOLDER}/{rel}"
+    return sorted(r.submission_id for job_runs in runs.values() for r in job_runs
+                  if not r.finished and _code_path(submissions.get(r.submission_id)) == path)
+
+
+def _code_path(submission: dict | None) -> str | None:
+    return ((submission or {}).get("code") or {}).get("path")

@@ -1,0 +1,128 @@
+"""Code snapshots on the shared filesystem: materialize, list, verify, delete.
+
+A snapshot is built in a temp dir beside its final place and renamed into place in one step, so
+an interrupted apply leaves no half snapshot. Files are stored once in a content-addressed store
+under <shared_root>/.argus/objects/ and hard-linked into every snapshot that has them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from specs.errors import ArgusError
+from specs.models import CodeSnapshot
+from state.audit import actor
+from state.observed import Manifest, SourceState
+from state.records import now
+from state.sources import digest_of, directory_entries, entries
+
+MANIFEST = ".argus-snapshot.json"
+
+
+def read_manifest(directory: Path) -> Manifest | None:
+    try:
+        return Manifest.model_validate(json.loads((directory / MANIFEST).read_text()))
+    except (OSError, ValueError, ValidationError):
+        return None
+
+
+def stored(shared_root: str) -> dict[str, Manifest]:
+    """Every snapshot under common/code/<repo>/<name>/ with a readable manifest, by relative path."""
+    base = Path(shared_root) / "common" / "code"
+    found = {}
+    for directory in sorted(base.glob("*/*")):
+        manifest = None if directory.name.startswith(".") else read_manifest(directory)
+        if manifest is not None:
+            found[directory.relative_to(shared_root).as_posix()] = manifest
+    return found
+
+
+def verify(directory: Path, manifest: Manifest) -> str | None:
+    """None when the files match the manifest's digest, else what is wrong."""
+    found = [(p, m, hashlib.sha256(d).hexdigest()) for p, m, d in directory_entries(directory, {MANIFEST})]
+    if digest_of(found) == manifest.digest:
+        return None
+    return f"its {len(found)} files no longer match digest {manifest.digest[:12]} (modified on disk?)"
+
+
+def materialize(snapshot: CodeSnapshot, source: SourceState, workspace: str, workspace_root: str,
+                shared_root: str, target: Path) -> str:
+    """Export the source into target atomically. Returns "created", or "exists" if already there."""
+    existing = read_manifest(target)
+    if existing is not None and existing.digest == source.digest:
+        return "exists"
+    if target.exists():
+        raise ArgusError(f"{target} already exists with other content; snapshots are immutable: "
+                         "give the new version a new name")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in target.parent.glob(f".tmp-{snapshot.name}-*"):  # left by an interrupted apply
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{snapshot.name}-", dir=target.parent))
+    try:
+        written = _export(entries(snapshot, source, workspace_root, shared_root), tmp, Path(shared_root))
+        if digest_of(written) != source.digest:
+            raise ArgusError(f"code.{snapshot.name}: the source changed since the plan; run `argus plan` again")
+        _write_manifest(tmp, _manifest(snapshot, source, workspace, len(written)))
+        os.chmod(tmp, 0o755)
+        os.rename(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return "created"
+
+
+def delete(target: Path) -> None:
+    """Remove a snapshot: first move it aside, so no reader ever sees half of it."""
+    doomed = target.parent / f".tmp-delete-{target.name}-{os.getpid()}"
+    os.rename(target, doomed)
+    shutil.rmtree(doomed)
+
+
+def _export(files, into: Path, shared_root: Path) -> list[tuple[str, str, str]]:
+    written = []
+    for rel, mode, data in files:
+        dest = into / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        sha = hashlib.sha256(data).hexdigest()
+        if mode == "120000":
+            os.symlink(data.decode(), dest)
+        else:
+            os.link(_stored_object(shared_root, sha, mode, data), dest)
+        written.append((rel, mode, sha))
+    return written
+
+
+def _stored_object(shared_root: Path, sha: str, mode: str, data: bytes) -> Path:
+    """The one read-only copy of this content and mode; every snapshot hard-links to it."""
+    path = shared_root / ".argus" / "objects" / sha[:2] / f"{sha}.{mode}"
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".incoming-")
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.chmod(tmp, 0o555 if mode == "100755" else 0o444)
+    os.replace(tmp, path)
+    return path
+
+
+def _manifest(snapshot: CodeSnapshot, source: SourceState, workspace: str, files: int) -> Manifest:
+    origin = {"git": snapshot.git.model_dump()} if snapshot.git else {"path": snapshot.path}
+    return Manifest(workspace=workspace, name=snapshot.name, repo=snapshot.repo_dir, source=origin,
+                    commit=source.commit or "", digest=source.digest or "", dirty=source.dirty, files=files,
+                    bytes=source.bytes, created_at=now(), created_by=actor())
+
+
+def _write_manifest(directory: Path, manifest: Manifest) -> None:
+    path = directory / MANIFEST
+    path.write_text(json.dumps(manifest.model_dump(), indent=2, sort_keys=True) + "\n")
+    with contextlib.suppress(OSError):
+        path.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
