@@ -12,16 +12,15 @@ from state.observed import ObservedState, SnapshotState
 
 
 def plan_dirs(desired: DesiredState, observed: ObservedState) -> list[Change]:
-    """Missing directories of the NFS layout, once per shared root."""
+    """Missing directories of the NFS layout: one change per shared root."""
     changes, seen = [], set()
     for cluster, missing in sorted(observed.missing_dirs.items()):
         root = desired.shared_root(cluster)
-        for rel in missing:
-            if (root, rel) not in seen:
-                seen.add((root, rel))
-                step = MkdirStep(cluster=cluster, path=rel)
-                changes.append(Change(address=f"dir.{cluster}/{rel}", action=Action.CREATE,
-                                      reason=f"{root}/{rel} does not exist", steps=(step,)))
+        if missing and root not in seen:
+            seen.add(root)
+            changes.append(Change(address=f"dirs.{cluster}", action=Action.CREATE,
+                                  reason=f"{len(missing)} directories of the layout missing under {root}",
+                                  steps=tuple(MkdirStep(cluster=cluster, path=rel) for rel in missing)))
     return changes
 
 

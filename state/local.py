@@ -41,8 +41,12 @@ class LocalCluster:
         return f"http://127.0.0.1:{self.dashboard_port}"
 
 
+WORKER_NODE_SLOTS = 4.0
+"""worker_node on the second node: each driver asks for 1, so this many drivers fit at once."""
+
+
 def up(state_dir: Path, dashboard_port: int = 8265, worker_resources: dict[str, float] | None = None,
-       worker_gpus: int = 0, cpus_per_node: int = 2, timeout: float = 90.0) -> LocalCluster:
+       worker_gpus: int = 0, cpus_per_node: int = 4, timeout: float = 90.0) -> LocalCluster:
     """Start head + worker; return once the dashboard answers and both nodes are alive."""
     existing = load(state_dir)
     if existing is not None and alive_pids(existing):
@@ -54,7 +58,7 @@ def up(state_dir: Path, dashboard_port: int = 8265, worker_resources: dict[str, 
     state_dir.mkdir(parents=True, exist_ok=True)
     try:
         _ray_start(cluster, _head_args(cluster, cpus_per_node), "head")
-        resources = {"worker_node": 1.0} if worker_resources is None else worker_resources
+        resources = {"worker_node": WORKER_NODE_SLOTS} if worker_resources is None else worker_resources
         args = _worker_args(cluster, cpus_per_node, resources, worker_gpus)
         _ray_start(cluster, args, "worker")
         _wait_ready(cluster, nodes=2, timeout=timeout)

@@ -11,8 +11,8 @@ from state import local
 
 def up(state_dir: Path, dashboard_port: int) -> int:
     cluster = local.up(state_dir, dashboard_port=dashboard_port)
-    typer.echo(f"Local Ray cluster is up: dashboard {cluster.address} "
-               f"(head {local.HEAD_IP}, worker {local.WORKER_IP} with worker_node=1).")
+    typer.echo(f"Local Ray cluster is up: dashboard {cluster.address} (head {local.HEAD_IP}, "
+               f"worker {local.WORKER_IP} with worker_node={local.WORKER_NODE_SLOTS:g}).")
     typer.echo(f"Its processes are recorded in {state_dir}; `argus local down` stops exactly those.")
     return 0
 
