@@ -75,10 +75,9 @@ def down(state_dir: Path, grace: float = 10.0) -> list[int]:
         return []
     pids = alive_pids(cluster)
     _signal(pids, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(_exists(p) for p in pids):
-        time.sleep(0.2)
+    _wait_gone(pids, grace)
     _signal([p for p in pids if _exists(p)], signal.SIGKILL)
+    _wait_gone(pids, 5.0)
     shutil.rmtree(cluster.temp_dir, ignore_errors=True)
     (state_dir / STATE_FILE).unlink(missing_ok=True)
     return pids
@@ -173,6 +172,12 @@ def _process_table() -> dict[int, tuple[int, int]]:
             continue
         table[int(stat.parent.name)] = (int(fields[1]), int(fields[2]))
     return table
+
+
+def _wait_gone(pids: list[int], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_exists(p) for p in pids):
+        time.sleep(0.1)
 
 
 def _signal(pids: list[int], sig: signal.Signals) -> None:
