@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint
+.PHONY: install demo demo-multi-version test lint
 
 install: $(VENV)/.installed
 
@@ -15,6 +15,9 @@ $(VENV)/.installed: pyproject.toml
 
 demo: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" examples/quickstart/demo.sh
+
+demo-multi-version: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" examples/multi-version/demo.sh
 
 lint: install
 	$(BIN)/ruff check .

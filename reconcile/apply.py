@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,6 +94,7 @@ def redact(text: str, ctx: ApplyContext) -> str:
 
 
 def _apply_change(change: Change, ctx: ApplyContext) -> None:
+    done: list[str] = []
     for step in change.steps:
         ctx.echo(f"{change.address}: {render_step(step)}")
         event = {**_common(ctx), "event": "action", "address": change.address, "action": change.action.value,
@@ -106,7 +108,9 @@ def _apply_change(change: Change, ctx: ApplyContext) -> None:
             raise
         audit.append(root, ctx.desired.workspace.name, {**event, "outcome": outcome})
         sid = getattr(step, "submission_id", None)
-        ctx.outcomes.append(f"{change.address}: {outcome}" + (f" ({sid})" if sid else ""))
+        done.append(f"{outcome} ({sid})" if sid else outcome)
+    counted = Counter(done)
+    ctx.outcomes.append(f"{change.address}: " + ", ".join(f"{o} x{n}" if n > 1 else o for o, n in counted.items()))
 
 
 def _execute(step: Step, ctx: ApplyContext) -> str:

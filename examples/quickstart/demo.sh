@@ -24,7 +24,8 @@ trap '$argus local down; rm -rf "$work"' EXIT
 # The desired state lives in git: the audit log records the commit each apply came from.
 git init -q && git add -A && git -c user.name=demo -c user.email=demo@localhost commit -qm "quickstart"
 
-# Until code snapshots exist, the jobs' code sits in the shared user-code directory (seed 001).
+# These jobs' helper code sits in the shared user-code directory (seed 001's user_code_path);
+# examples/multi-version shows versioned code snapshots instead.
 mkdir -p .shared/user/code && cp code/*.py .shared/user/code/
 
 step argus validate; $argus validate
