@@ -36,7 +36,7 @@ def code_ref(desired: DesiredState, observed: ObservedState, name: str) -> CodeR
 def plan_snapshots(desired: DesiredState, observed: ObservedState) -> tuple[list[Change], list[Diagnostic]]:
     changes, diagnostics = [], []
     for name, spec in sorted(desired.snapshots.items()):
-        change, problem = plan_snapshot(spec, observed.snapshots[name])
+        change, problem = plan_snapshot(spec, observed.snapshots[name], desired.workspace.name)
         if change is not None:
             changes.append(change)
         if problem is not None:
@@ -47,7 +47,8 @@ def plan_snapshots(desired: DesiredState, observed: ObservedState) -> tuple[list
     return changes, diagnostics
 
 
-def plan_snapshot(spec: CodeSnapshot, state: SnapshotState) -> tuple[Change | None, tuple[str, str] | None]:
+def plan_snapshot(spec: CodeSnapshot, state: SnapshotState,
+                  workspace: str) -> tuple[Change | None, tuple[str, str] | None]:
     """One snapshot: create it, leave it, or explain (field, message) why neither is right."""
     address, source, manifest = f"code.{spec.name}", state.source, state.manifest
     if manifest is None:
@@ -60,6 +61,10 @@ def plan_snapshot(spec: CodeSnapshot, state: SnapshotState) -> tuple[Change | No
         return Change(address=address, action=Action.CREATE, reason=reason, steps=(step,)), None
     noop = Change(address=address, action=Action.NOOP,
                   reason=f"materialized at commit {manifest.commit[:12]} ({manifest.files} files)")
+    if manifest.workspace != workspace:
+        # Its owner could prune it under our running jobs: a snapshot belongs to one workspace.
+        return noop, ("name", f"{address}'s place is taken by a snapshot of workspace {manifest.workspace!r}; "
+                              "give this one another name or `repo:`")
     if state.problem:
         return noop, ("", f"{address} is damaged: {state.problem}; jobs on it cannot be submitted. Restore it or "
                           "give the code a new snapshot name")
@@ -74,12 +79,14 @@ def plan_snapshot(spec: CodeSnapshot, state: SnapshotState) -> tuple[Change | No
 def plan_prune(desired: DesiredState, observed: ObservedState, runs: Mapping[str, list[RunView]],
                submissions: Mapping[str, dict], prune: bool) -> tuple[list[Change], list[Diagnostic]]:
     """This workspace's snapshots that no spec names: deleted only with --prune, never while in use."""
-    wanted = {(s.cluster, snapshot_rel(s)) for s in desired.snapshots.values()}
-    changes, diagnostics = [], []
+    wanted = {(desired.shared_root(s.cluster), snapshot_rel(s)) for s in desired.snapshots.values()}
+    changes, diagnostics, seen = [], [], set()
     for cluster, stored in sorted(observed.stored.items()):
+        root = desired.shared_root(cluster)  # clusters may share a root: each snapshot is seen once
         for rel, manifest in sorted(stored.items()):
-            if manifest.workspace != desired.workspace.name or (cluster, rel) in wanted:
+            if manifest.workspace != desired.workspace.name or (root, rel) in wanted | seen:
                 continue
+            seen.add((root, rel))
             address = f"code.{manifest.name}"
             users = _unfinished_users(rel, runs, submissions)
             if not prune:

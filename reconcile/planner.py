@@ -48,6 +48,10 @@ def plan(desired: DesiredState, observed: ObservedState, prune: bool = False) ->
             changes.append(change)
             diagnostics += _protected_removal(change, runs[name])
     diagnostics += _runs_on_removed_clusters(observed)
+    diagnostics += [Diagnostic(severity="error", address=f"cluster.{name}",
+                               where=desired.source(f"cluster.{name}").at("shared_root"),
+                               message=f"shared root {desired.shared_root(name)} does not exist on this machine: "
+                                       "mount the NFS here, or fix `shared_root`") for name in observed.absent_roots]
     prune_changes, prune_diagnostics = plan_prune(desired, observed, runs, submissions, prune)
     changes += prune_changes
     diagnostics += prune_diagnostics

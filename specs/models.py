@@ -81,7 +81,7 @@ class Cluster(Spec):
 class GitSource(Spec):
     url: str = Field(min_length=1)
     """Anything `git fetch` understands; a relative path is taken from the workspace root."""
-    ref: str = Field(min_length=1)
+    ref: str = Field(min_length=1, pattern=r"^[^-\s]")
     """A tag, branch or commit; resolved once, then the snapshot holds that commit forever."""
 
 

@@ -62,6 +62,8 @@ def resolve(workspace: Workspace, cluster: Cluster, job: Job, code: CodeRef | No
     if code is not None:
         # Never a working_dir upload: the job runs in place from the immutable snapshot on NFS.
         env["PYTHONPATH"] = f"{code.path}:{cluster.user_code_path}:{env.get('PYTHONPATH', '${PYTHONPATH}')}"
+        # Bytecode caches go elsewhere: the snapshot is sealed read-only.
+        env.setdefault("PYTHONPYCACHEPREFIX", "/tmp/argus-pycache")
         entrypoint = f"cd {shlex.quote(code.path)} && {entrypoint}"
     return Submission(
         workspace=workspace.name,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from specs.desired import DesiredState
 from state import snapshots
-from state.observed import LAYOUT, ObservedState, RunRecord, SnapshotState
+from state.observed import LAYOUT, ObservedState, RunRecord, SnapshotState, SourceState
 from state.ray_client import DEFAULT_TIMEOUT, RayClient
 from state.records import read_records
 from state.sources import resolve_source
@@ -29,13 +29,26 @@ def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: 
         snapshots={name: observe_snapshot(desired, name, verify_snapshots) for name in sorted(desired.snapshots)},
         stored={name: snapshots.stored(root) for name, root in desired.shared_roots.items()},
         missing_dirs={name: tuple(d for d in LAYOUT if not (Path(root) / d).is_dir())
-                      for name, root in desired.shared_roots.items()},
+                      for name, root in desired.shared_roots.items() if name not in absent_roots(desired)},
+        absent_roots=absent_roots(desired),
     )
+
+
+def absent_roots(desired: DesiredState) -> tuple[str, ...]:
+    """Clusters whose absolute shared root is not there: an unmounted NFS is never created by argus.
+
+    A relative shared root lives in the workspace (the local dev cluster) and is simply created.
+    """
+    return tuple(sorted(name for name, root in desired.shared_roots.items()
+                        if Path(desired.clusters[name].shared_root).is_absolute() and not Path(root).is_dir()))
 
 
 def observe_snapshot(desired: DesiredState, name: str, verify: bool) -> SnapshotState:
     spec = desired.snapshots[name]
     shared_root = desired.shared_root(spec.cluster)
+    if spec.cluster in absent_roots(desired):
+        return SnapshotState(source=SourceState(error=f"cluster {spec.cluster!r} has no shared root here",
+                                                error_field="cluster"))
     target = Path(desired.snapshot_dir(spec))
     manifest = snapshots.read_manifest(target)
     problem = snapshots.verify(target, manifest) if verify and manifest else None

@@ -145,6 +145,8 @@ class ObservedState(Frozen):
     """Per cluster: every snapshot on its shared root, by path relative to it."""
     missing_dirs: dict[str, tuple[str, ...]] = {}
     """Per cluster: LAYOUT directories that do not exist yet."""
+    absent_roots: tuple[str, ...] = ()
+    """Clusters whose (absolute) shared root does not exist on this machine."""
 
     def fingerprint(self) -> str:
         """Digest of what a plan depends on; a saved plan is stale when it moves."""

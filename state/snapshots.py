@@ -8,6 +8,7 @@ under <shared_root>/.argus/objects/ and hard-linked into every snapshot that has
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -64,26 +65,46 @@ def materialize(snapshot: CodeSnapshot, source: SourceState, workspace: str, wor
         raise ArgusError(f"{target} already exists with other content; snapshots are immutable: "
                          "give the new version a new name")
     target.parent.mkdir(parents=True, exist_ok=True)
-    for stale in target.parent.glob(f".tmp-{snapshot.name}-*"):  # left by an interrupted apply
-        shutil.rmtree(stale, ignore_errors=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{snapshot.name}-", dir=target.parent))
+    # Names cannot contain ".", so this prefix matches only this snapshot's leftovers.
+    for stale in target.parent.glob(f".tmp-{snapshot.name}.*"):  # left by an interrupted apply
+        remove_tree(stale)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{snapshot.name}.", dir=target.parent))
     try:
         written = _export(entries(snapshot, source, workspace_root, shared_root), tmp, Path(shared_root))
         if digest_of(written) != source.digest:
             raise ArgusError(f"code.{snapshot.name}: the source changed since the plan; run `argus plan` again")
         _write_manifest(tmp, _manifest(snapshot, source, workspace, len(written)))
-        os.chmod(tmp, 0o755)
+        _seal(tmp)
         os.rename(tmp, target)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp.exists():
+            remove_tree(tmp)
     return "created"
 
 
 def delete(target: Path) -> None:
     """Remove a snapshot: first move it aside, so no reader ever sees half of it."""
-    doomed = target.parent / f".tmp-delete-{target.name}-{os.getpid()}"
+    doomed = target.parent / f".tmp-{target.name}.delete-{os.getpid()}"
     os.rename(target, doomed)
-    shutil.rmtree(doomed)
+    remove_tree(doomed)
+
+
+def remove_tree(path: Path) -> None:
+    """rmtree that first makes sealed (read-only) directories writable again."""
+    for folder, dirs, _ in os.walk(path):
+        for name in [".", *dirs]:
+            with contextlib.suppress(OSError):
+                os.chmod(Path(folder) / name, 0o755)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _seal(root: Path) -> None:
+    """Directories read-only too: nothing (a job's __pycache__, a stray log) can add files."""
+    for folder, dirs, _ in os.walk(root, topdown=False):
+        for name in dirs:
+            if not (Path(folder) / name).is_symlink():
+                os.chmod(Path(folder) / name, 0o555)
+    os.chmod(root, 0o555)
 
 
 def _export(files, into: Path, shared_root: Path) -> list[tuple[str, str, str]]:
@@ -93,18 +114,34 @@ def _export(files, into: Path, shared_root: Path) -> list[tuple[str, str, str]]:
         dest.parent.mkdir(parents=True, exist_ok=True)
         sha = hashlib.sha256(data).hexdigest()
         if mode == "120000":
-            os.symlink(data.decode(), dest)
+            os.symlink(os.fsdecode(data), dest)
         else:
-            os.link(_stored_object(shared_root, sha, mode, data), dest)
+            _link_or_copy(_stored_object(shared_root, sha, mode, data), dest)
         written.append((rel, mode, sha))
     return written
 
 
+def _link_or_copy(source: Path, dest: Path) -> None:
+    """Hard-link; copy where the filesystem or kernel refuses (other owner, too many links)."""
+    try:
+        os.link(source, dest)
+    except OSError as err:
+        if err.errno not in (errno.EPERM, errno.EACCES, errno.EMLINK, errno.EXDEV):
+            raise
+        shutil.copy2(source, dest)
+
+
 def _stored_object(shared_root: Path, sha: str, mode: str, data: bytes) -> Path:
-    """The one read-only copy of this content and mode; every snapshot hard-links to it."""
+    """The one read-only copy of this content and mode; every snapshot hard-links to it.
+
+    An existing object is re-hashed before reuse: a write through any hard link changes it for
+    every snapshot, and a damaged object must not spread into a new one.
+    """
     path = shared_root / ".argus" / "objects" / sha[:2] / f"{sha}.{mode}"
-    if path.exists():
+    if path.exists() and hashlib.sha256(path.read_bytes()).hexdigest() == sha:
         return path
+    if path.exists():
+        os.replace(path, path.with_name(f"{path.name}.damaged-{os.getpid()}"))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".incoming-")
     with os.fdopen(fd, "wb") as handle:

@@ -19,6 +19,10 @@ from specs.models import CodeSnapshot
 from state.files import write_json
 from state.observed import SourceState
 
+REMOTE_HEAD = "refs/argus/remote-head"
+"""Where the source's own HEAD is kept in the cache: `ref: HEAD` means the source's, not the cache's."""
+FETCH_TIMEOUT = 600
+
 Entry = tuple[str, str, bytes]
 """(relative path, git mode, content); a symlink's content is its target."""
 
@@ -47,13 +51,15 @@ def entries(snapshot: CodeSnapshot, source: SourceState, workspace_root: str, sh
 def digest_of(items: Iterable[tuple[str, str, str]]) -> str:
     """sha256 over sorted (path, mode, content sha256) lines."""
     lines = (f"{path}\0{mode}\0{sha}\n" for path, mode, sha in sorted(items))
-    return hashlib.sha256("".join(lines).encode()).hexdigest()
+    # surrogateescape: a file name that is not UTF-8 is hashed as the bytes it is.
+    return hashlib.sha256("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def directory_entries(root: Path, skip: set[str]) -> Iterator[Entry]:
     for folder, dirs, files in os.walk(root):
-        dirs.sort()
-        for name in files:
+        links = [d for d in dirs if (Path(folder) / d).is_symlink()]  # a symlink is an entry, not a dir
+        dirs[:] = sorted(set(dirs) - set(links))
+        for name in [*files, *links]:
             path = Path(folder) / name
             rel = path.relative_to(root).as_posix()
             if rel not in skip:
@@ -72,11 +78,12 @@ def _resolve_git(snapshot: CodeSnapshot, workspace_root: str, shared_root: str) 
 
     assert snapshot.git is not None
     repo = _repo_for(snapshot, workspace_root, shared_root)
+    ref = REMOTE_HEAD if snapshot.git.ref == "HEAD" else snapshot.git.ref
     try:
-        commit = repo.git.rev_parse(f"{snapshot.git.ref}^{{commit}}")
+        commit = repo.git.rev_parse("--verify", "--end-of-options", f"{ref}^{{commit}}")
     except git.GitCommandError:
         return SourceState(error=f"ref {snapshot.git.ref!r} not found in {snapshot.git.url}: give a tag, branch "
-                                 "or commit that exists there", error_field="git.ref")
+                                 "or a commit reachable from one", error_field="git.ref")
     return _with_digest(commit, shared_root, lambda: _tree_entries(repo.commit(commit)))
 
 
@@ -122,14 +129,24 @@ def _repo_for(snapshot: CodeSnapshot, workspace_root: str, shared_root: str):
     url = locate(snapshot.git.url, workspace_root)
     cache = Path(shared_root) / ".argus" / "git" / f"{hashlib.sha256(url.encode()).hexdigest()[:16]}.git"
     repo = git.Repo(cache) if cache.exists() else git.Repo.init(cache, bare=True, mkdir=True)
-    repo.git.fetch(url, "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", "--prune", "--quiet")
+    # Never wait for a password in CI: a source that needs credentials fails instead of hanging.
+    repo.git.update_environment(GIT_TERMINAL_PROMPT="0", GIT_SSH_COMMAND="ssh -o BatchMode=yes")
+    repo.git.fetch(url, "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", f"+HEAD:{REMOTE_HEAD}",
+                   "--prune", "--quiet", kill_after_timeout=FETCH_TIMEOUT)
     return repo
 
 
 def _tree_entries(commit) -> Iterator[Entry]:
     for item in commit.tree.traverse():
         if item.type == "blob":  # trees are implied by paths; submodules have no content here
-            yield item.path, format(item.mode, "o"), item.data_stream.read()
+            yield item.path, _git_mode(item.mode), item.data_stream.read()
+
+
+def _git_mode(mode: int) -> str:
+    """The three modes a checkout can reproduce (old trees also hold 100664 and the like)."""
+    if stat.S_ISLNK(mode):
+        return "120000"
+    return "100755" if mode & 0o111 else "100644"
 
 
 def _working_files(where: str) -> Iterator[Entry]:
@@ -146,7 +163,7 @@ def _working_files(where: str) -> Iterator[Entry]:
 def _disk_entry(path: Path, rel: str) -> Entry:
     info = path.lstat()
     if stat.S_ISLNK(info.st_mode):
-        return rel, "120000", os.readlink(path).encode()
+        return rel, "120000", os.fsencode(os.readlink(path))
     mode = "100755" if info.st_mode & stat.S_IXUSR else "100644"
     return rel, mode, path.read_bytes()
 
@@ -157,5 +174,8 @@ def _summary(entry: Entry) -> tuple[str, str, str, int]:
 
 
 def _last_line(text: str | None) -> str:
-    lines = [line.strip() for line in (text or "").strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""
+    """git's own diagnosis: its `fatal:` line, else its last words."""
+    lines = [line.strip().strip("'") for line in (text or "").strip().splitlines() if line.strip()]
+    fatal = [line for line in lines if line.startswith(("stderr: 'fatal:", "fatal:"))]
+    chosen = fatal[0] if fatal else (lines[-1] if lines else "")
+    return chosen.removeprefix("stderr: ").strip("'")

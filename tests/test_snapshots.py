@@ -78,11 +78,11 @@ def test_an_interrupted_materialization_leaves_nothing_half_made(workspace, argu
     apply = subprocess.Popen([Path(sys.executable).with_name("argus"), "apply", workspace.root, "--auto-approve"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while not list(parent.glob(".tmp-big-*/m0100.py")) and time.monotonic() < deadline:
+    while not list(parent.glob(".tmp-big.*/m0100.py")) and time.monotonic() < deadline:
         time.sleep(0.005)
     apply.send_signal(signal.SIGKILL)
     apply.wait()
-    assert list(parent.glob(".tmp-big-*")), "the kill came too late to interrupt the export"
+    assert list(parent.glob(".tmp-big.*")), "the kill came too late to interrupt the export"
     assert not (parent / "big").exists()
 
     assert argus("apply", workspace.root, "--auto-approve").code == 0
