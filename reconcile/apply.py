@@ -176,9 +176,9 @@ def _submit(step: SubmitStep, ctx: ApplyContext) -> str:
 def _payload(step: SubmitStep, shared_root: str, meta: dict[str, str]) -> dict[str, Any]:
     """What goes to Ray, secrets still as references: this is also what is written to NFS."""
     sub = step.submission
-    env = {k: expand(v, shared_root) for k, v in sub.env_vars.items()}
+    env = {k: expand(v, shared_root, step.submission_id) for k, v in sub.env_vars.items()}
     return {
-        "entrypoint": expand(sub.entrypoint, shared_root),
+        "entrypoint": expand(sub.entrypoint, shared_root, step.submission_id),
         "runtime_env": {"env_vars": env} if env else None,
         "metadata": meta,
         "entrypoint_num_cpus": sub.entrypoint_num_cpus,

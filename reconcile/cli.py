@@ -36,11 +36,13 @@ def _run(body: Callable[[], int]) -> int:
 
 
 @app.command()
-def validate(directory: Path = DIR) -> int:
+def validate(directory: Path = DIR,
+             deep: bool = typer.Option(False, "--deep", help="Also compose every verl job's Hydra config "
+                                       "against its code snapshot's source (fetches the sources).")) -> int:
     """Check the desired state: YAML, schema, names, references. Offline."""
     from reconcile.commands import validate as command
 
-    return _run(lambda: command.run(directory))
+    return _run(lambda: command.run(directory, deep))
 
 
 PRUNE = typer.Option(False, "--prune", help="Delete this workspace's code snapshots that no spec names.")

@@ -13,6 +13,7 @@ from datetime import datetime
 from reconcile.diff import field_diff
 from reconcile.model import Action, Change, Diagnostic, Plan, RunView, StopStep, SubmitStep, UnmanagedJob
 from reconcile.plan_code import code_ref, plan_dirs, plan_prune, plan_snapshots
+from reconcile.plan_verl import verl_diagnostics
 from specs.desired import DesiredState, Source, address_of
 from specs.models import Job
 from specs.submission import Submission, resolve, spec_hash, submission_id
@@ -52,6 +53,7 @@ def plan(desired: DesiredState, observed: ObservedState, prune: bool = False) ->
                                where=desired.source(f"cluster.{name}").at("shared_root"),
                                message=f"shared root {desired.shared_root(name)} does not exist on this machine: "
                                        "mount the NFS here, or fix `shared_root`") for name in observed.absent_roots]
+    diagnostics += verl_diagnostics(desired, observed, {c.address: c for c in changes}, runs, submissions)
     prune_changes, prune_diagnostics = plan_prune(desired, observed, runs, submissions, prune)
     changes += prune_changes
     diagnostics += prune_diagnostics

@@ -120,6 +120,10 @@ def _unmanaged_lines(plan: Plan) -> list[str]:
     return [f"  Not managed by this workspace (never touched): {shown}", ""]
 
 
+def render_diagnostics(diagnostics: list[Diagnostic], colour: bool = False) -> str:
+    return "\n".join(_diagnostic_lines(tuple(diagnostics), colour)).rstrip()
+
+
 def _diagnostic_lines(diagnostics: tuple[Diagnostic, ...], colour: bool) -> list[str]:
     lines = []
     for d in diagnostics:

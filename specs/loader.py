@@ -12,6 +12,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from specs import verl
 from specs.desired import DesiredState, Source, address_of
 from specs.errors import ArgusError, Problem, SpecError
 from specs.models import KINDS, Cluster, CodeSnapshot, Job, Spec, Workspace
@@ -208,6 +209,7 @@ def _assemble(root: Path, loaded: list[tuple[Spec, Source]], problems: list[Prob
     snapshots = {r.name: r for r, _ in unique if isinstance(r, CodeSnapshot)}
     jobs = {r.name: r for r, _ in unique if isinstance(r, Job)}
     problems += _broken_references(clusters, snapshots, jobs, sources)
+    problems += [p for job in jobs.values() for p in _workload_problems(job, sources[address_of("Job", job.name)])]
     if workspace is None:
         return None
     shared_roots = {name: str((root / c.shared_root).resolve()) for name, c in clusters.items()}
@@ -232,6 +234,28 @@ def _broken_references(clusters: dict[str, Cluster], snapshots: dict[str, CodeSn
             found.append(Problem(src.file, src.line_of("code"), "code",
                                  f"CodeSnapshot {code!r} lives on cluster {snapshots[code].cluster!r}, "
                                  f"not on {resource.cluster!r}: snapshot the code on the job's cluster"))
+    return found
+
+
+def _workload_problems(job: Job, src: Source) -> list[Problem]:
+    """What each workload needs and forbids; verl overrides may not set keys argus types."""
+    def at(path: str, message: str) -> Problem:
+        return Problem(src.file, src.line_of(path), path, message)
+
+    verl_fields = [f for f in ("model", "data", "trainer", "overrides") if getattr(job, f)]
+    if job.workload == "command":
+        found = [at(f, f"`{f}` is for verl workloads (ppo, grpo, sft), not `workload: command`")
+                 for f in verl_fields]
+        return found + ([] if job.entrypoint else [at("entrypoint", "`workload: command` needs an `entrypoint`")])
+    found = [at(f, f"`workload: {job.workload}` needs `{f}`") for f in ("model", "data", "code")
+             if getattr(job, f) is None]
+    if job.entrypoint is not None:
+        found.append(at("entrypoint", f"`workload: {job.workload}` builds its own entrypoint (verl); "
+                                      "put extra Hydra settings in `overrides:`"))
+    for index, override in enumerate(job.overrides):
+        field = verl.typed_override(override)
+        if field is not None:
+            found.append(at(f"overrides.{index}", f"{override!r} sets a key argus types: use `{field}` instead"))
     return found
 
 

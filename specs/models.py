@@ -117,6 +117,32 @@ class CodeSnapshot(Spec):
         return re.sub(r"[^a-z0-9-]", "-", base.lower()).strip("-") or "code"
 
 
+class Data(Spec):
+    train: str = Field(min_length=1)
+    """A file on the shared filesystem (`${shared_root}/...` or an absolute path)."""
+    val: str | None = None
+
+
+class Trainer(Spec):
+    """The verl trainer settings argus types (and checks); everything else goes in `overrides:`."""
+
+    nnodes: int = Field(default=1, ge=1, strict=True)
+    n_gpus_per_node: int = Field(default=1, ge=0, strict=True)
+    total_training_steps: int | None = Field(default=None, ge=1, strict=True)
+    total_epochs: int | None = Field(default=None, ge=1, strict=True)
+    save_freq: int | None = Field(default=None, strict=True)
+    test_freq: int | None = Field(default=None, strict=True)
+    logger: list[str] | None = None
+    project: str | None = None
+    """trainer.project_name; defaults to the workspace name."""
+    experiment: str | None = None
+    """trainer.experiment_name; defaults to the job name."""
+    device: str | None = None
+    """SFT only: defaults to cpu (the driver has no GPU)."""
+    checkpoint_dir: str | None = None
+    """trainer.default_local_dir; defaults to ${shared_root}/outputs/checkpoints/<job>/run-<run>."""
+
+
 class Job(Spec):
     """A Ray job argus keeps submitted (state: running) or stopped."""
 
@@ -124,12 +150,18 @@ class Job(Spec):
     name: Name
     cluster: Name
     """Name of the Cluster resource the job runs on."""
-    workload: Literal["command"]
-    """What runs: `command` is a plain entrypoint; verl workloads come as other values."""
+    workload: Literal["command", "ppo", "grpo", "sft"]
+    """`command` runs `entrypoint`; ppo, grpo and sft run verl from the job's code snapshot."""
     code: Name | None = None
     """A CodeSnapshot on the same cluster: the job runs from it (cd + PYTHONPATH)."""
-    entrypoint: Annotated[list[str], Field(min_length=1)] | Annotated[str, Field(min_length=1)]
-    """argv (joined with shlex) or a shell string; Ray runs it with /bin/sh -c."""
+    entrypoint: Annotated[list[str], Field(min_length=1)] | Annotated[str, Field(min_length=1)] | None = None
+    """`command` only: argv (joined with shlex) or a shell string; Ray runs it with /bin/sh -c."""
+    model: str | None = None
+    """verl only: a path on the shared filesystem, or a hub id cached under the shared root's hf/."""
+    data: Data | None = None
+    trainer: Trainer | None = None
+    overrides: list[str] = []
+    """verl only: Hydra overrides, passed through after argus's own."""
     description: str = ""
     """Cosmetic: outside the spec hash, changing it never replaces a run."""
     env: dict[str, str] = {}

@@ -12,8 +12,9 @@ import re
 import shlex
 from typing import Any
 
+from specs import verl
 from specs.base import Frozen
-from specs.models import SECRET_REF_PATTERN, Cluster, Job, Workspace
+from specs.models import SECRET_REF_PATTERN, Cluster, Job, Trainer, Workspace
 
 SUBMISSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 SHARED_ROOT_PLACEHOLDER = "${shared_root}"
@@ -51,6 +52,8 @@ class Submission(Frozen):
     entrypoint_memory: int | None
     entrypoint_resources: dict[str, float]
     code: CodeRef | None = None
+    gpus: int | None = None
+    """verl jobs: GPUs the training holds (nnodes x n_gpus_per_node), for capacity planning."""
 
 
 def resolve(workspace: Workspace, cluster: Cluster, job: Job, code: CodeRef | None = None) -> Submission:
@@ -58,7 +61,8 @@ def resolve(workspace: Workspace, cluster: Cluster, job: Job, code: CodeRef | No
     defaults = cluster.job_defaults
     resources = job.entrypoint_resources
     env = {**defaults.env, **job.env}
-    entrypoint = entrypoint_string(job.entrypoint)
+    command = job.entrypoint if job.workload == "command" else verl.argv(job, workspace.name)
+    entrypoint = entrypoint_string(command or [])
     if code is not None:
         # Never a working_dir upload: the job runs in place from the immutable snapshot on NFS.
         env["PYTHONPATH"] = f"{code.path}:{cluster.user_code_path}:{env.get('PYTHONPATH', '${PYTHONPATH}')}"
@@ -78,7 +82,13 @@ def resolve(workspace: Workspace, cluster: Cluster, job: Job, code: CodeRef | No
         entrypoint_memory=_pick(job.entrypoint_memory, defaults.entrypoint_memory),
         entrypoint_resources=dict(defaults.entrypoint_resources if resources is None else resources),
         code=code,
+        gpus=None if job.workload == "command" else _gpus(job),
     )
+
+
+def _gpus(job: Job) -> int:
+    trainer = job.trainer or Trainer()
+    return trainer.nnodes * trainer.n_gpus_per_node
 
 
 def entrypoint_string(entrypoint: list[str] | str) -> str:
@@ -125,9 +135,10 @@ def secret_refs(env: dict[str, str]) -> dict[str, str]:
     return refs
 
 
-def expand(text: str, shared_root_path: str) -> str:
-    """`${shared_root}` is the one placeholder argus fills in (seed 001 writes paths this way)."""
-    return text.replace(SHARED_ROOT_PLACEHOLDER, shared_root_path)
+def expand(text: str, shared_root_path: str, submission: str = "") -> str:
+    """Fill in `${shared_root}` (seed 001 writes paths this way) and `${submission_id}` (a run's
+    log directory is named after it, and the id is derived from the hash: it stays out of it)."""
+    return text.replace(SHARED_ROOT_PLACEHOLDER, shared_root_path).replace(verl.SUBMISSION_ID_PLACEHOLDER, submission)
 
 
 def _pick(value: Any, default: Any) -> Any:

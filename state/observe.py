@@ -6,7 +6,7 @@ from pathlib import Path
 
 from specs.desired import DesiredState
 from state import snapshots
-from state.observed import LAYOUT, ObservedState, RunRecord, SnapshotState, SourceState
+from state.observed import LAYOUT, Finding, ObservedState, RunRecord, SnapshotState, SourceState
 from state.ray_client import DEFAULT_TIMEOUT, RayClient
 from state.records import read_records
 from state.sources import resolve_source
@@ -20,18 +20,28 @@ def clients(desired: DesiredState, timeout: float = DEFAULT_TIMEOUT) -> dict[str
 def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: bool = False) -> ObservedState:
     """One snapshot (one list_jobs) per cluster, plus what the shared roots hold."""
     clusters = {name: client.snapshot() for name, client in ray.items()}
+    states = {name: observe_snapshot(desired, name, verify_snapshots) for name in sorted(desired.snapshots)}
     records: dict[str, RunRecord] = {}
     for root in sorted(set(desired.shared_roots.values())):
         records.update(read_records(root, desired.workspace.name))
     return ObservedState(
         clusters=clusters,
         records=records,
-        snapshots={name: observe_snapshot(desired, name, verify_snapshots) for name in sorted(desired.snapshots)},
+        snapshots=states,
         stored={name: snapshots.stored(root) for name, root in desired.shared_roots.items()},
         missing_dirs={name: tuple(d for d in LAYOUT if not (Path(root) / d).is_dir())
                       for name, root in desired.shared_roots.items() if name not in absent_roots(desired)},
         absent_roots=absent_roots(desired),
+        workload_checks=workload_checks(desired, states),
     )
+
+
+def workload_checks(desired: DesiredState, states: dict[str, SnapshotState]) -> dict[str, tuple[Finding, ...]]:
+    from state.verl_checks import check_job  # Hydra is imported only when there are verl jobs
+
+    return {name: check_job(desired, job, states[job.code], desired.shared_root(job.cluster))
+            for name, job in sorted(desired.jobs.items())
+            if job.workload != "command" and job.code in states and job.cluster not in absent_roots(desired)}
 
 
 def absent_roots(desired: DesiredState) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Literal
 
 from specs.base import Frozen
 
@@ -64,6 +64,7 @@ class ClusterState(Frozen):
     """Changes when the head restarts without persistence: job history is gone then."""
     ray_version: str
     nodes: tuple[Node, ...]
+    dead_nodes: int = 0
     jobs: tuple[RayJob, ...]
 
 
@@ -119,6 +120,14 @@ class Manifest(Frozen):
     created_by: str
 
 
+class Finding(Frozen):
+    """Something observation found wrong with one spec, pointed at one of its fields."""
+
+    severity: Literal["error", "warning"]
+    field: str
+    message: str
+
+
 class SnapshotState(Frozen):
     """A CodeSnapshot spec as observed: its source now, and what is on disk at its place."""
 
@@ -145,6 +154,8 @@ class ObservedState(Frozen):
     """Per cluster: every snapshot on its shared root, by path relative to it."""
     missing_dirs: dict[str, tuple[str, ...]] = {}
     """Per cluster: LAYOUT directories that do not exist yet."""
+    workload_checks: dict[str, tuple[Finding, ...]] = {}
+    """Per verl job: entry module, Hydra composition, data and model files."""
     absent_roots: tuple[str, ...] = ()
     """Clusters whose (absolute) shared root does not exist on this machine."""
 

@@ -43,6 +43,7 @@ class RayClient:
     def snapshot(self) -> ClusterState:
         """Version, alive nodes and every submission job: one list_jobs for the whole plan."""
         version = self._get_json("/api/version")
+        rows = self.node_rows()
         with self._errors("list jobs"):
             details = self._sdk.list_jobs()
         jobs = tuple(_ray_job(d) for d in details if str(_enum_value(d.type)) == "SUBMISSION")
@@ -51,13 +52,17 @@ class RayClient:
             address=self.address,
             session_name=version.get("session_name", ""),
             ray_version=version.get("ray_version", ""),
-            nodes=self.alive_nodes(),
+            nodes=self.alive_nodes(rows),
+            dead_nodes=sum(r.get("state") == "DEAD" for r in rows),
             jobs=jobs,
         )
 
-    def alive_nodes(self) -> tuple[Node, ...]:
+    def node_rows(self) -> list[dict[str, Any]]:
         body = self._get_json("/api/v0/nodes?limit=10000&detail=true")
-        rows = body.get("data", {}).get("result", {}).get("result", [])
+        return body.get("data", {}).get("result", {}).get("result", [])
+
+    def alive_nodes(self, rows: list[dict[str, Any]] | None = None) -> tuple[Node, ...]:
+        rows = self.node_rows() if rows is None else rows
         return tuple(
             Node(node_id=r["node_id"], ip=r.get("node_ip", ""), is_head=bool(r.get("is_head_node")),
                  resources={k: float(v) for k, v in (r.get("resources_total") or {}).items()})

@@ -82,11 +82,12 @@ def test_every_kind_of_problem_is_reported_together(ws: Workspace) -> None:
         "broken.yml:2: invalid YAML: expected ',' or ']', but got '<stream end>'",
         "jobs/bad.yaml:2: name: invalid name 'Bad_Name': use lowercase letters, digits and '-', at most 63",
         "jobs/bad.yaml:6: entrypont: unknown key (did you mean 'entrypoint'?); allowed keys: kind, name, "
-        "cluster, workload, code, entrypoint, description, env, entrypoint_num_cpus, entrypoint_num_gpus, "
+        "cluster, workload, code, entrypoint, model, data, trainer, overrides, description, env, "
+        "entrypoint_num_cpus, entrypoint_num_gpus, "
         "entrypoint_memory, entrypoint_resources, state, protect, run",
         "jobs/bad.yaml:7: protect: Input should be a valid boolean",
         "jobs/bad.yaml:11: cluster: no Cluster named 'nowhere' (known: h20)",
-        "jobs/bad.yaml:15: entrypoint: required field is missing",
+        "jobs/bad.yaml:15: entrypoint: `workload: command` needs an `entrypoint`",
         "jobs/dup.yaml:2: name: duplicate Job 'orphan' (first defined at jobs/bad.yaml:10)",
         "weird.yaml:1: kind: got 'Gizmo'; expected one of Workspace, Cluster, CodeSnapshot, Job",
     ]

@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
 
 from reconcile.commands.common import load
+from reconcile.model import Diagnostic
+from reconcile.render import render_diagnostics
 
 
-def run(directory: Path) -> int:
+def run(directory: Path, deep: bool = False) -> int:
     desired = load(directory)
     typer.echo(f"Valid: workspace {desired.workspace.name!r}, {len(desired.clusters)} cluster(s), "
-               f"{len(desired.jobs)} job(s).")
-    return 0
+               f"{len(desired.snapshots)} code snapshot(s), {len(desired.jobs)} job(s).")
+    if not deep:
+        return 0
+    from state.verl_checks import offline_checks
+
+    findings = offline_checks(desired, cache_dir())
+    diagnostics = [Diagnostic(severity=f.severity, address=address, where=desired.source(address).at(f.field),
+                              message=f.message) for address, items in findings.items() for f in items]
+    checked = sum(a.startswith("job.") for a in findings)
+    typer.echo(render_diagnostics(diagnostics) or f"Deep: {checked} verl job(s) compose against their code.")
+    return 1 if any(d.severity == "error" for d in diagnostics) else 0
+
+
+def cache_dir() -> str:
+    """Where validate --deep keeps fetched sources and Hydra results (no shared root needed)."""
+    return os.environ.get("ARGUS_CACHE_DIR") or str(Path.home() / ".cache" / "argus")

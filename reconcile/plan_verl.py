@@ -1,0 +1,114 @@
+"""Plan-time checks of verl jobs that need no I/O: capacity, node expectations, checkpoint clashes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from reconcile.model import Action, Change, Diagnostic, RunView
+from specs import verl
+from specs.desired import DesiredState
+from specs.models import Cluster, Job, Trainer
+from state.observed import ClusterState, Node, ObservedState
+
+
+def verl_diagnostics(desired: DesiredState, observed: ObservedState, changes: Mapping[str, Change],
+                     runs: Mapping[str, list[RunView]], submissions: Mapping[str, dict]) -> list[Diagnostic]:
+    found: list[Diagnostic] = []
+    for name, findings in sorted(observed.workload_checks.items()):
+        source = desired.source(f"job.{name}")
+        found += [Diagnostic(severity=f.severity, address=f"job.{name}", where=source.at(f.field), message=f.message)
+                  for f in findings]
+    found += _checkpoint_clashes(desired)
+    for name, job in sorted(desired.jobs.items()):
+        cluster = observed.clusters.get(job.cluster)
+        if job.workload != "command" and cluster is not None and job.state == "running":
+            starting = changes[f"job.{name}"].action in (Action.SUBMIT, Action.REPLACE)
+            found += _capacity(desired, job, cluster, starting, runs, submissions)
+    for name, cluster in sorted(desired.clusters.items()):
+        if name in observed.clusters:
+            found += _node_expectations(desired, cluster, observed.clusters[name])
+    return found
+
+
+def _checkpoint_clashes(desired: DesiredState) -> list[Diagnostic]:
+    """Two jobs writing one checkpoint directory would resume from each other's state."""
+    first: dict[tuple[str, str], str] = {}
+    found = []
+    for name, job in sorted(desired.jobs.items()):
+        if job.workload == "command":
+            continue
+        key = (desired.shared_root(job.cluster), verl.checkpoint_dir(job))
+        if key in first:
+            found.append(Diagnostic(severity="error", address=f"job.{name}",
+                                    where=desired.source(f"job.{name}").at("trainer.checkpoint_dir"),
+                                    message=f"job.{name} writes checkpoints to {key[1]}, like job.{first[key]}; "
+                                            "give one of them its own `trainer.checkpoint_dir`"))
+        first.setdefault(key, name)
+    return found
+
+
+def _capacity(desired: DesiredState, job: Job, cluster: ClusterState, starting: bool,
+              runs: Mapping[str, list[RunView]], submissions: Mapping[str, dict]) -> list[Diagnostic]:
+    trainer, per_gpu = job.trainer or Trainer(), verl.WORKLOADS[job.workload].cpus_per_gpu
+    gpus, cpus = trainer.n_gpus_per_node, trainer.n_gpus_per_node * per_gpu
+    fitting = [n for n in cluster.nodes if n.resources.get("GPU", 0) >= gpus and n.resources.get("CPU", 0) >= cpus]
+    address, where = f"job.{job.name}", desired.source(f"job.{job.name}")
+    if len(fitting) < trainer.nnodes:
+        return [Diagnostic(severity="error", address=address, where=where.at("trainer"),
+                           message=f"{address} can never fit on cluster {cluster.name!r}: it needs {trainer.nnodes} "
+                                   f"node(s) with {gpus} GPUs and {cpus} CPUs each ({per_gpu} CPUs per GPU for "
+                                   f"{job.workload}); {len(fitting)} alive node(s) have that")]
+    driver = _driver_needs(desired.cluster_of(job), job)
+    if not any(all(n.resources.get(k, 0) >= v for k, v in driver.items()) for n in cluster.nodes):
+        return [Diagnostic(severity="error", address=address, where=where.at("entrypoint_resources"),
+                           message=f"no alive node of cluster {cluster.name!r} offers the driver's {driver}")]
+    if not starting:
+        return []
+    holders = _gpu_holders(job.name, runs, submissions)
+    free = sum(n.resources.get("GPU", 0) for n in fitting) - sum(holders.values())
+    if free >= gpus * trainer.nnodes:
+        return []
+    held = ", ".join(f"{sid} ({n} GPUs)" for sid, n in sorted(holders.items()))
+    return [Diagnostic(severity="warning", address=address, where=where.at("trainer"),
+                       message=f"{address} does not fit on {cluster.name!r} now: other jobs hold the GPUs ({held}); "
+                               "it will wait in PENDING until they finish")]
+
+
+def _driver_needs(cluster: Cluster, job: Job) -> dict[str, float]:
+    defaults = cluster.job_defaults
+    needs = dict(defaults.entrypoint_resources if job.entrypoint_resources is None else job.entrypoint_resources)
+    for key, value in (("CPU", job.entrypoint_num_cpus if job.entrypoint_num_cpus is not None
+                        else defaults.entrypoint_num_cpus),
+                       ("GPU", job.entrypoint_num_gpus if job.entrypoint_num_gpus is not None
+                        else defaults.entrypoint_num_gpus)):
+        if value:
+            needs[key] = value
+    return needs
+
+
+def _gpu_holders(job: str, runs: Mapping[str, list[RunView]], submissions: Mapping[str, dict]) -> dict[str, int]:
+    return {r.submission_id: (submissions.get(r.submission_id) or {}).get("gpus") or 0
+            for name, job_runs in runs.items() if name != job for r in job_runs
+            if r.on_ray and not r.finished and (submissions.get(r.submission_id) or {}).get("gpus")}
+
+
+def _node_expectations(desired: DesiredState, cluster: Cluster, state: ClusterState) -> list[Diagnostic]:
+    """The cluster's `nodes:` are expectations: a missing worker or GPU is a warning, never created."""
+    address = f"cluster.{cluster.name}"
+    found = []
+    for index, expected in enumerate(cluster.nodes):
+        have = [n for n in state.nodes if n.is_head == (expected.role == "head") and _offers(n, expected.resources)]
+        if len(have) < expected.count:
+            wanted = ", ".join(f"{k}={v:g}" for k, v in expected.resources.items()) or "any resources"
+            found.append(Diagnostic(severity="warning", address=address,
+                                    where=desired.source(address).at(f"nodes.{index}"),
+                                    message=f"expected {expected.count} alive {expected.role} node(s) with {wanted}; "
+                                            f"{len(have)} found"))
+    if state.dead_nodes:
+        found.append(Diagnostic(severity="warning", address=address, where=desired.source(address).at("nodes"),
+                                message=f"{state.dead_nodes} node(s) of cluster {cluster.name!r} are dead"))
+    return found
+
+
+def _offers(node: Node, resources: Mapping[str, float]) -> bool:
+    return all(node.resources.get(k, 0) >= v for k, v in resources.items())

@@ -1,0 +1,137 @@
+"""Plan-time checks of verl jobs that read files: entry module, Hydra composition, data, model.
+
+Hydra composes the job's overrides against the snapshot's own verl/trainer/config (no torch, no
+verl import). A typo'd key fails there, in the pull request, not after the cluster has started.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from specs import verl
+from specs.desired import DesiredState
+from specs.models import Job
+from specs.submission import expand
+from state.files import write_json
+from state.observed import Finding, SnapshotState
+from state.sources import entries
+
+CONFIG_DIR = "verl/trainer/config"
+FAKE_ID = "SUBMISSION_ID"
+
+
+def check_job(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_root: str,
+              files: bool = True) -> tuple[Finding, ...]:
+    """Everything that can be known about a verl job before it takes a GPU."""
+    code = _code_files(desired, job, snapshot, cache_root)
+    if code is None:
+        return ()  # the snapshot's own errors already explain why
+    found = []
+    if not (code / verl.module_path(job.workload)).is_file():
+        found.append(Finding(severity="error", field="workload",
+                             message=f"entry module {verl.WORKLOADS[job.workload].module} is not in code.{job.code} "
+                                     f"(an older verl?): pick a snapshot that has {verl.module_path(job.workload)}"))
+    elif problem := compose(code / CONFIG_DIR, job, desired, cache_root, snapshot.source.digest or ""):
+        found.append(problem)
+    return tuple(found + (_file_findings(desired, job) if files else []))
+
+
+def compose(config_dir: Path, job: Job, desired: DesiredState, cache_root: str, digest: str) -> Finding | None:
+    """Compose the job's config with Hydra; cached on disk by (config digest, overrides)."""
+    root = desired.shared_root(job.cluster)
+    overrides = [expand(a, root, FAKE_ID) for a in verl.argv(job, desired.workspace.name)[3:]]
+    name = verl.WORKLOADS[job.workload].config
+    key = hashlib.sha256(json.dumps([digest, name, overrides]).encode()).hexdigest()
+    cache = Path(cache_root) / ".argus" / "hydra-checks" / f"{key}.json"
+    if digest and cache.exists():
+        error = json.loads(cache.read_text())["error"]
+    else:
+        error = _compose_error(config_dir, name, overrides)
+        if digest:
+            write_json(cache, {"error": error})
+    return None if error is None else Finding(severity="error", field=_blamed_field(job, error),
+                                              message=f"Hydra rejects the job's config: {error}")
+
+
+def _compose_error(config_dir: Path, name: str, overrides: list[str]) -> str | None:
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+            hydra_compose(config_name=name, overrides=overrides, return_hydra_config=True)
+    except Exception as err:  # noqa: BLE001 - any Hydra/OmegaConf failure is the user's config
+        return " ".join(str(err).split())[:500] or type(err).__name__
+    finally:
+        GlobalHydra.instance().clear()
+    return None
+
+
+def _blamed_field(job: Job, error: str) -> str:
+    for index, override in enumerate(job.overrides):
+        if verl.override_key(override) and f"'{verl.override_key(override)}'" in error or override in error:
+            return f"overrides.{index}"
+    return "overrides" if job.overrides else "workload"
+
+
+def _code_files(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_root: str) -> Path | None:
+    """The snapshot on disk, or (not made yet) its verl files read from the source's git objects."""
+    spec = desired.snapshots[job.code or ""]
+    if snapshot.manifest is not None:
+        return Path(desired.snapshot_dir(spec))
+    source = snapshot.source
+    if source.error or not source.digest:
+        return None
+    extracted = Path(cache_root) / ".argus" / "verl-code" / source.digest
+    if not extracted.exists():
+        tmp = extracted.with_name(extracted.name + ".partial")
+        for rel, _mode, data in entries(spec, source, desired.root, cache_root):
+            if rel.startswith(CONFIG_DIR + "/") or rel.startswith("verl/trainer/") and rel.endswith(".py"):
+                (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                (tmp / rel).write_bytes(data)
+        tmp.mkdir(parents=True, exist_ok=True)
+        tmp.rename(extracted)
+    return extracted
+
+
+def _file_findings(desired: DesiredState, job: Job) -> list[Finding]:
+    root = desired.shared_root(job.cluster)
+    found = []
+    assert job.data is not None and job.model is not None
+    for field, value in (("data.train", job.data.train), ("data.val", job.data.val)):
+        if value and not Path(expand(value, root)).exists():
+            found.append(Finding(severity="error", field=field,
+                                 message=f"{expand(value, root)} does not exist on the shared filesystem"))
+    model = expand(job.model, root)
+    if model.startswith("/"):
+        if not Path(model).exists():
+            found.append(Finding(severity="error", field="model", message=f"model path {model} does not exist"))
+    elif not (Path(root) / "hf" / "hub" / f"models--{model.replace('/', '--')}").is_dir():
+        found.append(Finding(severity="warning", field="model",
+                             message=f"{model} is only a hub id and is not cached under {root}/hf: the cluster "
+                                     "has no internet; download it there first (HF_HOME={root}/hf)"))
+    return found
+
+
+def offline_checks(desired: DesiredState, cache_root: str) -> dict[str, tuple[Finding, ...]]:
+    """`argus validate --deep`: what needs only the code, not the cluster or its files.
+
+    Keyed by address: code.NAME for a source that does not resolve, job.NAME for the job's checks.
+    """
+    from state.observed import SnapshotState
+    from state.sources import resolve_source
+
+    used = {job.code for job in desired.jobs.values() if job.workload != "command" and job.code}
+    sources = {name: resolve_source(desired.snapshots[name], desired.root, cache_root) for name in sorted(used)}
+    found: dict[str, tuple[Finding, ...]] = {
+        f"code.{name}": (Finding(severity="error", field=s.error_field, message=s.error),)
+        for name, s in sources.items() if s.error}
+    for name, job in sorted(desired.jobs.items()):
+        if job.code in sources and not sources[job.code].error:
+            found[f"job.{name}"] = check_job(desired, job, SnapshotState(source=sources[job.code]), cache_root,
+                                             files=False)
+    return found
