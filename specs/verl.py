@@ -97,6 +97,7 @@ def hydra_value(value: object) -> str:
     if isinstance(value, list):
         return "[" + ",".join(hydra_value(v) for v in value) + "]"
     text = str(value)
-    if re.search(r"[\s,\[\]{}()'\"=:\\]", text):
+    plain = text.replace("${shared_root}", "").replace(SUBMISSION_ID_PLACEHOLDER, "")  # filled in before Hydra
+    if re.search(r"[\s,\[\]{}()'\"=:\\$]", plain):
         return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
     return text

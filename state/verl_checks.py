@@ -113,7 +113,7 @@ def _file_findings(desired: DesiredState, job: Job) -> list[Finding]:
     elif not (Path(root) / "hf" / "hub" / f"models--{model.replace('/', '--')}").is_dir():
         found.append(Finding(severity="warning", field="model",
                              message=f"{model} is only a hub id and is not cached under {root}/hf: the cluster "
-                                     "has no internet; download it there first (HF_HOME={root}/hf)"))
+                                     f"has no internet; download it there first (HF_HOME={root}/hf)"))
     return found
 
 

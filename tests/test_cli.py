@@ -26,7 +26,7 @@ def test_help_and_validate_do_not_import_ray(tmp_path: Path):
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "Valid: workspace 'offline', 1 cluster(s), 1 job(s)." in done.stdout
+    assert "Valid: workspace 'offline', 1 cluster(s), 0 code snapshot(s), 1 job(s)." in done.stdout
 
 
 def test_console_script_exit_codes(tmp_path: Path):
@@ -102,7 +102,7 @@ def test_bugs_exit_3_and_interrupts_exit_130(tmp_path: Path, argus, monkeypatch:
 
     ws = make_workspace(tmp_path, "boundary", "http://127.0.0.1:9")
 
-    def boom(_directory):
+    def boom(_directory, _deep):
         raise ZeroDivisionError("oops")
 
     monkeypatch.setattr(validate, "run", boom)
@@ -111,7 +111,7 @@ def test_bugs_exit_3_and_interrupts_exit_130(tmp_path: Path, argus, monkeypatch:
     assert "Traceback" not in result.err
     assert "Traceback" in argus("--debug", "validate", ws.root).err
 
-    def interrupted(_directory):
+    def interrupted(_directory, _deep):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(validate, "run", interrupted)

@@ -38,9 +38,10 @@ def observed(*jobs: RayJob, records: tuple[RunRecord, ...] = ()) -> ObservedStat
 
 
 def record_of(ray_job: RayJob, status: str, **fields) -> RunRecord:
+    fields.setdefault("submission", {})
     return RunRecord(submission_id=ray_job.submission_id, workspace="team", job=ray_job.job or "",
                      cluster="c", spec_hash=ray_job.spec_hash or "", attempt=1, status=status,
-                     updated_at="2026-01-01T00:00:00+00:00", plan_id="p", commit="c", submission={}, **fields)
+                     updated_at="2026-01-01T00:00:00+00:00", plan_id="p", commit="c", **fields)
 
 
 def test_a_new_job_is_submitted_with_a_deterministic_id():
@@ -169,3 +170,25 @@ def test_a_job_with_our_workspace_label_but_no_spec_hash_is_unmanaged():
     odd = RayJob(submission_id="x", status="RUNNING", metadata={"argus.workspace": "team"})
     result = plan(desired(), observed(odd))
     assert result.changes == () and [j.submission_id for j in result.unmanaged] == ["x"]
+
+
+def test_a_verl_job_that_fits_only_when_others_finish_gets_a_warning_naming_them():
+    from specs.models import CodeSnapshot
+    from state.observed import Node, SnapshotState, SourceState
+
+    snapshot = CodeSnapshot(kind="CodeSnapshot", name="verl", cluster="c", git={"url": "/v", "ref": "v1"})
+    trainer = Job(kind="Job", name="ppo", cluster="c", workload="ppo", code="verl", model="/m",
+                  data={"train": "/d"}, trainer={"nnodes": 1, "n_gpus_per_node": 4})
+    sources = {"job.ppo": Source("jobs/ppo.yaml", 1, {"trainer": 9}), "job.j": Source("jobs/j.yaml", 1)}
+    state = DesiredState("/ws", WS, {"c": CLUSTER}, {"ppo": trainer, "j": job()}, {"verl": snapshot}, sources,
+                         {"c": "/shared"})
+    holder = run_of(job(), "RUNNING")
+    worker = Node(node_id="w", ip="127.0.0.3", is_head=False, resources={"GPU": 4, "CPU": 16, "worker_node": 1})
+    cluster = ClusterState(name="c", address="http://x:1", session_name="s1", ray_version="2.60.0",
+                           nodes=(worker,), jobs=(holder,))
+    seen = ObservedState(clusters={"c": cluster},
+                         records={holder.submission_id: record_of(holder, "RUNNING", submission={"gpus": 4})},
+                         snapshots={"verl": SnapshotState(source=SourceState(commit="c0", digest="d0"))})
+    [warning] = [d for d in plan(state, seen).diagnostics if d.address == "job.ppo"]
+    assert warning.severity == "warning" and warning.where == "jobs/ppo.yaml:9"
+    assert f"other jobs hold the GPUs ({holder.submission_id} (4 GPUs))" in warning.message

@@ -1,0 +1,179 @@
+"""verl workloads: composed against verl's real config (from its published wheels), checked at plan time."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import make_workspace
+
+from specs.loader import load_workspace
+from specs.submission import expand, resolve
+from state import local
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "h20"
+
+
+@pytest.fixture(scope="session")
+def verl_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """verl 0.5.0 and 0.9.1 as a git repository, built by the example's own script."""
+    repo = tmp_path_factory.mktemp("verl") / "verl"
+    env = {"PIP": f"{sys.executable} -m pip", "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
+    subprocess.run([EXAMPLE / "make-verl-repo.sh", repo], check=True, capture_output=True, env=env)
+    return repo
+
+
+@pytest.fixture
+def h20(tmp_path: Path, verl_repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "h20"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".verl"))
+    shutil.copytree(verl_repo, root / ".verl" / "verl")
+    return root
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_every_example_job_composes_against_real_verl(h20: Path, argus):
+    result = argus("validate", "--deep", h20)
+    assert result.code == 0, result.out + result.err
+    assert "Deep: 4 verl job(s) compose against their code." in result.out
+
+
+def test_a_typo_in_an_override_fails_at_its_line(h20: Path, argus):
+    edit(h20 / "jobs.yaml", "  - data.train_batch_size=256", "  - trainer.nnodez=2")
+    result = argus("validate", "--deep", h20)
+    assert result.code == 1
+    assert "jobs.yaml:14: Hydra rejects the job's config: Could not override 'trainer.nnodez'" in result.out
+
+
+def test_an_override_of_a_typed_field_names_the_field(h20: Path, argus):
+    edit(h20 / "jobs.yaml", "  - data.train_batch_size=256", "  - +trainer.total_epochs=3")
+    result = argus("validate", h20)
+    assert result.code == 1
+    assert "jobs.yaml:14: overrides.1: '+trainer.total_epochs=3' sets a key argus types: " \
+           "use `trainer.total_epochs` instead" in result.err
+
+
+def test_a_missing_entry_module_is_reported(h20: Path, argus):
+    edit(h20 / "jobs.yaml", "name: sft-gsm8k\ncluster: h20\ncode: verl-v091",
+         "name: sft-gsm8k\ncluster: h20\ncode: verl-v050")
+    result = argus("validate", "--deep", h20)
+    assert result.code == 1
+    assert "jobs.yaml:33: entry module verl.trainer.sft_trainer_ray is not in code.verl-v050" in result.out
+
+
+def test_the_entrypoint_reaches_verl_as_exactly_the_argv_intended(h20: Path, tmp_path: Path):
+    edit(h20 / "jobs.yaml", "  - data.train_batch_size=256",
+         "  - \"+trainer.notes='it\\\\'s a, b $HOME [x]'\"\n  - trainer.val_before_train=false")
+    edit(h20 / "jobs.yaml", "total_training_steps: 200,", "total_training_steps: 200, experiment: \"it's a, b $HOME\",")
+    desired = load_workspace(h20)
+    job = desired.jobs["ppo-gsm8k"]
+    sub = resolve(desired.workspace, desired.clusters["h20"], job, None)
+    entrypoint = expand(sub.entrypoint, str(tmp_path / "shared"), "the.sid.1")
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    (fake_bin / "python3").write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    (fake_bin / "python3").chmod(0o755)
+    shell = subprocess.run(["/bin/sh", "-c", entrypoint], capture_output=True, text=True, check=True,
+                           env={"PATH": f"{fake_bin}:/usr/bin:/bin", "HOME": "/nowhere"})
+    received = json.loads(shell.stdout)
+    assert received[:2] == ["-m", "verl.trainer.main_ppo"]
+    assert "trainer.experiment_name='it\\'s a, b $HOME'" in received
+    assert "+trainer.notes='it\\'s a, b $HOME [x]'" in received
+    assert f"data.train_files={tmp_path}/shared/datasets/gsm8k/train.parquet" in received
+    assert f"hydra.run.dir={tmp_path}/shared/outputs/logs/the.sid.1" in received
+    assert received == shlex.split(entrypoint)[1:]
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    config_dir = h20 / ".verl" / "verl"
+    subprocess.run(["git", "-C", config_dir, "checkout", "-q", "v0.9.1"], check=True)
+    with initialize_config_dir(config_dir=str(config_dir / "verl/trainer/config"), version_base=None):
+        cfg = compose(config_name="ppo_trainer", overrides=[a for a in received[2:] if not a.startswith("hydra.")])
+    GlobalHydra.instance().clear()
+    assert cfg.trainer.experiment_name == "it's a, b $HOME"
+    assert cfg.trainer.notes == "it's a, b $HOME [x]"
+    assert cfg.trainer.default_local_dir == f"{tmp_path}/shared/outputs/checkpoints/ppo-gsm8k/run-1"
+
+
+@pytest.fixture(scope="module")
+def gpu_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """A head plus a worker_node node that declares 4 logical GPUs and 16 CPUs."""
+    state_dir = tmp_path_factory.mktemp("gpu-cluster")
+    cluster = local.up(state_dir, dashboard_port=local._free_port(), cpus_per_node=16, worker_gpus=4,
+                       worker_resources={"worker_node": 4.0})
+    try:
+        yield cluster
+    finally:
+        local.down(state_dir)
+
+
+def gpu_workspace(tmp_path: Path, verl_repo: Path, address: str):
+    ws = make_workspace(tmp_path / "ws", "verl-checks", address)
+    ws.write("cluster.yaml", f"""
+        kind: Cluster
+        name: local
+        address: {address}
+        shared_root: .shared
+        nodes:
+          - {{role: head, count: 1}}
+          - {{role: worker, count: 2, resources: {{GPU: 4, worker_node: 1}}}}
+        job_defaults:
+          entrypoint_num_cpus: 1
+          entrypoint_resources: {{worker_node: 1}}
+        """)
+    ws.write("code.yaml", f"kind: CodeSnapshot\nname: verl\ncluster: local\ngit: {{url: {verl_repo}, ref: v0.9.1}}\n")
+    for rel in ("datasets/gsm8k/train.parquet", "models/qwen/config.json"):
+        (ws.shared / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws.shared / rel).write_text("x")
+    return ws
+
+
+def verl_job(ws, name: str, trainer: str, model: str = "${shared_root}/models/qwen", extra: str = "") -> None:
+    ws.write(f"jobs/{name}.yaml", f"""kind: Job
+name: {name}
+cluster: local
+code: verl
+workload: ppo
+model: {model}
+data:
+  train: ${{shared_root}}/datasets/gsm8k/train.parquet
+trainer: {trainer}
+{extra}""")
+
+
+def test_plan_checks_files_capacity_and_checkpoints_on_a_cluster_with_gpus(tmp_path, verl_repo, gpu_cluster, argus):
+    ws = gpu_workspace(tmp_path, verl_repo, gpu_cluster.address)
+    verl_job(ws, "fits", "{nnodes: 1, n_gpus_per_node: 4}")
+    verl_job(ws, "too-big", "{nnodes: 2, n_gpus_per_node: 4}")
+    verl_job(ws, "too-few-cpus", "{nnodes: 1, n_gpus_per_node: 4}", extra="overrides: []\n")
+    verl_job(ws, "no-data", "{nnodes: 1, n_gpus_per_node: 1}", model="Qwen/Qwen2.5-0.5B-Instruct")
+    edit(ws.root / "jobs/no-data.yaml", "datasets/gsm8k/train.parquet", "datasets/missing.parquet")
+    verl_job(ws, "clash", "{nnodes: 1, n_gpus_per_node: 1, "
+                          "checkpoint_dir: '${shared_root}/outputs/checkpoints/fits/run-1'}")
+    edit(ws.root / "jobs/too-few-cpus.yaml", "workload: ppo", "workload: sft")  # 10 CPUs per GPU: 40 > 16
+
+    plan = argus("plan", ws.root)
+    assert plan.code == 1, plan.out
+    assert "Error: jobs/too-big.yaml:9: job.too-big can never fit on cluster 'local': it needs 2 node(s) " \
+           "with 4 GPUs and 12 CPUs each" in plan.out
+    assert "Error: jobs/too-few-cpus.yaml:9: job.too-few-cpus can never fit" in plan.out and "40 CPUs" in plan.out
+    assert "Error: jobs/no-data.yaml:8: " in plan.out and "missing.parquet does not exist" in plan.out
+    assert "Warning: jobs/no-data.yaml:6: Qwen/Qwen2.5-0.5B-Instruct is only a hub id" in plan.out
+    assert "Error: jobs/fits.yaml:9: job.fits writes checkpoints to ${shared_root}/outputs/checkpoints/fits/run-1, " \
+           "like job.clash" in plan.out
+    assert "Warning: cluster.yaml:7: expected 2 alive worker node(s) with GPU=4, worker_node=1; 1 found" in plan.out
+    assert "job.fits can never fit" not in plan.out and "jobs/fits.yaml:8" not in plan.out
