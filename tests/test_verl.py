@@ -177,3 +177,16 @@ def test_plan_checks_files_capacity_and_checkpoints_on_a_cluster_with_gpus(tmp_p
            "like job.clash" in plan.out
     assert "Warning: cluster.yaml:7: expected 2 alive worker node(s) with GPU=4, worker_node=1; 1 found" in plan.out
     assert "job.fits can never fit" not in plan.out and "jobs/fits.yaml:8" not in plan.out
+
+
+def test_a_second_check_does_not_compose_again(h20: Path, argus, monkeypatch: pytest.MonkeyPatch):
+    from state import verl_checks
+
+    assert argus("validate", "--deep", h20).code == 0
+
+    def must_not_compose(*_args):
+        raise AssertionError("composed again despite the cache")
+
+    monkeypatch.setattr(verl_checks, "_compose_error", must_not_compose)
+    again = argus("validate", "--deep", h20)
+    assert again.code == 0, again.out + again.err
