@@ -66,11 +66,25 @@ def apply(directory: Path = DIR, timeout: float = TIMEOUT,
           auto_approve: bool = typer.Option(False, "--auto-approve", help="Do not ask for confirmation."),
           stop_timeout: float = typer.Option(120.0, "--stop-timeout",
                                              help="Seconds to wait for a stopped job to reach a final status."),
-          prune: bool = PRUNE) -> int:
+          prune: bool = PRUNE,
+          lock_timeout: float = typer.Option(0.0, "--lock-timeout",
+                                             help="Seconds to wait for another apply's lock (default: fail at once).")
+          ) -> int:
     """Plan, confirm, then submit and stop jobs until the clusters match the desired state."""
     from reconcile.commands import apply as command
 
-    return _run(lambda: command.run(directory, auto_approve, timeout, stop_timeout, is_tty(), prune))
+    options = command.ApplyOptions(auto_approve=auto_approve, timeout=timeout, stop_timeout=stop_timeout,
+                                   colour=is_tty(), prune=prune, lock_timeout=lock_timeout)
+    return _run(lambda: command.run(directory, options))
+
+
+@app.command()
+def unlock(lock_id: str = typer.Argument(..., help="The id printed by the apply that is refused."),
+           directory: Path = DIR) -> int:
+    """Break the apply lock of a dead apply; the audit log records it."""
+    from reconcile.commands import unlock as command
+
+    return _run(lambda: command.run(directory, lock_id))
 
 
 @app.command()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -10,28 +11,47 @@ import typer
 from reconcile.apply import ApplyContext, apply_plan, refresh_records
 from reconcile.boundary import EXIT_ERROR, EXIT_OK
 from reconcile.commands.common import connect, load, observe_and_plan
+from reconcile.model import Plan
 from reconcile.render import render_plan
 from specs.errors import ArgusError
 
 
-def run(directory: Path, auto_approve: bool, timeout: float, stop_timeout: float, colour: bool,
-        prune: bool = False) -> int:
+@dataclass(frozen=True)
+class ApplyOptions:
+    auto_approve: bool = False
+    timeout: float = 10.0
+    stop_timeout: float = 120.0
+    colour: bool = False
+    prune: bool = False
+    lock_timeout: float = 0.0
+
+
+def run(directory: Path, options: ApplyOptions) -> int:
+    """Lock first, then observe and plan: a plan made before another apply finished is never run."""
+    from state import lock
     from state.gitinfo import desired_commit
-    from state.observe import observe
 
     desired = load(directory)
-    ray = connect(desired, timeout)
-    observed, plan = observe_and_plan(desired, ray, prune)
-    typer.echo(render_plan(plan, colour=colour))
-    if plan.errors:
-        return EXIT_ERROR
-    if plan.actionable and not auto_approve:
-        _confirm()
-    ctx = ApplyContext(desired=desired, clients=ray, git=desired_commit(desired.root), plan_id=uuid.uuid4().hex[:12],
-                       sessions={name: c.session_name for name, c in observed.clusters.items()},
-                       stop_timeout=stop_timeout, echo=typer.echo, observed=observed)
+    plan_id = uuid.uuid4().hex[:12]
+    with lock.held(list(desired.shared_roots.values()), desired.workspace.name, plan_id, options.lock_timeout):
+        ray = connect(desired, options.timeout)
+        observed, plan = observe_and_plan(desired, ray, options.prune)
+        typer.echo(render_plan(plan, colour=options.colour))
+        if plan.errors:
+            return EXIT_ERROR
+        if plan.actionable and not options.auto_approve:
+            _confirm()
+        ctx = ApplyContext(desired=desired, clients=ray, git=desired_commit(desired.root), plan_id=plan_id,
+                           sessions={name: c.session_name for name, c in observed.clusters.items()},
+                           stop_timeout=options.stop_timeout, echo=typer.echo, observed=observed)
+        return _execute(plan, ctx)
+
+
+def _execute(plan: Plan, ctx: ApplyContext) -> int:
+    from state.observe import observe
+
     apply_plan(plan, ctx)
-    refresh_records(ctx, observe(desired, ray))
+    refresh_records(ctx, observe(ctx.desired, ctx.clients))
     if plan.actionable:
         typer.echo(f"\nApply complete (plan {ctx.plan_id}): " + "; ".join(ctx.outcomes))
     return EXIT_OK

@@ -1,0 +1,119 @@
+"""The apply lock: <shared_root>/.argus/locks/<workspace>.lock, created atomically (O_EXCL).
+
+Two applies of one workspace never run at once; the loser is told who holds the lock and for how
+long, and `argus unlock LOCK_ID` breaks a lock whose holder died.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from specs.base import Frozen
+from specs.errors import ArgusError
+from state.audit import actor
+from state.records import now
+
+
+class LockInfo(Frozen):
+    id: str
+    workspace: str
+    user: str
+    host: str
+    pid: int
+    started: str
+    plan_id: str
+
+
+class LockHeld(ArgusError):
+    """Another apply of this workspace holds the lock."""
+
+
+def lock_path(shared_root: str, workspace: str) -> Path:
+    return Path(shared_root) / ".argus" / "locks" / f"{workspace}.lock"
+
+
+@contextlib.contextmanager
+def held(shared_roots: list[str], workspace: str, plan_id: str, timeout: float = 0.0) -> Iterator[LockInfo]:
+    """Hold the lock on every shared root (in a fixed order, so two applies cannot deadlock)."""
+    info = LockInfo(id=uuid.uuid4().hex[:12], workspace=workspace, user=actor(), host=socket.gethostname(),
+                    pid=os.getpid(), started=now(), plan_id=plan_id)
+    taken: list[str] = []
+    try:
+        for root in sorted(set(shared_roots)):
+            acquire(root, info, timeout)
+            taken.append(root)
+        yield info
+    finally:
+        for root in taken:
+            release(root, info)
+
+
+def acquire(shared_root: str, info: LockInfo, timeout: float) -> None:
+    path = lock_path(shared_root, info.workspace)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            if time.monotonic() >= deadline:
+                raise LockHeld(_held_message(path)) from None
+            time.sleep(0.5)
+            continue
+        with os.fdopen(fd, "w") as handle:
+            handle.write(json.dumps(info.model_dump(), indent=2) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        return
+
+
+def release(shared_root: str, info: LockInfo) -> None:
+    """Remove the lock only if it is still ours (someone may have broken and retaken it)."""
+    path = lock_path(shared_root, info.workspace)
+    holder = read(path)
+    if holder is not None and holder.id == info.id:
+        path.unlink(missing_ok=True)
+
+
+def read(path: Path) -> LockInfo | None:
+    try:
+        return LockInfo.model_validate(json.loads(path.read_text()))
+    except (OSError, ValueError, ValidationError):
+        return None
+
+
+def break_lock(shared_root: str, workspace: str, lock_id: str) -> LockInfo | None:
+    """Remove the lock if its id is lock_id; return what was broken."""
+    path = lock_path(shared_root, workspace)
+    holder = read(path)
+    if holder is None or holder.id != lock_id:
+        return None
+    path.unlink(missing_ok=True)
+    return holder
+
+
+def _held_message(path: Path) -> str:
+    holder = read(path)
+    if holder is None:
+        return f"The apply lock {path} exists but cannot be read. If no apply is running, remove it by hand."
+    return (f"Another apply holds the lock of workspace {holder.workspace!r}: {holder.user} on {holder.host} "
+            f"(pid {holder.pid}, plan {holder.plan_id}) for {_age(holder.started)}. Wait for it "
+            f"(--lock-timeout SECONDS), or if that apply died, run `argus unlock {holder.id}`.")
+
+
+def _age(started: str) -> str:
+    try:
+        seconds = (datetime.now(timezone.utc) - datetime.fromisoformat(started)).total_seconds()
+    except ValueError:
+        return "an unknown time"
+    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
