@@ -46,19 +46,30 @@ def validate(directory: Path = DIR,
 
 
 PRUNE = typer.Option(False, "--prune", help="Delete this workspace's code snapshots that no spec names.")
+TARGET = typer.Option([], "--target", help="Limit to this address (job.NAME, code.NAME) and what it needs. Repeatable.")
+REPLACE = typer.Option([], "--replace", help="Run this job (job.NAME) again although unchanged. Repeatable.")
+ALLOW_EMPTY = typer.Option(False, "--allow-empty", help="Allow a desired state with no jobs to stop every job.")
+
+
+def _plan_options(prune: bool, targets: list[str], replace: list[str], allow_empty: bool):
+    from reconcile.model import PlanOptions
+
+    return PlanOptions(prune=prune, targets=tuple(targets), replace=tuple(replace), allow_empty=allow_empty)
 
 
 @app.command()
 def plan(directory: Path = DIR, timeout: float = TIMEOUT,
          detailed_exitcode: bool = typer.Option(False, "--detailed-exitcode",
                                                 help="Exit 2 when there are changes, 0 when none."),
-         prune: bool = PRUNE,
+         prune: bool = PRUNE, target: list[str] = TARGET, replace: list[str] = REPLACE,
+         allow_empty: bool = ALLOW_EMPTY,
          verify_snapshots: bool = typer.Option(False, "--verify-snapshots",
                                                help="Re-hash every snapshot's files against its digest.")) -> int:
     """Show what apply would do. Read-only (it may fill argus's git cache on the shared root)."""
     from reconcile.commands import plan as command
 
-    return _run(lambda: command.run(directory, detailed_exitcode, timeout, is_tty(), prune, verify_snapshots))
+    options = _plan_options(prune, target, replace, allow_empty)
+    return _run(lambda: command.run(directory, detailed_exitcode, timeout, is_tty(), options, verify_snapshots))
 
 
 @app.command()
@@ -66,7 +77,8 @@ def apply(directory: Path = DIR, timeout: float = TIMEOUT,
           auto_approve: bool = typer.Option(False, "--auto-approve", help="Do not ask for confirmation."),
           stop_timeout: float = typer.Option(120.0, "--stop-timeout",
                                              help="Seconds to wait for a stopped job to reach a final status."),
-          prune: bool = PRUNE,
+          prune: bool = PRUNE, target: list[str] = TARGET, replace: list[str] = REPLACE,
+          allow_empty: bool = ALLOW_EMPTY,
           lock_timeout: float = typer.Option(0.0, "--lock-timeout",
                                              help="Seconds to wait for another apply's lock (default: fail at once).")
           ) -> int:
@@ -74,7 +86,8 @@ def apply(directory: Path = DIR, timeout: float = TIMEOUT,
     from reconcile.commands import apply as command
 
     options = command.ApplyOptions(auto_approve=auto_approve, timeout=timeout, stop_timeout=stop_timeout,
-                                   colour=is_tty(), prune=prune, lock_timeout=lock_timeout)
+                                   colour=is_tty(), lock_timeout=lock_timeout,
+                                   plan=_plan_options(prune, target, replace, allow_empty))
     return _run(lambda: command.run(directory, options))
 
 

@@ -140,11 +140,23 @@ class UnmanagedJob(Frozen):
     """The other workspace that owns it, or None when submitted by hand."""
 
 
+class PlanOptions(Frozen):
+    """What the person asked for besides the desired state; recorded in saved plans and the audit log."""
+
+    prune: bool = False
+    allow_empty: bool = False
+    targets: tuple[str, ...] = ()
+    """Addresses (job.NAME, code.NAME) the plan is limited to, with what they depend on."""
+    replace: tuple[str, ...] = ()
+    """Jobs (job.NAME) to run again although their spec is unchanged."""
+
+
 class Plan(Frozen):
     workspace: str
     changes: tuple[Change, ...]
     diagnostics: tuple[Diagnostic, ...] = ()
     unmanaged: tuple[UnmanagedJob, ...] = ()
+    options: PlanOptions = PlanOptions()
 
     @property
     def actionable(self) -> tuple[Change, ...]:

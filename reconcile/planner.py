@@ -11,7 +11,17 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from reconcile.diff import field_diff
-from reconcile.model import Action, Change, Diagnostic, Plan, RunView, StopStep, SubmitStep, UnmanagedJob
+from reconcile.model import (
+    Action,
+    Change,
+    Diagnostic,
+    Plan,
+    PlanOptions,
+    RunView,
+    StopStep,
+    SubmitStep,
+    UnmanagedJob,
+)
 from reconcile.plan_code import code_ref, plan_dirs, plan_prune, plan_snapshots
 from reconcile.plan_verl import verl_diagnostics
 from specs.desired import DesiredState, Source, address_of
@@ -26,18 +36,52 @@ EXECUTION_ORDER = {Action.CREATE: 0, Action.STOP: 1, Action.REPLACE: 2, Action.S
 Submissions = Mapping[str, dict]
 
 
-def plan(desired: DesiredState, observed: ObservedState, prune: bool = False) -> Plan:
-    workspace = desired.workspace.name
-    runs = runs_by_job(workspace, observed)
+def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | None = None) -> Plan:
+    options = options or PlanOptions()
+    runs = runs_by_job(desired.workspace.name, observed)
     submissions = {sid: r.submission for sid, r in observed.records.items()}
     changes: list[Change] = plan_dirs(desired, observed)
     code_changes, diagnostics = plan_snapshots(desired, observed)
     changes += code_changes
     broken = {d.address for d in diagnostics}
+    job_changes, job_diagnostics = _plan_jobs(desired, observed, runs, submissions, options, broken)
+    changes += job_changes
+    diagnostics += job_diagnostics
+    diagnostics += _world_diagnostics(desired, observed)
+    diagnostics += verl_diagnostics(desired, observed, {c.address: c for c in changes}, runs, submissions)
+    prune_changes, prune_diagnostics = plan_prune(desired, observed, runs, submissions, options.prune)
+    changes += prune_changes
+    diagnostics += prune_diagnostics + _empty_guard(desired, changes, options)
+    changes.sort(key=lambda c: (EXECUTION_ORDER[c.action], c.address))
+    result = Plan(workspace=desired.workspace.name, changes=tuple(changes), diagnostics=tuple(diagnostics),
+                  unmanaged=_unmanaged(desired.workspace.name, observed), options=options)
+    return targeted(result, desired) if options.targets else result
+
+
+def targeted(plan_: Plan, desired: DesiredState) -> Plan:
+    """Only the targets and what they need: a job's code snapshot and its cluster's directories."""
+    keep = set(plan_.options.targets)
+    for address in plan_.options.targets:
+        job = desired.jobs.get(address.removeprefix("job.")) if address.startswith("job.") else None
+        spec = job or desired.snapshots.get(address.removeprefix("code."))
+        if job is not None and job.code:
+            keep.add(f"code.{job.code}")
+        if spec is not None:
+            keep.add(f"dirs.{spec.cluster}")
+    return plan_.model_copy(update={
+        "changes": tuple(c for c in plan_.changes if c.address in keep),
+        "diagnostics": tuple(d for d in plan_.diagnostics if d.address in keep or d.address.startswith("cluster."))})
+
+
+def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: Mapping[str, list[RunView]],
+               submissions: Submissions, options: PlanOptions,
+               broken: set[str]) -> tuple[list[Change], list[Diagnostic]]:
+    changes, diagnostics = [], []
     for name, job in sorted(desired.jobs.items()):
         code = code_ref(desired, observed, job.code) if job.code else None
         sub = resolve(desired.workspace, desired.cluster_of(job), job, code)
-        change = plan_job(job, sub, runs.get(name, []), submissions)
+        forced = f"job.{name}" in options.replace
+        change = plan_job(job, sub, runs.get(name, []), submissions, forced)
         changes.append(change)
         diagnostics += _job_diagnostics(desired.source(change.address), job, change, runs.get(name, []), observed)
         if job.code and f"code.{job.code}" in broken and change.action in (Action.SUBMIT, Action.REPLACE):
@@ -48,22 +92,32 @@ def plan(desired: DesiredState, observed: ObservedState, prune: bool = False) ->
         if change is not None:
             changes.append(change)
             diagnostics += _protected_removal(change, runs[name])
-    diagnostics += _runs_on_removed_clusters(observed)
-    diagnostics += [Diagnostic(severity="error", address=f"cluster.{name}",
-                               where=desired.source(f"cluster.{name}").at("shared_root"),
-                               message=f"shared root {desired.shared_root(name)} does not exist on this machine: "
-                                       "mount the NFS here, or fix `shared_root`") for name in observed.absent_roots]
-    diagnostics += verl_diagnostics(desired, observed, {c.address: c for c in changes}, runs, submissions)
-    prune_changes, prune_diagnostics = plan_prune(desired, observed, runs, submissions, prune)
-    changes += prune_changes
-    diagnostics += prune_diagnostics
-    changes.sort(key=lambda c: (EXECUTION_ORDER[c.action], c.address))
-    return Plan(workspace=workspace, changes=tuple(changes), diagnostics=tuple(diagnostics),
-                unmanaged=_unmanaged(workspace, observed))
+    return changes, diagnostics
 
 
-def plan_job(job: Job, sub: Submission, runs: list[RunView], submissions: Submissions) -> Change:
-    """Decide one desired job from its observed runs (on Ray or only in argus's records)."""
+def _world_diagnostics(desired: DesiredState, observed: ObservedState) -> list[Diagnostic]:
+    return _runs_on_removed_clusters(observed) + [
+        Diagnostic(severity="error", address=f"cluster.{name}",
+                   where=desired.source(f"cluster.{name}").at("shared_root"),
+                   message=f"shared root {desired.shared_root(name)} does not exist on this machine: mount the NFS "
+                           "here, or fix `shared_root`") for name in observed.absent_roots]
+
+
+def _empty_guard(desired: DesiredState, changes: list[Change], options: PlanOptions) -> list[Diagnostic]:
+    """No jobs at all while runs are active looks like a broken checkout, not an intent."""
+    stops = [c for c in changes if c.action is Action.STOP]
+    if desired.jobs or not stops or options.allow_empty:
+        return []
+    return [Diagnostic(severity="error", address="workspace",
+                       message=f"the desired state has no jobs, so the plan would stop all {len(stops)} active "
+                               "job(s) of this workspace; if that is meant, pass --allow-empty")]
+
+
+def plan_job(job: Job, sub: Submission, runs: list[RunView], submissions: Submissions, forced: bool = False) -> Change:
+    """Decide one desired job from its observed runs (on Ray or only in argus's records).
+
+    forced (--replace): a new attempt of the same spec, even if a run of it already exists.
+    """
     address = address_of("Job", job.name)
     digest = spec_hash(sub)
     active = [r for r in runs if _active(r)]
@@ -74,6 +128,9 @@ def plan_job(job: Job, sub: Submission, runs: list[RunView], submissions: Submis
                       current=newest(runs))
     mine = [r for r in runs if r.spec_hash == digest]
     older_active = [r for r in active if r.spec_hash != digest]
+    if forced and mine:
+        return _submit(address, sub, digest, runs, active, submissions,
+                       attempt=max(r.attempt for r in mine) + 1, why="forced by --replace")
     if mine and older_active:
         reason = f"a run of this spec ({newest(mine).submission_id}) exists; an older spec's run is still active"
         return _stop(address, older_active, reason, submissions)
@@ -121,19 +178,19 @@ def newest(runs: list[RunView]) -> RunView | None:
 
 
 def _submit(address: str, sub: Submission, digest: str, runs: list[RunView], older_active: list[RunView],
-            submissions: Submissions) -> Change:
-    step = SubmitStep(cluster=sub.cluster, submission_id=submission_id(sub.workspace, sub.job, digest, 1),
-                      spec_hash=digest, attempt=1, submission=sub)
+            submissions: Submissions, attempt: int = 1, why: str = "") -> Change:
+    step = SubmitStep(cluster=sub.cluster, submission_id=submission_id(sub.workspace, sub.job, digest, attempt),
+                      spec_hash=digest, attempt=attempt, submission=sub)
     previous = newest(older_active) or newest(runs)
     before = submissions.get(previous.submission_id) if previous else None
     after = sub.model_dump()
     common = {"address": address, "current": previous, "before": before, "after": after,
               "diff": field_diff(before, after)}
     if older_active:
-        reason = f"spec changed while {previous.submission_id} is {previous.status}"
+        reason = why or f"spec changed while {previous.submission_id} is {previous.status}"
         return Change(action=Action.REPLACE, reason=reason, steps=(*_stop_steps(older_active), step), **common)
-    reason = "no run of this spec yet" if previous is None else \
-        f"spec changed since {previous.submission_id} ({previous.health})"
+    reason = why or ("no run of this spec yet" if previous is None else
+                     f"spec changed since {previous.submission_id} ({previous.health})")
     return Change(action=Action.SUBMIT, reason=reason, steps=(step,), **common)
 
 

@@ -183,11 +183,18 @@ class Job(Spec):
     """Bump to ask for a new run of an otherwise unchanged spec."""
 
 
+SECRET_KEY_PATTERN = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+
+
 def check_env_references(env: dict[str, str]) -> dict[str, str]:
-    """`${env:NAME}` must be a whole value: half a reference would reach Ray as literal text."""
+    """`${env:NAME}` must be a whole value (half a reference would reach Ray as literal text), and a
+    key that looks secret must be a reference: its value would otherwise sit in git and in plans."""
     for key, value in env.items():
         if "${env:" in value and not re.match(SECRET_REF_PATTERN, value):
             raise ValueError(f"{key}: `${{env:NAME}}` must be the whole value, got {value!r}")
+        if SECRET_KEY_PATTERN.search(key) and not re.match(SECRET_REF_PATTERN, value):
+            raise ValueError(f"{key} looks like a secret: write `{key}: ${{env:{key}}}` and export {key} where "
+                             "argus applies, instead of a literal value")
     return env
 
 

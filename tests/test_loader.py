@@ -178,6 +178,15 @@ def test_strict_values(ws: Workspace) -> None:
                for p in found), found
 
 
+def test_a_literal_secret_is_refused(ws: Workspace) -> None:
+    ws.write("jobs/a.yaml", "kind: Job\nname: a\ncluster: h20\nworkload: command\nentrypoint: x\n"
+                            "env: {WANDB_API_KEY: abc123}\n")
+    [problem] = problems(ws)
+    assert problem.startswith("jobs/a.yaml:6: env: Value error, WANDB_API_KEY looks like a secret: "
+                              "write `WANDB_API_KEY: ${env:WANDB_API_KEY}`")
+    assert "abc123" not in problem
+
+
 def test_an_invalid_workspace_is_reported_once(ws: Workspace) -> None:
     ws.write("argus.yaml", "kind: Workspace\nname: Team\n")
     assert problems(ws) == [

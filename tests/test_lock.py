@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from conftest import QUICK, SLEEP, jobs_of
+
 from state import audit, lock
 
 

@@ -144,7 +144,7 @@ def test_the_newest_run_is_current_not_the_one_with_the_highest_hash():
 
 def test_protect_survives_the_deletion_of_the_spec():
     ray_job = run_of(job(protect=True), "RUNNING")
-    result = plan(desired(), observed(ray_job, records=(record_of(ray_job, "PENDING", protect=True),)))
+    result = plan(desired(job("other")), observed(ray_job, records=(record_of(ray_job, "PENDING", protect=True),)))
     [error] = result.errors
     assert "protect: true" in error.message and ray_job.submission_id in error.message
 

@@ -131,9 +131,9 @@ def test_prune_deletes_only_snapshots_no_unfinished_run_uses(workspace, argus):
     workspace.remove("jobs/holder.yaml")
     kept = argus("plan", workspace.root)
     assert "code.code-a: no longer in the desired state; kept" in kept.out
-    refused = argus("plan", workspace.root, "--prune")
+    refused = argus("plan", workspace.root, "--prune", "--allow-empty")
     assert refused.code == 1 and "code.code-a cannot be pruned: unfinished run(s)" in refused.out
-    assert argus("apply", workspace.root, "--auto-approve").code == 0  # stops the run, keeps the code
+    assert argus("apply", workspace.root, "--auto-approve", "--allow-empty").code == 0  # stops, keeps the code
     assert target.is_dir()
     pruned = argus("apply", workspace.root, "--auto-approve", "--prune")
     assert pruned.code == 0, pruned.out + pruned.err

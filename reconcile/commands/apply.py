@@ -10,8 +10,8 @@ import typer
 
 from reconcile.apply import ApplyContext, apply_plan, refresh_records
 from reconcile.boundary import EXIT_ERROR, EXIT_OK
-from reconcile.commands.common import connect, load, observe_and_plan
-from reconcile.model import Plan
+from reconcile.commands.common import check_addresses, connect, load, observe_and_plan
+from reconcile.model import Plan, PlanOptions
 from reconcile.render import render_plan
 from specs.errors import ArgusError
 
@@ -22,8 +22,8 @@ class ApplyOptions:
     timeout: float = 10.0
     stop_timeout: float = 120.0
     colour: bool = False
-    prune: bool = False
     lock_timeout: float = 0.0
+    plan: PlanOptions = PlanOptions()
 
 
 def run(directory: Path, options: ApplyOptions) -> int:
@@ -32,10 +32,11 @@ def run(directory: Path, options: ApplyOptions) -> int:
     from state.gitinfo import desired_commit
 
     desired = load(directory)
+    check_addresses(desired, options.plan)
     plan_id = uuid.uuid4().hex[:12]
     with lock.held(list(desired.shared_roots.values()), desired.workspace.name, plan_id, options.lock_timeout):
         ray = connect(desired, options.timeout)
-        observed, plan = observe_and_plan(desired, ray, options.prune)
+        observed, plan = observe_and_plan(desired, ray, options.plan)
         typer.echo(render_plan(plan, colour=options.colour))
         if plan.errors:
             return EXIT_ERROR

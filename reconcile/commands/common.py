@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reconcile.model import Plan
+from reconcile.model import Plan, PlanOptions
 from specs.desired import DesiredState
+from specs.errors import ArgusError
 from specs.loader import load_workspace
 from state.observed import ObservedState
 
@@ -24,10 +25,20 @@ def connect(desired: DesiredState, timeout: float) -> dict[str, RayClient]:
     return clients(desired, timeout)
 
 
-def observe_and_plan(desired: DesiredState, ray: dict[str, RayClient], prune: bool = False,
+def observe_and_plan(desired: DesiredState, ray: dict[str, RayClient], options: PlanOptions | None = None,
                      verify_snapshots: bool = False) -> tuple[ObservedState, Plan]:
     from reconcile.planner import plan
     from state.observe import observe
 
     observed = observe(desired, ray, verify_snapshots)
-    return observed, plan(desired, observed, prune)
+    return observed, plan(desired, observed, options)
+
+
+def check_addresses(desired: DesiredState, options: PlanOptions) -> None:
+    """--target and --replace must name things that exist: a typo must not mean "nothing"."""
+    known = {f"job.{n}" for n in desired.jobs} | {f"code.{n}" for n in desired.snapshots}
+    for flag, addresses, allowed in (("--target", options.targets, known),
+                                     ("--replace", options.replace, {a for a in known if a.startswith("job.")})):
+        unknown = sorted(set(addresses) - allowed)
+        if unknown:
+            raise ArgusError(f"{flag} {', '.join(unknown)}: no such address. Known: {', '.join(sorted(allowed))}")

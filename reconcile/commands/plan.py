@@ -7,14 +7,17 @@ from pathlib import Path
 import typer
 
 from reconcile.boundary import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
-from reconcile.commands.common import connect, load, observe_and_plan
+from reconcile.commands.common import check_addresses, connect, load, observe_and_plan
+from reconcile.model import PlanOptions
 from reconcile.render import render_plan
 
 
-def run(directory: Path, detailed_exitcode: bool, timeout: float, colour: bool, prune: bool = False,
+def run(directory: Path, detailed_exitcode: bool, timeout: float, colour: bool, options: PlanOptions | None = None,
         verify_snapshots: bool = False) -> int:
     desired = load(directory)
-    _, plan = observe_and_plan(desired, connect(desired, timeout), prune, verify_snapshots)
+    options = options or PlanOptions()
+    check_addresses(desired, options)
+    _, plan = observe_and_plan(desired, connect(desired, timeout), options, verify_snapshots)
     typer.echo(render_plan(plan, colour=colour))
     if plan.errors:
         return EXIT_ERROR
