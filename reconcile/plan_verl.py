@@ -64,7 +64,7 @@ def _capacity(desired: DesiredState, job: Job, cluster: ClusterState, starting: 
                            message=f"no alive node of cluster {cluster.name!r} offers the driver's {driver}")]
     if not starting:
         return []
-    holders = _gpu_holders(job.name, runs, submissions)
+    holders = _gpu_holders(job, runs, submissions)
     free = sum(n.resources.get("GPU", 0) for n in fitting) - sum(holders.values())
     if free >= gpus * trainer.nnodes:
         return []
@@ -86,10 +86,12 @@ def _driver_needs(cluster: Cluster, job: Job) -> dict[str, float]:
     return needs
 
 
-def _gpu_holders(job: str, runs: Mapping[str, list[RunView]], submissions: Mapping[str, dict]) -> dict[str, int]:
+def _gpu_holders(job: Job, runs: Mapping[str, list[RunView]], submissions: Mapping[str, dict]) -> dict[str, int]:
+    """Active runs of this workspace's other verl jobs on the same cluster, and the GPUs they hold."""
     return {r.submission_id: (submissions.get(r.submission_id) or {}).get("gpus") or 0
-            for name, job_runs in runs.items() if name != job for r in job_runs
-            if r.on_ray and not r.finished and (submissions.get(r.submission_id) or {}).get("gpus")}
+            for name, job_runs in runs.items() if name != job.name for r in job_runs
+            if r.cluster == job.cluster and r.on_ray and not r.finished
+            and (submissions.get(r.submission_id) or {}).get("gpus")}
 
 
 def _node_expectations(desired: DesiredState, cluster: Cluster, state: ClusterState) -> list[Diagnostic]:
@@ -99,14 +101,13 @@ def _node_expectations(desired: DesiredState, cluster: Cluster, state: ClusterSt
     for index, expected in enumerate(cluster.nodes):
         have = [n for n in state.nodes if n.is_head == (expected.role == "head") and _offers(n, expected.resources)]
         if len(have) < expected.count:
+            # Ray keeps DEAD entries after a node restarts: they matter only when something is missing.
+            dead = f" ({state.dead_nodes} dead node(s) on the cluster)" if state.dead_nodes else ""
             wanted = ", ".join(f"{k}={v:g}" for k, v in expected.resources.items()) or "any resources"
             found.append(Diagnostic(severity="warning", address=address,
                                     where=desired.source(address).at(f"nodes.{index}"),
                                     message=f"expected {expected.count} alive {expected.role} node(s) with {wanted}; "
-                                            f"{len(have)} found"))
-    if state.dead_nodes:
-        found.append(Diagnostic(severity="warning", address=address, where=desired.source(address).at("nodes"),
-                                message=f"{state.dead_nodes} node(s) of cluster {cluster.name!r} are dead"))
+                                            f"{len(have)} found{dead}"))
     return found
 
 

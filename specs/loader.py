@@ -252,10 +252,27 @@ def _workload_problems(job: Job, src: Source) -> list[Problem]:
     if job.entrypoint is not None:
         found.append(at("entrypoint", f"`workload: {job.workload}` builds its own entrypoint (verl); "
                                       "put extra Hydra settings in `overrides:`"))
+    found += _verl_field_problems(job, at)
     for index, override in enumerate(job.overrides):
-        field = verl.typed_override(override)
+        field = verl.typed_override(override, job.workload)
         if field is not None:
             found.append(at(f"overrides.{index}", f"{override!r} sets a key argus types: use `{field}` instead"))
+    return found
+
+
+def _verl_field_problems(job: Job, at) -> list[Problem]:
+    found = []
+    if job.workload in ("ppo", "grpo") and job.data is not None and job.data.val is None:
+        found.append(at("data", "PPO and GRPO validate on `data.val`: without it verl reads its own default path"))
+    paths = [("data.train", job.data.train if job.data else None), ("data.val", job.data.val if job.data else None),
+             ("trainer.checkpoint_dir", job.trainer.checkpoint_dir if job.trainer else None)]
+    for field, value in paths:
+        if value and not (value.startswith("/") or value.startswith("${shared_root}/")):
+            found.append(at(field, f"{value!r} must be on the shared filesystem: `${{shared_root}}/...` or an "
+                                   "absolute path (a job runs inside its read-only code snapshot)"))
+    trainer = job.trainer
+    if trainer is not None and trainer.total_training_steps and trainer.total_epochs:
+        found.append(at("trainer.total_epochs", "give `total_training_steps` or `total_epochs`, not both"))
     return found
 
 

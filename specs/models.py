@@ -127,7 +127,7 @@ class Trainer(Spec):
     """The verl trainer settings argus types (and checks); everything else goes in `overrides:`."""
 
     nnodes: int = Field(default=1, ge=1, strict=True)
-    n_gpus_per_node: int = Field(default=1, ge=0, strict=True)
+    n_gpus_per_node: int = Field(default=1, ge=1, strict=True)
     total_training_steps: int | None = Field(default=None, ge=1, strict=True)
     total_epochs: int | None = Field(default=None, ge=1, strict=True)
     save_freq: int | None = Field(default=None, strict=True)
@@ -138,7 +138,7 @@ class Trainer(Spec):
     experiment: str | None = None
     """trainer.experiment_name; defaults to the job name."""
     device: str | None = None
-    """SFT only: defaults to cpu (the driver has no GPU)."""
+    """trainer.device; SFT defaults to cpu (its driver has no GPU), the others to verl's default."""
     checkpoint_dir: str | None = None
     """trainer.default_local_dir; defaults to ${shared_root}/outputs/checkpoints/<job>/run-<run>."""
 

@@ -38,8 +38,10 @@ TYPED_KEYS = {
     "trainer.experiment_name": "trainer.experiment", "trainer.default_local_dir": "trainer.checkpoint_dir",
     "trainer.device": "trainer.device", "hydra.run.dir": "(argus sets it: outputs/logs/<submission_id>)",
     "data.train_files": "data.train", "data.val_files": "data.val",
-    "actor_rollout_ref.model.path": "model", "model.path": "model", "algorithm.adv_estimator": "workload: grpo",
+    "actor_rollout_ref.model.path": "model", "model.path": "model",
 }
+GRPO_KEYS = {"algorithm.adv_estimator": "workload: grpo"}
+"""Typed for GRPO only: PPO jobs may pick any of verl's other advantage estimators."""
 
 
 def module_path(workload: str) -> str:
@@ -74,8 +76,8 @@ def argv(job: Job, workspace: str) -> list[str]:
     }
     if job.workload == "grpo":
         settings["algorithm.adv_estimator"] = "grpo"
-    if job.workload == "sft":
-        settings["trainer.device"] = trainer.device or "cpu"  # seed 001: the driver has no GPU
+    # seed 001: SFT's driver has no GPU, so it computes on the CPU unless told otherwise.
+    settings["trainer.device"] = trainer.device or ("cpu" if job.workload == "sft" else None)
     ours = [f"{key}={hydra_value(value)}" for key, value in settings.items() if value is not None]
     return ["python3", "-m", profile.module, *ours, *job.overrides]
 
@@ -85,19 +87,20 @@ def override_key(override: str) -> str:
     return re.sub(r"^(\+\+|\+|~)", "", override.split("=", 1)[0]).strip()
 
 
-def typed_override(override: str) -> str | None:
+def typed_override(override: str, workload: str) -> str | None:
     """The typed field to use instead, when an override sets a key argus owns."""
-    return TYPED_KEYS.get(override_key(override))
+    key = override_key(override)
+    return TYPED_KEYS.get(key) or (GRPO_KEYS.get(key) if workload == "grpo" else None)
 
 
 def hydra_value(value: object) -> str:
-    """A value in Hydra's override grammar: lists as [a,b], strings quoted when they need it."""
+    """A value in Hydra's override grammar. Strings are always quoted, so "null", "1e-6", "~/x" or
+    "run#3" arrive as the very string written; only quotes (and backslashes before them) are escaped."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
     if isinstance(value, list):
         return "[" + ",".join(hydra_value(v) for v in value) + "]"
-    text = str(value)
-    plain = text.replace("${shared_root}", "").replace(SUBMISSION_ID_PLACEHOLDER, "")  # filled in before Hydra
-    if re.search(r"[\s,\[\]{}()'\"=:\\$]", plain):
-        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    return text
+    text = re.sub(r"(\\+)(?='|$)", lambda m: m.group(1) * 2, str(value))
+    return "'" + text.replace("'", "\\'") + "'"

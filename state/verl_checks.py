@@ -43,39 +43,61 @@ def compose(config_dir: Path, job: Job, desired: DesiredState, cache_root: str, 
     root = desired.shared_root(job.cluster)
     overrides = [expand(a, root, FAKE_ID) for a in verl.argv(job, desired.workspace.name)[3:]]
     name = verl.WORKLOADS[job.workload].config
-    key = hashlib.sha256(json.dumps([digest, name, overrides]).encode()).hexdigest()
+    key = hashlib.sha256(json.dumps([digest, name, overrides, _hydra_version()]).encode()).hexdigest()
     cache = Path(cache_root) / ".argus" / "hydra-checks" / f"{key}.json"
     if digest and cache.exists():
         error = json.loads(cache.read_text())["error"]
     else:
-        error = _compose_error(config_dir, name, overrides)
-        if digest:
+        error, final = _compose_error(config_dir, name, overrides)
+        if digest and final:
             write_json(cache, {"error": error})
     return None if error is None else Finding(severity="error", field=_blamed_field(job, error),
                                               message=f"Hydra rejects the job's config: {error}")
 
 
-def _compose_error(config_dir: Path, name: str, overrides: list[str]) -> str | None:
+def _compose_error(config_dir: Path, name: str, overrides: list[str]) -> tuple[str | None, bool]:
+    """(error, final): Hydra's and OmegaConf's verdicts are final and cached; other failures are not."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
 
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(config_dir), version_base=None):
             hydra_compose(config_name=name, overrides=overrides, return_hydra_config=True)
-    except Exception as err:  # noqa: BLE001 - any Hydra/OmegaConf failure is the user's config
-        return " ".join(str(err).split())[:500] or type(err).__name__
+    except (HydraException, OmegaConfBaseException) as err:
+        return " ".join(str(err).split())[:500] or type(err).__name__, True
+    except Exception as err:  # noqa: BLE001 - reported, but not remembered as the config's fault
+        return f"{type(err).__name__}: {err}", False
     finally:
         GlobalHydra.instance().clear()
-    return None
+    return None, True
 
 
 def _blamed_field(job: Job, error: str) -> str:
+    """The user's override Hydra cannot parse, or whose key or value the error names."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
     for index, override in enumerate(job.overrides):
-        if verl.override_key(override) and f"'{verl.override_key(override)}'" in error or override in error:
+        try:
+            parser.parse_overrides([override])
+        except HydraException:
+            return f"overrides.{index}"
+    for index, override in enumerate(job.overrides):
+        key, _, value = override.partition("=")
+        if f"'{verl.override_key(override)}'" in error or (value and f"/{value}'" in error):
             return f"overrides.{index}"
     return "overrides" if job.overrides else "workload"
+
+
+def _hydra_version() -> str:
+    from importlib.metadata import version
+
+    return version("hydra-core")
 
 
 def _code_files(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_root: str) -> Path | None:

@@ -191,3 +191,39 @@ def test_an_invalid_workspace_is_reported_once(ws: Workspace) -> None:
     ws.write("argus.yaml", "kind: Workspace\nname: Team\n")
     assert problems(ws) == [
         "argus.yaml:2: name: invalid name 'Team': use lowercase letters, digits and '-', at most 63"]
+
+
+def test_verl_jobs_need_their_fields_and_keep_argus_keys(ws: Workspace) -> None:
+    ws.write("code.yaml", "kind: CodeSnapshot\nname: verl\ncluster: h20\ngit: {url: /v, ref: v1}\n")
+    ws.write("jobs/v.yaml", """
+        kind: Job
+        name: grpo
+        cluster: h20
+        code: verl
+        workload: grpo
+        model: /mnt/shared/models/q
+        data: {train: data/train.parquet}
+        trainer: {total_training_steps: 5, total_epochs: 1}
+        overrides: [algorithm.adv_estimator=rloo, trainer.nnodes=2]
+        ---
+        kind: Job
+        name: ppo
+        cluster: h20
+        workload: ppo
+        entrypoint: [python3]
+        data: {train: /mnt/shared/t.parquet, val: /mnt/shared/v.parquet}
+        overrides: [algorithm.adv_estimator=rloo]
+        """)
+    assert problems(ws) == [
+        "jobs/v.yaml:7: data: PPO and GRPO validate on `data.val`: without it verl reads its own default path",
+        "jobs/v.yaml:7: data.train: 'data/train.parquet' must be on the shared filesystem: `${shared_root}/...` or "
+        "an absolute path (a job runs inside its read-only code snapshot)",
+        "jobs/v.yaml:8: trainer.total_epochs: give `total_training_steps` or `total_epochs`, not both",
+        "jobs/v.yaml:9: overrides.0: 'algorithm.adv_estimator=rloo' sets a key argus types: use `workload: grpo` "
+        "instead",
+        "jobs/v.yaml:9: overrides.1: 'trainer.nnodes=2' sets a key argus types: use `trainer.nnodes` instead",
+        "jobs/v.yaml:11: code: `workload: ppo` needs `code`",
+        "jobs/v.yaml:11: model: `workload: ppo` needs `model`",
+        "jobs/v.yaml:15: entrypoint: `workload: ppo` builds its own entrypoint (verl); put extra Hydra settings "
+        "in `overrides:`",
+    ]

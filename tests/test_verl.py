@@ -91,8 +91,8 @@ def test_the_entrypoint_reaches_verl_as_exactly_the_argv_intended(h20: Path, tmp
     assert received[:2] == ["-m", "verl.trainer.main_ppo"]
     assert "trainer.experiment_name='it\\'s a, b $HOME'" in received
     assert "+trainer.notes='it\\'s a, b $HOME [x]'" in received
-    assert f"data.train_files={tmp_path}/shared/datasets/gsm8k/train.parquet" in received
-    assert f"hydra.run.dir={tmp_path}/shared/outputs/logs/the.sid.1" in received
+    assert f"data.train_files='{tmp_path}/shared/datasets/gsm8k/train.parquet'" in received
+    assert f"hydra.run.dir='{tmp_path}/shared/outputs/logs/the.sid.1'" in received
     assert received == shlex.split(entrypoint)[1:]
 
     from hydra import compose, initialize_config_dir
@@ -151,6 +151,7 @@ workload: ppo
 model: {model}
 data:
   train: ${{shared_root}}/datasets/gsm8k/train.parquet
+  val: ${{shared_root}}/datasets/gsm8k/train.parquet
 trainer: {trainer}
 {extra}""")
 
@@ -168,15 +169,15 @@ def test_plan_checks_files_capacity_and_checkpoints_on_a_cluster_with_gpus(tmp_p
 
     plan = argus("plan", ws.root)
     assert plan.code == 1, plan.out
-    assert "Error: jobs/too-big.yaml:9: job.too-big can never fit on cluster 'local': it needs 2 node(s) " \
+    assert "Error: jobs/too-big.yaml:10: job.too-big can never fit on cluster 'local': it needs 2 node(s) " \
            "with 4 GPUs and 12 CPUs each" in plan.out
-    assert "Error: jobs/too-few-cpus.yaml:9: job.too-few-cpus can never fit" in plan.out and "40 CPUs" in plan.out
+    assert "Error: jobs/too-few-cpus.yaml:10: job.too-few-cpus can never fit" in plan.out and "40 CPUs" in plan.out
     assert "Error: jobs/no-data.yaml:8: " in plan.out and "missing.parquet does not exist" in plan.out
     assert "Warning: jobs/no-data.yaml:6: Qwen/Qwen2.5-0.5B-Instruct is only a hub id" in plan.out
-    assert "Error: jobs/fits.yaml:9: job.fits writes checkpoints to ${shared_root}/outputs/checkpoints/fits/run-1, " \
+    assert "Error: jobs/fits.yaml:10: job.fits writes checkpoints to ${shared_root}/outputs/checkpoints/fits/run-1, " \
            "like job.clash" in plan.out
     assert "Warning: cluster.yaml:7: expected 2 alive worker node(s) with GPU=4, worker_node=1; 1 found" in plan.out
-    assert "job.fits can never fit" not in plan.out and "jobs/fits.yaml:8" not in plan.out
+    assert "job.fits can never fit" not in plan.out and "jobs/fits.yaml:9" not in plan.out
 
 
 def test_a_second_check_does_not_compose_again(h20: Path, argus, monkeypatch: pytest.MonkeyPatch):
