@@ -45,7 +45,8 @@ def apply_plan(plan: Plan, ctx: ApplyContext) -> None:
     if plan.errors:
         raise ArgusError("The plan has errors; fix them before applying (see `argus plan`).")
     ctx.secrets = resolve_secrets(plan)  # a missing variable fails here, before anything is submitted
-    _audit_all(ctx, {"event": "apply.start", "changes": len(plan.actionable)})
+    _audit_all(ctx, {"event": "apply.start", "changes": len(plan.actionable),
+                     "options": plan.options.model_dump(mode="json")})
     try:
         for change in plan.actionable:
             _apply_change(change, ctx)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 
 import typer
@@ -22,6 +23,9 @@ app.add_typer(local_app, name="local")
 _debug = {"on": False}
 DIR = typer.Argument(Path("."), help="The workspace directory (holding argus.yaml).")
 TIMEOUT = typer.Option(10.0, "--timeout", help="Seconds to wait for each request to a Ray dashboard.")
+APPLY_TARGET = typer.Argument(Path("."), help="The workspace directory, or a plan file saved by `argus plan -o` "
+                                             "(then the workspace is --dir).")
+WORKSPACE_DIR = typer.Option(Path("."), "--dir", help="The workspace, when applying a plan file.")
 LOCAL_DIR = typer.Option(Path.home() / ".argus" / "local", "--state-dir", envvar="ARGUS_LOCAL_DIR",
                          help="Where the local cluster records its processes.")
 
@@ -45,6 +49,14 @@ def validate(directory: Path = DIR,
     return _run(lambda: command.run(directory, deep))
 
 
+class Format(str, Enum):
+    human = "human"
+    json = "json"
+    markdown = "markdown"
+
+
+FORMAT = typer.Option(Format.human, "--format", help="human, json (docs/plan-format.md) or markdown (PR comments).")
+OUT = typer.Option(None, "-o", "--out", help="Save the plan for `argus apply FILE`.")
 PRUNE = typer.Option(False, "--prune", help="Delete this workspace's code snapshots that no spec names.")
 TARGET = typer.Option([], "--target", help="Limit to this address (job.NAME, code.NAME) and what it needs. Repeatable.")
 REPLACE = typer.Option([], "--replace", help="Run this job (job.NAME) again although unchanged. Repeatable.")
@@ -62,18 +74,22 @@ def plan(directory: Path = DIR, timeout: float = TIMEOUT,
          detailed_exitcode: bool = typer.Option(False, "--detailed-exitcode",
                                                 help="Exit 2 when there are changes, 0 when none."),
          prune: bool = PRUNE, target: list[str] = TARGET, replace: list[str] = REPLACE,
-         allow_empty: bool = ALLOW_EMPTY,
+         allow_empty: bool = ALLOW_EMPTY, output_format: Format = FORMAT,
+         out: Path | None = OUT,
          verify_snapshots: bool = typer.Option(False, "--verify-snapshots",
                                                help="Re-hash every snapshot's files against its digest.")) -> int:
     """Show what apply would do. Read-only (it may fill argus's git cache on the shared root)."""
     from reconcile.commands import plan as command
 
-    options = _plan_options(prune, target, replace, allow_empty)
-    return _run(lambda: command.run(directory, detailed_exitcode, timeout, is_tty(), options, verify_snapshots))
+    spec = command.PlanCommand(detailed_exitcode=detailed_exitcode, timeout=timeout, colour=is_tty(),
+                               output_format=output_format.value, out=out, verify_snapshots=verify_snapshots,
+                               options=_plan_options(prune, target, replace, allow_empty))
+    return _run(lambda: command.run(directory, spec))
 
 
 @app.command()
-def apply(directory: Path = DIR, timeout: float = TIMEOUT,
+def apply(directory: Path = APPLY_TARGET, workspace_dir: Path = WORKSPACE_DIR,
+          timeout: float = TIMEOUT,
           auto_approve: bool = typer.Option(False, "--auto-approve", help="Do not ask for confirmation."),
           stop_timeout: float = typer.Option(120.0, "--stop-timeout",
                                              help="Seconds to wait for a stopped job to reach a final status."),
@@ -88,6 +104,8 @@ def apply(directory: Path = DIR, timeout: float = TIMEOUT,
     options = command.ApplyOptions(auto_approve=auto_approve, timeout=timeout, stop_timeout=stop_timeout,
                                    colour=is_tty(), lock_timeout=lock_timeout,
                                    plan=_plan_options(prune, target, replace, allow_empty))
+    if directory.is_file():
+        return _run(lambda: command.run_saved(directory, workspace_dir, options))
     return _run(lambda: command.run(directory, options))
 
 
@@ -101,11 +119,11 @@ def unlock(lock_id: str = typer.Argument(..., help="The id printed by the apply 
 
 
 @app.command()
-def status(directory: Path = DIR, timeout: float = TIMEOUT) -> int:
+def status(directory: Path = DIR, timeout: float = TIMEOUT, output_format: Format = FORMAT) -> int:
     """Per job: in sync / changed / missing, and the health of its run on Ray."""
     from reconcile.commands import status as command
 
-    return _run(lambda: command.run(directory, timeout))
+    return _run(lambda: command.run(directory, timeout, output_format.value))
 
 
 @app.command()

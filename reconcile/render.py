@@ -27,6 +27,9 @@ _COLOURS = {Action.CREATE: "green", Action.SUBMIT: "green", Action.STOP: "red", 
 
 def render_plan(plan: Plan, colour: bool = False) -> str:
     lines = [f"argus plan for workspace {plan.workspace!r}", ""]
+    if plan.options.targets or plan.options.replace:
+        asked = [*(f"--target {t}" for t in plan.options.targets), *(f"--replace {r}" for r in plan.options.replace)]
+        lines += [f"  Limited by {' '.join(asked)}: other changes may be pending.", ""]
     for change in plan.actionable:
         lines.extend(_change_lines(change, colour))
     in_sync = [c for c in plan.changes if c.action is Action.NOOP]

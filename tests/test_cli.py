@@ -122,3 +122,17 @@ def _unused_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def test_every_command_exits_1_on_user_or_cluster_errors(tmp_path: Path, argus):
+    ws = make_workspace(tmp_path / "ws", "codes", f"http://127.0.0.1:{_unused_port()}")
+    ws.job("a", QUICK)
+    for args in (["plan", ws.root], ["apply", ws.root, "--auto-approve"], ["status", ws.root],
+                 ["logs", "a", ws.root], ["unlock", "nope", ws.root], ["validate", tmp_path / "nowhere"],
+                 ["local", "status", "--state-dir", tmp_path / "no-cluster"], ["plan", ws.root, "--format", "yaml"],
+                 ["plan", ws.root, "--target", "job.missing"]):
+        result = argus(*args)
+        assert result.code == 1, (args, result.out, result.err)
+        assert "Traceback" not in result.err
+    for command in ("validate", "plan", "apply", "status", "logs", "unlock", "local"):
+        assert argus(command, "--help").code == 0

@@ -19,11 +19,18 @@ def test_runs_survive_a_head_restart_as_forgotten_or_lost(tmp_path, argus):
         wait_for(cluster.address, ids["done"], {"SUCCEEDED"})
         wait_for(cluster.address, ids["busy"], {"RUNNING"})
         assert argus("apply", ws.root, "--auto-approve").code == 0  # records the statuses
+        ws.job("after", QUICK)
+        assert argus("plan", ws.root, "-o", tmp_path / "before-restart.json").code == 0
+        ws.remove("jobs/after.yaml")
 
         local.down(state_dir)
         cluster = local.up(state_dir, dashboard_port=cluster.dashboard_port, cpus_per_node=8,
                            worker_resources={"worker_node": 8.0})
         assert jobs_of(cluster.address, ws.name) == []
+        ws.job("after", QUICK)
+        stale = argus("apply", tmp_path / "before-restart.json", "--dir", ws.root)
+        assert stale.code == 1 and "Saved plan is stale" in stale.err
+        ws.remove("jobs/after.yaml")
 
         plan = argus("plan", ws.root, "--detailed-exitcode")
         assert plan.code == 0, plan.out + plan.err

@@ -48,6 +48,33 @@ def run(directory: Path, options: ApplyOptions) -> int:
         return _execute(plan, ctx)
 
 
+def run_saved(plan_file: Path, directory: Path, options: ApplyOptions) -> int:
+    """Apply exactly a saved plan, without asking, unless anything it was made from has moved."""
+    from reconcile import saved
+    from state import lock
+    from state.audit import last_applied_plan
+    from state.gitinfo import desired_commit
+    from state.observe import observe
+
+    stored = saved.read(plan_file)
+    desired = load(directory)
+    roots = list(desired.shared_roots.values())
+    with lock.held(roots, desired.workspace.name, stored.plan_id, options.lock_timeout):
+        ray = connect(desired, options.timeout)
+        observed = observe(desired, ray)
+        git = desired_commit(desired.root)
+        moved = saved.staleness(stored, desired.workspace.name, git.commit, git.dirty,
+                                observed.fingerprint(desired.workspace.name),
+                                last_applied_plan(roots, desired.workspace.name))
+        if moved:
+            raise ArgusError(f"Saved plan is stale: {'; '.join(moved)}. Run argus plan again.")
+        typer.echo(render_plan(stored.plan, colour=options.colour))
+        ctx = ApplyContext(desired=desired, clients=ray, git=git, plan_id=stored.plan_id,
+                           sessions={name: c.session_name for name, c in observed.clusters.items()},
+                           stop_timeout=options.stop_timeout, echo=typer.echo, observed=observed)
+        return _execute(stored.plan, ctx)
+
+
 def _execute(plan: Plan, ctx: ApplyContext) -> int:
     from state.observe import observe
 

@@ -1,26 +1,59 @@
-"""argus plan: read-only; observe once, plan, show."""
+"""argus plan: read-only; observe once, plan, show (human, json or markdown), optionally save."""
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
 from reconcile.boundary import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
 from reconcile.commands.common import check_addresses, connect, load, observe_and_plan
-from reconcile.model import PlanOptions
+from reconcile.model import Plan, PlanOptions
 from reconcile.render import render_plan
 
 
-def run(directory: Path, detailed_exitcode: bool, timeout: float, colour: bool, options: PlanOptions | None = None,
-        verify_snapshots: bool = False) -> int:
+@dataclass(frozen=True)
+class PlanCommand:
+    detailed_exitcode: bool = False
+    timeout: float = 10.0
+    colour: bool = False
+    output_format: str = "human"
+    out: Path | None = None
+    verify_snapshots: bool = False
+    options: PlanOptions = PlanOptions()
+
+
+def run(directory: Path, command: PlanCommand) -> int:
     desired = load(directory)
-    options = options or PlanOptions()
-    check_addresses(desired, options)
-    _, plan = observe_and_plan(desired, connect(desired, timeout), options, verify_snapshots)
-    typer.echo(render_plan(plan, colour=colour))
+    check_addresses(desired, command.options)
+    observed, plan = observe_and_plan(desired, connect(desired, command.timeout), command.options,
+                                      command.verify_snapshots)
+    typer.echo(show(plan, command.output_format, command.colour))
+    if command.out is not None:
+        from reconcile import saved
+        from state.audit import last_applied_plan
+        from state.gitinfo import desired_commit
+        from state.records import now
+
+        git = desired_commit(desired.root)
+        saved.write(command.out, saved.SavedPlan(
+            format_version=saved.FORMAT_VERSION, argus_version=saved.argus_version(), workspace=plan.workspace,
+            plan_id=uuid.uuid4().hex[:12], created_at=now(), commit=git.commit, dirty=git.dirty,
+            fingerprint=observed.fingerprint(plan.workspace),
+            last_applied_plan=last_applied_plan(list(desired.shared_roots.values()), plan.workspace), plan=plan))
+        typer.echo(f"Saved the plan to {command.out}; apply exactly it with `argus apply {command.out}`.", err=True)
     if plan.errors:
         return EXIT_ERROR
-    if detailed_exitcode and plan.actionable:
-        return EXIT_CHANGES
-    return EXIT_OK
+    return EXIT_CHANGES if command.detailed_exitcode and plan.actionable else EXIT_OK
+
+
+def show(plan: Plan, output_format: str, colour: bool) -> str:
+    from reconcile import views
+
+    if output_format == "json":
+        return views.plan_json(plan)
+    if output_format == "markdown":
+        return views.plan_markdown(plan)
+    return render_plan(plan, colour=colour)

@@ -11,8 +11,15 @@ from reconcile.commands.common import connect, load, observe_and_plan
 from reconcile.render import render_status
 
 
-def run(directory: Path, timeout: float) -> int:
+def run(directory: Path, timeout: float, output_format: str = "human") -> int:
     desired = load(directory)
     _, plan = observe_and_plan(desired, connect(desired, timeout))
-    typer.echo(render_status(plan, desired_jobs=set(desired.jobs)))
+    if output_format == "json":
+        from reconcile.views import status_json
+
+        typer.echo(status_json(plan, set(desired.jobs)))
+    elif output_format == "markdown":
+        typer.echo("```\n" + render_status(plan, desired_jobs=set(desired.jobs)) + "\n```")
+    else:
+        typer.echo(render_status(plan, desired_jobs=set(desired.jobs)))
     return EXIT_OK

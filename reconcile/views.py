@@ -1,0 +1,85 @@
+"""Machine and pull-request renderings of plans and status: JSON (versioned) and markdown.
+
+Both take the Plan the human view takes; neither decides anything. docs/plan-format.md is the
+JSON schema's documentation.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from reconcile.model import Action, Change, Plan
+from reconcile.render import render_step, summary, sync_of
+
+JSON_FORMAT_VERSION = 1
+MARKDOWN_LIMIT = 60_000
+"""GitHub refuses comments over 65,536 characters: large plans are summarised below this."""
+
+
+def plan_json(plan: Plan) -> str:
+    data = {"format_version": JSON_FORMAT_VERSION, "summary": _counts(plan), **plan.model_dump(mode="json")}
+    return json.dumps(data, indent=2, sort_keys=True)
+
+
+def status_json(plan: Plan, desired_jobs: set[str]) -> str:
+    rows = [{"address": c.address, "sync": sync_of(c, desired_jobs),
+             "health": c.current.health if c.current else None,
+             "submission_id": c.current.submission_id if c.current else None}
+            for c in sorted(plan.changes, key=lambda c: c.address) if c.address.startswith("job.")]
+    unmanaged = [j.model_dump(mode="json") for j in plan.unmanaged]
+    return json.dumps({"format_version": JSON_FORMAT_VERSION, "workspace": plan.workspace, "jobs": rows,
+                       "unmanaged": unmanaged}, indent=2, sort_keys=True)
+
+
+def plan_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
+    """Summary table first, details folded; rows beyond the limit are counted, not shown."""
+    head = [f"### argus plan for `{plan.workspace}`", "", f"**{summary(plan)}**", ""]
+    head += [f"- {'❌' if d.severity == 'error' else '⚠️'} `{d.where or d.address}`: {_cell(d.message)}"
+             for d in plan.diagnostics]
+    rows = ["", "| | address | action | why |", "|---|---|---|---|"]
+    rows += [f"| `{c.action.symbol}` | `{c.address}` | {c.action.value} | {_cell(c.reason)} |" for c in plan.actionable]
+    details = ["", "<details><summary>Details</summary>", "", "```diff", *_detail_lines(plan), "```", "</details>"]
+    text = "\n".join(head + rows + details)
+    if len(text) <= limit:
+        return text
+    return _summarised(head, rows, limit)
+
+
+def _summarised(head: list[str], rows: list[str], limit: int) -> str:
+    kept, size = [], len("\n".join(head)) + 200
+    for row in rows:
+        if size + len(row) + 1 > limit:
+            break
+        kept.append(row)
+        size += len(row) + 1
+    hidden = len(rows) - len(kept)
+    note = f"\n\n_{hidden} more row(s) and the details are left out to stay under {limit} characters; " \
+           "run `argus plan` for the whole plan._"
+    return "\n".join(head + kept) + note
+
+
+def _detail_lines(plan: Plan) -> list[str]:
+    lines: list[str] = []
+    for change in plan.actionable:
+        lines.append(f"{_diff_marker(change)} {change.address}  ({change.action.value}: {change.reason})")
+        lines += [f"    ~ {d.path}: {_value(d.before)} -> {_value(d.after)}" for d in change.diff]
+        lines += [f"    {render_step(step)}" for step in change.steps]
+    return lines
+
+
+def _diff_marker(change: Change) -> str:
+    """diff syntax colours + green and - red; a replace shows as a change (!)."""
+    return {Action.REPLACE: "!"}.get(change.action, change.action.symbol[0])
+
+
+def _counts(plan: Plan) -> dict[str, int]:
+    return {a.value: n for a, n in plan.counts().items() if a is not Action.NOOP}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _value(value: Any) -> str:
+    return json.dumps(value)

@@ -1,0 +1,79 @@
+"""Rendered plans against golden files (no colour, fixed ids). ARGUS_UPDATE_GOLDEN=1 rewrites them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from reconcile.model import (
+    Action,
+    Change,
+    Diagnostic,
+    FieldChange,
+    MkdirStep,
+    Plan,
+    PlanOptions,
+    RunView,
+    SnapshotStep,
+    StopStep,
+    SubmitStep,
+    UnmanagedJob,
+)
+from reconcile.render import render_plan
+from reconcile.views import plan_json, plan_markdown
+from specs.submission import Submission
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def sample_plan() -> Plan:
+    sub = Submission(workspace="llm-rl", cluster="h20", shared_root="/mnt/shared", job="ppo", run=1,
+                     entrypoint="python3 -m verl.trainer.main_ppo trainer.nnodes=2",
+                     env_vars={"WANDB_API_KEY": "${env:WANDB_API_KEY}"}, entrypoint_num_cpus=1.0,
+                     entrypoint_num_gpus=None, entrypoint_memory=None, entrypoint_resources={"worker_node": 1.0})
+    old = RunView(submission_id="llm-rl.ppo.aaaaaaaaaaaa.1", cluster="h20", spec_hash="a" * 64, attempt=1,
+                  status="RUNNING", on_ray=True)
+    return Plan(
+        workspace="llm-rl",
+        options=PlanOptions(targets=("job.ppo",)),
+        changes=(
+            Change(address="dirs.h20", action=Action.CREATE, reason="2 directories of the layout missing",
+                   steps=(MkdirStep(cluster="h20", path="jobs"), MkdirStep(cluster="h20", path="hf"))),
+            Change(address="code.verl", action=Action.CREATE, reason="commit 0123456789ab, 419 files",
+                   steps=(SnapshotStep(cluster="h20", name="verl", commit="0123456789ab" * 3, digest="f" * 64),)),
+            Change(address="job.old", action=Action.STOP, reason="spec removed from the desired state", current=old,
+                   steps=(StopStep(cluster="h20", submission_id=old.submission_id),)),
+            Change(address="job.ppo", action=Action.REPLACE, reason="spec changed while llm-rl.ppo.aaaaaaaaaaaa.1 "
+                   "is RUNNING", current=old, diff=(FieldChange(path="entrypoint_num_cpus", before=2.0, after=1.0),),
+                   steps=(StopStep(cluster="h20", submission_id=old.submission_id),
+                          SubmitStep(cluster="h20", submission_id="llm-rl.ppo.bbbbbbbbbbbb.1", spec_hash="b" * 64,
+                                     attempt=1, submission=sub))),
+            Change(address="job.sft", action=Action.NOOP, reason="llm-rl.sft.cccccccccccc.1 finished SUCCEEDED"),
+        ),
+        diagnostics=(Diagnostic(severity="warning", address="job.ppo", where="jobs.yaml:6",
+                                message="Qwen/Qwen2.5-0.5B-Instruct is only a hub id"),),
+        unmanaged=(UnmanagedJob(cluster="h20", submission_id="raysubmit_1", status="RUNNING", owner=None),),
+    )
+
+
+@pytest.mark.parametrize(("name", "render"), [
+    ("plan.txt", lambda p: render_plan(p, colour=False)),
+    ("plan.json", plan_json),
+    ("plan.md", plan_markdown),
+])
+def test_renderings_match_their_golden_files(name, render):
+    text = render(sample_plan()) + "\n"
+    golden = GOLDEN / name
+    if os.environ.get("ARGUS_UPDATE_GOLDEN"):
+        golden.write_text(text)
+    assert text == golden.read_text()
+
+
+def test_a_huge_plan_is_summarised_for_pull_requests():
+    plan = sample_plan()
+    many = tuple(plan.changes[2].model_copy(update={"address": f"job.old-{i:05d}"}) for i in range(3000))
+    text = plan_markdown(plan.model_copy(update={"changes": many}))
+    assert len(text) <= 60_000 and "left out to stay under 60000 characters" in text
+    assert text.startswith("### argus plan for `llm-rl`") and "**Plan: 0 to submit, 0 to replace, 3000 to stop.**" in text
