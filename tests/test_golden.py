@@ -76,4 +76,5 @@ def test_a_huge_plan_is_summarised_for_pull_requests():
     many = tuple(plan.changes[2].model_copy(update={"address": f"job.old-{i:05d}"}) for i in range(3000))
     text = plan_markdown(plan.model_copy(update={"changes": many}))
     assert len(text) <= 60_000 and "left out to stay under 60000 characters" in text
-    assert text.startswith("### argus plan for `llm-rl`") and "**Plan: 0 to submit, 0 to replace, 3000 to stop.**" in text
+    assert text.startswith("### argus plan for `llm-rl`")
+    assert "**Plan: 0 to submit, 0 to replace, 3000 to stop.**" in text

@@ -74,6 +74,7 @@ def test_plan_formats_on_a_real_cluster(workspace, argus):
     [change] = [c for c in as_json["changes"] if c["address"] == "job.shown"]
     assert change["action"] == "submit" and change["after"]["env_vars"]["TOKEN"] == "${env:ARGUS_FORMAT_TOKEN}"
     markdown = argus("plan", workspace.root, "--format", "markdown").out
-    assert markdown.startswith(f"### argus plan for `{workspace.name}`") and "| `+` | `job.shown` | submit |" in markdown
+    assert markdown.startswith(f"### argus plan for `{workspace.name}`")
+    assert "| `+` | `job.shown` | submit |" in markdown
     status = json.loads(argus("status", workspace.root, "--format", "json").out)
     assert status["jobs"] == [{"address": "job.shown", "sync": "missing", "health": None, "submission_id": None}]
