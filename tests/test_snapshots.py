@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -85,6 +86,10 @@ def test_an_interrupted_materialization_leaves_nothing_half_made(workspace, argu
     assert list(parent.glob(".tmp-big.*")), "the kill came too late to interrupt the export"
     assert not (parent / "big").exists()
 
+    locked = argus("apply", workspace.root, "--auto-approve")  # the killed apply still holds its lock
+    assert locked.code == 1 and "argus unlock" in locked.err
+    lock_id = re.search(r"argus unlock (\w+)", locked.err).group(1)
+    assert argus("unlock", lock_id, workspace.root).code == 0
     assert argus("apply", workspace.root, "--auto-approve").code == 0
     assert not list(parent.glob(".tmp-*"))
     manifest = snapshots.read_manifest(parent / "big")
