@@ -47,6 +47,9 @@ def test_secret_values_reach_the_job_and_nothing_else(workspace, argus, monkeypa
 
     monkeypatch.setenv("ARGUS_TEST_TOKEN", secret)
     plan = argus("plan", workspace.root)
+    formats = [argus("plan", workspace.root, "--format", f).out for f in ("json", "markdown")]
+    saved = workspace.root.parent / "saved-plan.json"
+    assert argus("plan", workspace.root, "-o", saved).code == 0
     applied = argus("apply", workspace.root, "--auto-approve")
     assert applied.code == 0, applied.err
     [job] = jobs_of(workspace.address, workspace.name)
@@ -54,8 +57,10 @@ def test_secret_values_reach_the_job_and_nothing_else(workspace, argus, monkeypa
     logs = argus("logs", "secretive", workspace.root)
     assert f"token length {len(secret)}" in logs.out
     status = argus("status", workspace.root)
-    for output in (plan.out, plan.err, applied.out, applied.err, status.out):
+    for output in (plan.out, plan.err, applied.out, applied.err, status.out, *formats, saved.read_text()):
         assert secret not in output
+    monkeypatch.setenv("ARGUS_TEST_TOKEN", "rotated-" + secret)
+    assert argus("plan", workspace.root, "--detailed-exitcode").code == 0  # a new secret value is no new run
     written = [p for p in workspace.shared.rglob("*") if p.is_file()]
     assert written and not [p for p in written if secret in p.read_text(errors="replace")]
     assert "${env:ARGUS_TEST_TOKEN}" in (workspace.shared / "jobs" / job.submission_id /
