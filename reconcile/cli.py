@@ -19,6 +19,8 @@ app = typer.Typer(help="Declarative, GitOps-style reconciler for Ray training cl
 local_app = typer.Typer(help="The embedded dev cluster: a Ray head plus a worker_node node on loopback.",
                         no_args_is_help=True)
 app.add_typer(local_app, name="local")
+audit_app = typer.Typer(help="The workspace's tamper-evident audit log.", no_args_is_help=True)
+app.add_typer(audit_app, name="audit")
 
 _debug = {"on": False}
 DIR = typer.Argument(Path("."), help="The workspace directory (holding argus.yaml).")
@@ -132,6 +134,24 @@ def logs(job: str = typer.Argument(..., help="Job name."), directory: Path = DIR
     from reconcile.commands import logs as command
 
     return _run(lambda: command.run(directory, job, timeout))
+
+
+@audit_app.command("verify")
+def audit_verify(directory: Path = DIR) -> int:
+    """Check the hash chain: name any edited, removed, inserted or reordered record (exit 1)."""
+    from reconcile.commands import audit as command
+
+    return _run(lambda: command.verify(directory))
+
+
+@audit_app.command("show")
+def audit_show(directory: Path = DIR, as_json: bool = typer.Option(False, "--json", help="One JSON record a line."),
+               job: str | None = typer.Option(None, "--job", help="Only this job's actions."),
+               since: str | None = typer.Option(None, "--since", help="Only records from this ISO time on.")) -> int:
+    """Read the audit log: what ran, from which commit, by whom."""
+    from reconcile.commands import audit as command
+
+    return _run(lambda: command.show(directory, as_json, job, since))
 
 
 @local_app.command("up")

@@ -1,8 +1,13 @@
-"""The append-only audit log: <shared_root>/.argus/audit/<workspace>.jsonl, one JSON line an event."""
+"""The append-only audit log: <shared_root>/.argus/audit/<workspace>.jsonl, one JSON line an event.
+
+Tamper-evident: each record carries its own hash and the hash of the record before it, so an
+edited, removed, inserted or reordered record breaks the chain where it happened.
+"""
 
 from __future__ import annotations
 
 import getpass
+import hashlib
 import json
 import os
 import socket
@@ -20,9 +25,54 @@ def audit_path(shared_root: str, workspace: str) -> Path:
     return Path(shared_root) / ".argus" / "audit" / f"{workspace}.jsonl"
 
 
+GENESIS = "0" * 64
+
+
 def append(shared_root: str, workspace: str, event: dict[str, Any]) -> None:
-    entry = {"time": now(), "actor": actor(), "host": socket.gethostname(), **event}
-    append_line(audit_path(shared_root, workspace), json.dumps(entry, sort_keys=True))
+    path = audit_path(shared_root, workspace)
+    entry = {"time": now(), "actor": actor(), "host": socket.gethostname(), **event, "prev": _last_hash(path)}
+    entry["hash"] = record_hash(entry)
+    append_line(path, json.dumps(entry, sort_keys=True))
+
+
+def record_hash(entry: dict[str, Any]) -> str:
+    body = {k: v for k, v in entry.items() if k != "hash"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def verify(shared_root: str, workspace: str) -> tuple[int, list[str]]:
+    """(records, problems): each problem names the record (line, time, event) where the chain breaks."""
+    path = audit_path(shared_root, workspace)
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    problems, previous = [], GENESIS
+    for number, line in enumerate(lines, start=1):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            problems.append(f"line {number}: not a JSON record (edited by hand?)")
+            previous = ""
+            continue
+        name = f"line {number} ({entry.get('time', '?')} {entry.get('event', '?')})"
+        if entry.get("hash") != record_hash(entry):
+            problems.append(f"{name}: its content does not match its hash: the record was edited")
+        elif entry.get("prev") != previous:
+            problems.append(f"{name}: it does not follow the record before it: a record was removed, inserted "
+                            "or reordered just before this one")
+        previous = entry.get("hash", "")
+    return len(lines), problems
+
+
+def _last_hash(path: Path) -> str:
+    """The hash of the file's last record, read from its tail (the log only grows)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return GENESIS
+    with open(path, "rb") as handle:
+        handle.seek(max(0, path.stat().st_size - 65536))
+        last = handle.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    try:
+        return json.loads(last).get("hash") or GENESIS
+    except ValueError:
+        return GENESIS
 
 
 def read(shared_root: str, workspace: str) -> list[dict[str, Any]]:

@@ -165,6 +165,7 @@ def test_records_and_audit_log_on_the_shared_root(workspace, argus):
     wait_for(workspace.address, job.submission_id, {"SUCCEEDED"})
     assert argus("apply", workspace.root, "--auto-approve").code == 0  # refreshes the record
     assert json.loads((base / "status.json").read_text())["status"] == "SUCCEEDED"
+    assert argus("audit", "verify", workspace.root).code == 0
 
 
 def test_status_and_logs(workspace, argus):
