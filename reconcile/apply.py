@@ -15,8 +15,9 @@ from specs.desired import DesiredState
 from specs.errors import ArgusError
 from specs.submission import expand, labels, secret_refs
 from state import audit, debug, records
+from state.failures import classify, evidence_of
 from state.gitinfo import GitInfo
-from state.observed import ObservedState, RunRecord
+from state.observed import TERMINAL, ObservedState, RayJob, RunRecord
 from state.ray_client import ClusterUnreachable, RayClient
 
 DEFAULT_STOP_TIMEOUT = 120.0
@@ -70,10 +71,26 @@ def refresh_records(ctx: ApplyContext, observed: ObservedState) -> int:
         root = ctx.desired.shared_root(cluster.name)
         for job in cluster.jobs:
             record = observed.records.get(job.submission_id)
-            if record is not None and record.status != job.status:
-                _set_status(root, record, job.status)
+            unkept = job.status in TERMINAL and not records.has_log(root, job.submission_id, "driver.log")
+            if record is not None and (record.status != job.status or unkept):
+                _record_progress(ctx, root, record, job)
                 updated += 1
     return updated
+
+
+def _record_progress(ctx: ApplyContext, root: str, record: RunRecord, job: RayJob) -> None:
+    """A run seen finished for the first time: keep its driver log (Ray keeps it on one node's
+    disk only), classify a failure, and say so in the audit log."""
+    if job.status not in TERMINAL:
+        _set_status(root, record, job.status)
+        return
+    logs = ctx.clients[record.cluster].logs(job.submission_id)
+    records.write_log(root, job.submission_id, "driver.log", logs)
+    failure = classify(evidence_of(job, logs))
+    records.write_status(root, record.model_copy(update={"status": job.status, "failure": failure,
+                                                         "updated_at": records.now()}))
+    audit.append(root, ctx.desired.workspace.name, {**_common(ctx), "event": "run.finished", "address":
+                 f"job.{record.job}", "submission_id": job.submission_id, "status": job.status, "failure": failure})
 
 
 def resolve_secrets(plan: Plan) -> dict[str, str]:

@@ -18,13 +18,16 @@ class Action(str, Enum):
     SUBMIT = "submit"
     STOP = "stop"
     REPLACE = "replace"
+    RETRY = "retry"
+    """A new attempt of a failed run of the same spec."""
     DELETE = "delete"
     NOOP = "no-op"
 
     @property
     def symbol(self) -> str:
         """The rendering is the action: Terraform's + - -/+."""
-        return {"create": "+", "submit": "+", "stop": "-", "replace": "-/+", "delete": "-", "no-op": " "}[self.value]
+        return {"create": "+", "submit": "+", "retry": "+", "stop": "-", "replace": "-/+", "delete": "-",
+                "no-op": " "}[self.value]
 
 
 class SubmitStep(Frozen):
@@ -86,6 +89,8 @@ class RunView(Frozen):
     """The Ray status; for a run Ray forgot, the last status argus recorded."""
     on_ray: bool
     """False when Ray no longer knows the run (head restart, delete_job)."""
+    failure: str | None = None
+    """Failure class of a failed run, when known (state.failures)."""
     started_at: float = 0.0
     """Epoch seconds of the submit (Ray's start time, or argus's record): orders a job's runs."""
     protect: bool = False
@@ -97,7 +102,7 @@ class RunView(Frozen):
     @property
     def health(self) -> str:
         if self.on_ray:
-            return self.status
+            return f"{self.status} ({self.failure})" if self.failure and self.status == "FAILED" else self.status
         if self.status in MAYBE_RUNNING:
             return f"lost (last seen {self.status})"
         return f"forgotten ({self.status})"

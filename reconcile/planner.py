@@ -31,8 +31,8 @@ from state.observed import ACTIVE, MAYBE_RUNNING, ObservedState, RunRecord
 
 # Files first (jobs need their code), then stops, so a renamed job's old run ends before its new
 # one starts; snapshots are pruned last, after the runs that used them have stopped.
-EXECUTION_ORDER = {Action.CREATE: 0, Action.STOP: 1, Action.REPLACE: 2, Action.SUBMIT: 3, Action.DELETE: 4,
-                   Action.NOOP: 5}
+EXECUTION_ORDER = {Action.CREATE: 0, Action.STOP: 1, Action.REPLACE: 2, Action.SUBMIT: 3, Action.RETRY: 3,
+                   Action.DELETE: 4, Action.NOOP: 5}
 Submissions = Mapping[str, dict]
 
 
@@ -134,6 +134,8 @@ def plan_job(job: Job, sub: Submission, runs: list[RunView], submissions: Submis
     if mine and older_active:
         reason = f"a run of this spec ({newest(mine).submission_id}) exists; an older spec's run is still active"
         return _stop(address, older_active, reason, submissions)
+    if mine and (retry := _retry(job, sub, digest, mine, submissions)) is not None:
+        return retry
     if mine:
         current = newest(mine)
         return Change(address=address, action=Action.NOOP, reason=_in_sync_reason(current), current=current,
@@ -159,13 +161,14 @@ def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunVi
                 views[job.submission_id] = (job.job, RunView(
                     submission_id=job.submission_id, cluster=cluster.name, spec_hash=job.spec_hash,
                     attempt=job.attempt, status=job.status, on_ray=True, started_at=(job.start_time or 0) / 1000,
-                    protect=bool(record and record.protect)))
+                    protect=bool(record and record.protect),
+                    failure=(record.failure if record else None) or observed.failures.get(job.submission_id)))
     for record in observed.records.values():
         if record.submission_id in views or _never_reached_ray(record, observed):
             continue
         views[record.submission_id] = (record.job, RunView(
             submission_id=record.submission_id, cluster=record.cluster, spec_hash=record.spec_hash,
-            attempt=record.attempt, status=record.status, on_ray=False, protect=record.protect,
+            attempt=record.attempt, status=record.status, on_ray=False, protect=record.protect, failure=record.failure,
             started_at=_epoch(record.submitted_at or record.updated_at)))
     grouped: dict[str, list[RunView]] = {}
     for job_name, view in views.values():
@@ -175,6 +178,20 @@ def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunVi
 
 def newest(runs: list[RunView]) -> RunView | None:
     return max(runs, key=lambda r: (r.started_at, r.attempt, r.submission_id), default=None)
+
+
+def _retry(job: Job, sub: Submission, digest: str, mine: list[RunView], submissions: Submissions) -> Change | None:
+    """A new attempt when the newest run of this spec failed in a way its retry policy names."""
+    last = newest(mine)
+    failure = "lost" if not last.on_ray and last.status in MAYBE_RUNNING else last.failure
+    if job.retry is None or failure not in job.retry.on or last.attempt >= job.retry.max_attempts:
+        return None
+    if last.on_ray and last.status != "FAILED":
+        return None
+    attempt = last.attempt + 1
+    change = _submit(f"job.{job.name}", sub, digest, mine, [], submissions, attempt=attempt,
+                     why=f"attempt {attempt}/{job.retry.max_attempts}: {last.submission_id} {failure}")
+    return change.model_copy(update={"action": Action.RETRY})
 
 
 def _submit(address: str, sub: Submission, digest: str, runs: list[RunView], older_active: list[RunView],

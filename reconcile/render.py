@@ -21,8 +21,8 @@ from reconcile.model import (
     SubmitStep,
 )
 
-_COLOURS = {Action.CREATE: "green", Action.SUBMIT: "green", Action.STOP: "red", Action.REPLACE: "yellow",
-            Action.DELETE: "red", Action.NOOP: None}
+_COLOURS = {Action.CREATE: "green", Action.SUBMIT: "green", Action.RETRY: "green", Action.STOP: "red",
+            Action.REPLACE: "yellow", Action.DELETE: "red", Action.NOOP: None}
 
 
 def render_plan(plan: Plan, colour: bool = False) -> str:
@@ -47,7 +47,7 @@ def summary(plan: Plan) -> str:
     if not plan.actionable:
         return "No changes. The clusters match the desired state."
     counts = plan.counts()
-    shown = [a for a in (Action.CREATE, Action.SUBMIT, Action.REPLACE, Action.STOP, Action.DELETE)
+    shown = [a for a in (Action.CREATE, Action.SUBMIT, Action.RETRY, Action.REPLACE, Action.STOP, Action.DELETE)
              if counts[a] or a in (Action.SUBMIT, Action.REPLACE, Action.STOP)]
     return f"Plan: {', '.join(f'{counts[a]} to {a.value}' for a in shown)}."
 
@@ -95,6 +95,8 @@ def _change_lines(change: Change, colour: bool) -> list[str]:
     head = f"{symbol:>3} {change.address}"
     if colour:
         head = typer.style(head, fg=_COLOURS[change.action], bold=True)
+    if change.action is Action.RETRY:  # + retry job.NAME (attempt 2/3: nccl_timeout)
+        head = head.replace(change.address, f"retry {change.address}")
     lines = [f"{head}  ({change.action.value}: {change.reason})"]
     lines.extend(f"      ~ {d.path}: {_show(d.before)} -> {_show(d.after)}" for d in change.diff)
     if change.action is Action.SUBMIT and change.before is None and change.after:

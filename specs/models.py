@@ -143,6 +143,20 @@ class Trainer(Spec):
     """trainer.default_local_dir; defaults to ${shared_root}/outputs/checkpoints/<job>/run-<run>."""
 
 
+RetryableClass = Literal["oom", "nccl_timeout", "node_lost", "runtime_env_setup", "start_timeout", "unknown", "lost"]
+
+
+class Retry(Spec):
+    """New attempts of a failed run (same checkpoint directory, so verl resumes), for these classes only.
+
+    config_error, import_error, user_code and stopped are never retried: they would fail the same way.
+    """
+
+    max_attempts: int = Field(ge=1, strict=True)
+    """Attempts in all, the first one included."""
+    on: list[RetryableClass] = Field(min_length=1)
+
+
 class Job(Spec):
     """A Ray job argus keeps submitted (state: running) or stopped."""
 
@@ -181,6 +195,7 @@ class Job(Spec):
     """When true, any plan that would stop or replace this job's run is an error."""
     run: int = Field(default=1, ge=1, strict=True)
     """Bump to ask for a new run of an otherwise unchanged spec."""
+    retry: Retry | None = None
 
 
 SECRET_KEY_PATTERN = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)

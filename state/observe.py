@@ -20,10 +20,8 @@ def clients(desired: DesiredState, timeout: float = DEFAULT_TIMEOUT) -> dict[str
 def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: bool = False) -> ObservedState:
     """One snapshot (one list_jobs) per cluster, plus what the shared roots hold."""
     clusters = {name: client.snapshot() for name, client in ray.items()}
+    records = _records(desired)
     states = {name: observe_snapshot(desired, name, verify_snapshots) for name in sorted(desired.snapshots)}
-    records: dict[str, RunRecord] = {}
-    for root in sorted(set(desired.shared_roots.values())):
-        records.update(read_records(root, desired.workspace.name))
     return ObservedState(
         clusters=clusters,
         records=records,
@@ -33,7 +31,34 @@ def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: 
                       for name, root in desired.shared_roots.items() if name not in absent_roots(desired)},
         absent_roots=absent_roots(desired),
         workload_checks=workload_checks(desired, states),
+        failures=unclassified_failures(desired, ray, clusters, records),
     )
+
+
+def _records(desired: DesiredState) -> dict[str, RunRecord]:
+    records: dict[str, RunRecord] = {}
+    for root in sorted(set(desired.shared_roots.values())):
+        records.update(read_records(root, desired.workspace.name))
+    return records
+
+
+def unclassified_failures(desired: DesiredState, ray: dict[str, RayClient], clusters: dict,
+                          records: dict[str, RunRecord]) -> dict[str, str]:
+    """Classes of failed runs whose job has a retry policy and whose record has none yet.
+
+    One log read per such run, once: after apply records the class, the record answers.
+    """
+    from state.failures import classify, evidence_of
+
+    found = {}
+    for name, cluster in clusters.items():
+        for job in cluster.jobs:
+            spec = desired.jobs.get(job.job or "")
+            record = records.get(job.submission_id)
+            if (job.workspace == desired.workspace.name and job.status == "FAILED" and spec and spec.retry
+                    and not (record and record.failure)):
+                found[job.submission_id] = classify(evidence_of(job, ray[name].logs(job.submission_id))) or "unknown"
+    return found
 
 
 def workload_checks(desired: DesiredState, states: dict[str, SnapshotState]) -> dict[str, tuple[Finding, ...]]:

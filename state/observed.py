@@ -28,6 +28,8 @@ class RayJob(Frozen):
     start_time: int | None = None
     end_time: int | None = None
     driver_node_id: str | None = None
+    error_type: str | None = None
+    driver_exit_code: int | None = None
 
     @property
     def workspace(self) -> str | None:
@@ -86,6 +88,8 @@ class RunRecord(Frozen):
     submission: dict[str, Any]
     protect: bool = False
     """The job's `protect:` at submit time: still guards the run after its spec is deleted."""
+    failure: str | None = None
+    """Why the run failed (state.failures), once argus has seen it finish and kept its log."""
     session_name: str | None = None
     """The cluster's Ray session when argus submitted: tells a refused submit from a forgotten one."""
     error: str | None = None
@@ -154,6 +158,8 @@ class ObservedState(Frozen):
     """Per cluster: every snapshot on its shared root, by path relative to it."""
     missing_dirs: dict[str, tuple[str, ...]] = {}
     """Per cluster: LAYOUT directories that do not exist yet."""
+    failures: dict[str, str] = {}
+    """Failure classes of failed runs not yet classified in their record (read from their logs)."""
     workload_checks: dict[str, tuple[Finding, ...]] = {}
     """Per verl job: entry module, Hydra composition, data and model files."""
     absent_roots: tuple[str, ...] = ()

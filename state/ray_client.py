@@ -188,6 +188,8 @@ def _ray_job(details: Any) -> RayJob:
         start_time=details.start_time,
         end_time=details.end_time,
         driver_node_id=getattr(details, "driver_node_id", None),
+        error_type=str(_enum_value(getattr(details, "error_type", None) or "")) or None,
+        driver_exit_code=getattr(details, "driver_exit_code", None),
     )
 
 

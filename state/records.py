@@ -43,6 +43,14 @@ def append_submit_log(shared_root: str, submission_id: str, text: str) -> None:
     write_atomic(path, previous + f"{now()} {text}\n")
 
 
+def write_log(shared_root: str, submission_id: str, name: str, text: str) -> None:
+    write_atomic(job_dir(shared_root, submission_id) / "logs" / name, text)
+
+
+def has_log(shared_root: str, submission_id: str, name: str) -> bool:
+    return (job_dir(shared_root, submission_id) / "logs" / name).exists()
+
+
 def write_debug(shared_root: str, submission_id: str, name: str, text: str) -> None:
     write_atomic(job_dir(shared_root, submission_id) / "debug" / name, text)
 

@@ -192,3 +192,20 @@ def test_a_verl_job_that_fits_only_when_others_finish_gets_a_warning_naming_them
     [warning] = [d for d in plan(state, seen).diagnostics if d.address == "job.ppo"]
     assert warning.severity == "warning" and warning.where == "jobs/ppo.yaml:9"
     assert f"other jobs hold the GPUs ({holder.submission_id} (4 GPUs))" in warning.message
+
+
+def test_a_retryable_failure_gets_a_new_attempt_up_to_the_limit():
+    spec = job(retry={"max_attempts": 3, "on": ["nccl_timeout", "lost"]})
+    failed = run_of(spec, "FAILED")
+    seen = observed(failed, records=(record_of(failed, "FAILED", failure="nccl_timeout"),))
+    change = plan(desired(spec), seen).changes[0]
+    assert change.action is Action.RETRY and change.steps[0].attempt == 2
+    assert change.steps[0].submission_id.endswith(".2") and "attempt 2/3" in change.reason
+    user_bug = observed(failed, records=(record_of(failed, "FAILED", failure="user_code"),))
+    assert plan(desired(spec), user_bug).changes[0].action is Action.NOOP
+    last = run_of(spec, "FAILED", attempt=3)
+    exhausted = observed(last, records=(record_of(last, "FAILED", failure="nccl_timeout").model_copy(
+        update={"attempt": 3}),))
+    assert plan(desired(spec), exhausted).changes[0].action is Action.NOOP
+    lost = record_of(run_of(spec, "RUNNING"), "RUNNING", session_name="s0")
+    assert plan(desired(spec), observed(records=(lost,))).changes[0].action is Action.RETRY
