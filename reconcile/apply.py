@@ -17,7 +17,7 @@ from specs.submission import expand, labels, secret_refs
 from state import audit, debug, records
 from state.failures import classify, evidence_of
 from state.gitinfo import GitInfo
-from state.observed import TERMINAL, ObservedState, RayJob, RunRecord
+from state.observed import TERMINAL, ClusterState, ObservedState, RayJob, RunRecord
 from state.ray_client import ClusterUnreachable, RayClient
 
 DEFAULT_STOP_TIMEOUT = 120.0
@@ -38,6 +38,8 @@ class ApplyContext:
     observed: ObservedState | None = None
     """What the plan was made from: the cluster's resources before each submit come from here."""
     submitted: list[tuple[str, str]] = field(default_factory=list)
+    keep_finished: int = 3
+    """Finished runs per job left in Ray's job table; older ones are deleted once their log is kept."""
     """(cluster, submission_id) of every run submitted by this apply."""
 
 
@@ -68,6 +70,7 @@ def refresh_records(ctx: ApplyContext, observed: ObservedState) -> int:
                             debug.job_list(observed.clusters[cluster]))
     updated = 0
     for cluster in observed.clusters.values():
+        _forget_old_runs(ctx, cluster)
         root = ctx.desired.shared_root(cluster.name)
         for job in cluster.jobs:
             record = observed.records.get(job.submission_id)
@@ -76,6 +79,21 @@ def refresh_records(ctx: ApplyContext, observed: ObservedState) -> int:
                 _record_progress(ctx, root, record, job)
                 updated += 1
     return updated
+
+
+def _forget_old_runs(ctx: ApplyContext, cluster: ClusterState) -> None:
+    """Delete this workspace's oldest finished jobs from Ray's table, keeping the newest few per job:
+    list_jobs returns every job ever, so an unpruned table makes every plan slower. Only runs whose
+    driver log is already kept on NFS are deleted."""
+    root = ctx.desired.shared_root(cluster.name)
+    finished: dict[str, list[RayJob]] = {}
+    for job in cluster.jobs:
+        if (job.workspace == ctx.desired.workspace.name and job.status in TERMINAL
+                and records.has_log(root, job.submission_id, "driver.log")):
+            finished.setdefault(job.job or "", []).append(job)
+    for runs in finished.values():
+        for old in sorted(runs, key=lambda j: j.start_time or 0)[:-ctx.keep_finished]:
+            ctx.clients[cluster.name].delete(old.submission_id)
 
 
 def _record_progress(ctx: ApplyContext, root: str, record: RunRecord, job: RayJob) -> None:

@@ -118,6 +118,11 @@ class RayClient:
                 )
             time.sleep(poll)
 
+    def delete(self, submission_id: str) -> None:
+        """Remove a finished job from Ray's table (its record and log are kept on NFS)."""
+        with self._errors(f"delete {submission_id}"):
+            self._sdk.delete_job(submission_id)
+
     def logs(self, submission_id: str) -> str:
         with self._errors(f"read logs of {submission_id}"):
             return self._sdk.get_job_logs(submission_id)

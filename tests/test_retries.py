@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from conftest import jobs_of, wait_for
+
 from state import audit
 
 NCCL = ("import sys; print('[rank0]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
@@ -40,3 +41,18 @@ def test_a_retryable_failure_is_retried_then_recorded(workspace, argus):
     finished = [e for e in audit.read(str(workspace.shared), workspace.name) if e["event"] == "run.finished"]
     assert {(e["address"], e["failure"]) for e in finished} >= {("job.flaky", "nccl_timeout"),
                                                                ("job.buggy", "user_code")}
+
+
+def test_old_finished_runs_leave_rays_table_but_not_argus_records(workspace, argus):
+    for run in range(1, 6):
+        workspace.job("repeat", ["python3", "-c", "print('round')"], extra=f"run: {run}\n")
+        assert argus("apply", workspace.root, "--auto-approve").code == 0
+        for job in jobs_of(workspace.address, workspace.name):
+            wait_for(workspace.address, job.submission_id, {"SUCCEEDED"})
+    assert argus("apply", workspace.root, "--auto-approve").code == 0  # keeps the last logs, then prunes
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    on_ray = jobs_of(workspace.address, workspace.name)
+    assert len(on_ray) == 3
+    kept = sorted((workspace.shared / "jobs").glob("*/logs/driver.log"))
+    assert len(kept) == 5 and all("round" in p.read_text() for p in kept)
+    assert argus("plan", workspace.root, "--detailed-exitcode").code == 0
