@@ -96,7 +96,7 @@ def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: Mapping[str
 
 
 def _world_diagnostics(desired: DesiredState, observed: ObservedState) -> list[Diagnostic]:
-    return _runs_on_removed_clusters(observed) + [
+    return _runs_on_removed_clusters(observed) + _restarted_heads(observed) + [
         Diagnostic(severity="error", address=f"cluster.{name}",
                    where=desired.source(f"cluster.{name}").at("shared_root"),
                    message=f"shared root {desired.shared_root(name)} does not exist on this machine: mount the NFS "
@@ -275,6 +275,21 @@ def _runs_on_removed_clusters(observed: ObservedState) -> list[Diagnostic]:
         message=f"run {r.submission_id} was {r.status} on cluster {r.cluster!r}, which is no longer in the "
                 f"desired state; put the Cluster back and stop the job first (state: stopped), then remove it")
         for r in observed.records.values() if r.cluster not in observed.clusters and r.status in MAYBE_RUNNING]
+
+
+def _restarted_heads(observed: ObservedState) -> list[Diagnostic]:
+    """Runs submitted in an earlier Ray session that Ray no longer knows: the head restarted."""
+    found = []
+    for name, cluster in sorted(observed.clusters.items()):
+        on_ray = {j.submission_id for j in cluster.jobs}
+        earlier = sorted({r.session_name for r in observed.records.values() if r.cluster == name and r.session_name
+                          and r.session_name != cluster.session_name and r.submission_id not in on_ray})
+        if earlier:
+            found.append(Diagnostic(severity="warning", address=f"cluster.{name}",
+                                    message=f"the head of cluster {name!r} restarted since argus submitted there "
+                                            f"(session {earlier[-1]} -> {cluster.session_name}): Ray forgot those "
+                                            "jobs; they are shown from argus's records"))
+    return found
 
 
 def _epoch(timestamp: str) -> float:

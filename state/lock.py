@@ -66,6 +66,8 @@ def acquire(shared_root: str, info: LockInfo, timeout: float) -> None:
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
+            if _holder_died_here(path, info.workspace):
+                continue
             if time.monotonic() >= deadline:
                 raise LockHeld(_held_message(path)) from None
             time.sleep(0.5)
@@ -100,6 +102,30 @@ def break_lock(shared_root: str, workspace: str, lock_id: str) -> LockInfo | Non
         return None
     path.unlink(missing_ok=True)
     return holder
+
+
+def _holder_died_here(path: Path, workspace: str) -> bool:
+    """A lock whose holder ran on this host and no longer exists is broken at once (and audited):
+    a SIGKILLed apply must not block the next one. Holders on other hosts need `argus unlock`."""
+    holder = read(path)
+    if holder is None or holder.host != socket.gethostname() or _alive(holder.pid):
+        return False
+    path.unlink(missing_ok=True)
+    from state import audit
+
+    audit.append(str(path.parents[2]), workspace, {"event": "unlock", "reason": "holder process is gone",
+                                                   "lock": holder.model_dump()})
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _held_message(path: Path) -> str:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from specs.errors import ArgusError
 from state.observed import TERMINAL, ClusterState, Node, RayJob
 
 DEFAULT_TIMEOUT = 10.0
+READ_RETRY_DELAYS = (0.5, 1.0)
+"""Backoff between tries of a read: three tries in all, then the error stands."""
 
 
 class ClusterUnreachable(ArgusError):
@@ -44,8 +46,7 @@ class RayClient:
         """Version, alive nodes and every submission job: one list_jobs for the whole plan."""
         version = self._get_json("/api/version")
         rows = self.node_rows()
-        with self._errors("list jobs"):
-            details = self._sdk.list_jobs()
+        details = self._read(self._list_jobs)
         jobs = tuple(_ray_job(d) for d in details if str(_enum_value(d.type)) == "SUBMISSION")
         return ClusterState(
             name=self.name,
@@ -56,6 +57,10 @@ class RayClient:
             dead_nodes=sum(r.get("state") == "DEAD" for r in rows),
             jobs=jobs,
         )
+
+    def _list_jobs(self) -> list[Any]:
+        with self._errors("list jobs"):
+            return self._sdk.list_jobs()
 
     def node_rows(self) -> list[dict[str, Any]]:
         body = self._get_json("/api/v0/nodes?limit=10000&detail=true")
@@ -128,11 +133,23 @@ class RayClient:
             return self._sdk.get_job_logs(submission_id)
 
     def _get_json(self, endpoint: str) -> dict[str, Any]:
-        with self._errors(f"GET {endpoint}"):
-            response = self._sdk._do_request("GET", endpoint)
-            if response.status_code != 200:
-                self._sdk._raise_error(response)
-            return response.json()
+        def get() -> dict[str, Any]:
+            with self._errors(f"GET {endpoint}"):
+                response = self._sdk._do_request("GET", endpoint)
+                if response.status_code != 200:
+                    self._sdk._raise_error(response)
+                return response.json()
+
+        return self._read(get)
+
+    def _read(self, call: Callable[[], Any]) -> Any:
+        """Reads are retried on a transient failure (bounded backoff); writes never are."""
+        for delay in READ_RETRY_DELAYS:
+            try:
+                return call()
+            except ClusterUnreachable:
+                time.sleep(delay)
+        return call()
 
     @contextlib.contextmanager
     def _errors(self, what: str) -> Iterator[None]:

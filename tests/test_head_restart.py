@@ -37,6 +37,7 @@ def test_runs_survive_a_head_restart_as_forgotten_or_lost(tmp_path, argus):
         assert "No changes." in plan.out
         assert "forgotten (SUCCEEDED)" in plan.out
         assert "lost (last seen RUNNING)" in plan.out and "no longer knows it" in plan.out
+        assert "the head of cluster 'local' restarted since argus submitted there" in plan.out
         assert argus("apply", ws.root, "--auto-approve").code == 0
         assert jobs_of(cluster.address, ws.name) == []
         status = argus("status", ws.root)
