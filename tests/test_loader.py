@@ -227,3 +227,10 @@ def test_verl_jobs_need_their_fields_and_keep_argus_keys(ws: Workspace) -> None:
         "jobs/v.yaml:15: entrypoint: `workload: ppo` builds its own entrypoint (verl); put extra Hydra settings "
         "in `overrides:`",
     ]
+
+
+def test_names_that_could_escape_the_shared_root_are_rejected(ws: Workspace) -> None:
+    ws.write("code.yaml", "kind: CodeSnapshot\nname: ../../etc\ncluster: h20\nrepo: /abs\npath: /srv/x\n")
+    found = problems(ws)
+    assert any(p.startswith("code.yaml:2: name: invalid name '../../etc'") for p in found), found
+    assert any(p.startswith("code.yaml:4: repo: String should match pattern") for p in found), found
