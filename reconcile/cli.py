@@ -97,6 +97,8 @@ def apply(directory: Path = APPLY_TARGET, workspace_dir: Path = WORKSPACE_DIR,
                                              help="Seconds to wait for a stopped job to reach a final status."),
           prune: bool = PRUNE, target: list[str] = TARGET, replace: list[str] = REPLACE,
           allow_empty: bool = ALLOW_EMPTY,
+          keep_finished: int = typer.Option(3, "--keep-finished", min=1,
+                                            help="Finished runs per job left in Ray's job table once logged."),
           lock_timeout: float = typer.Option(0.0, "--lock-timeout",
                                              help="Seconds to wait for another apply's lock (default: fail at once).")
           ) -> int:
@@ -104,7 +106,7 @@ def apply(directory: Path = APPLY_TARGET, workspace_dir: Path = WORKSPACE_DIR,
     from reconcile.commands import apply as command
 
     options = command.ApplyOptions(auto_approve=auto_approve, timeout=timeout, stop_timeout=stop_timeout,
-                                   colour=is_tty(), lock_timeout=lock_timeout,
+                                   colour=is_tty(), lock_timeout=lock_timeout, keep_finished=keep_finished,
                                    plan=_plan_options(prune, target, replace, allow_empty))
     if directory.is_file():
         return _run(lambda: command.run_saved(directory, workspace_dir, options))

@@ -23,6 +23,7 @@ class ApplyOptions:
     stop_timeout: float = 120.0
     colour: bool = False
     lock_timeout: float = 0.0
+    keep_finished: int = 3
     plan: PlanOptions = PlanOptions()
 
 
@@ -44,7 +45,8 @@ def run(directory: Path, options: ApplyOptions) -> int:
             _confirm()
         ctx = ApplyContext(desired=desired, clients=ray, git=desired_commit(desired.root), plan_id=plan_id,
                            sessions={name: c.session_name for name, c in observed.clusters.items()},
-                           stop_timeout=options.stop_timeout, echo=typer.echo, observed=observed)
+                           stop_timeout=options.stop_timeout, echo=typer.echo, observed=observed,
+                           keep_finished=options.keep_finished)
         return _execute(plan, ctx)
 
 
@@ -71,7 +73,8 @@ def run_saved(plan_file: Path, directory: Path, options: ApplyOptions) -> int:
         typer.echo(render_plan(stored.plan, colour=options.colour))
         ctx = ApplyContext(desired=desired, clients=ray, git=git, plan_id=stored.plan_id,
                            sessions={name: c.session_name for name, c in observed.clusters.items()},
-                           stop_timeout=options.stop_timeout, echo=typer.echo, observed=observed)
+                           stop_timeout=options.stop_timeout, echo=typer.echo, observed=observed,
+                           keep_finished=options.keep_finished)
         return _execute(stored.plan, ctx)
 
 
