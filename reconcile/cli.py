@@ -114,6 +114,24 @@ def apply(directory: Path = APPLY_TARGET, workspace_dir: Path = WORKSPACE_DIR,
 
 
 @app.command()
+def schema() -> int:
+    """Print the JSON Schema of every kind (also committed as schema/argus.schema.json)."""
+    from specs.schema import schema_text
+
+    return _run(lambda: typer.echo(schema_text(), nl=False) or 0)
+
+
+@app.command()
+def init(directory: Path = DIR,
+         address: str = typer.Option("http://127.0.0.1:8265", "--address", help="The cluster's Ray dashboard."),
+         shared_root: str = typer.Option(".shared", "--shared-root", help="The NFS mount every node sees.")) -> int:
+    """Scaffold a workspace: argus.yaml, a cluster, a job and .gitignore. Never overwrites."""
+    from reconcile.commands import init as command
+
+    return _run(lambda: command.run(directory, address, shared_root))
+
+
+@app.command()
 def unlock(lock_id: str = typer.Argument(..., help="The id printed by the apply that is refused."),
            directory: Path = DIR) -> int:
     """Break the apply lock of a dead apply; the audit log records it."""

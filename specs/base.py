@@ -13,4 +13,4 @@ class Frozen(BaseModel):
     allow_inf_nan=False: `.inf` CPUs is a typo, not a request.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, use_attribute_docstrings=True)

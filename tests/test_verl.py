@@ -54,14 +54,14 @@ def test_a_typo_in_an_override_fails_at_its_line(h20: Path, argus):
     edit(h20 / "jobs.yaml", "  - data.train_batch_size=256", "  - trainer.nnodez=2")
     result = argus("validate", "--deep", h20)
     assert result.code == 1
-    assert "jobs.yaml:14: Hydra rejects the job's config: Could not override 'trainer.nnodez'" in result.out
+    assert "jobs.yaml:15: Hydra rejects the job's config: Could not override 'trainer.nnodez'" in result.out
 
 
 def test_an_override_of_a_typed_field_names_the_field(h20: Path, argus):
     edit(h20 / "jobs.yaml", "  - data.train_batch_size=256", "  - +trainer.total_epochs=3")
     result = argus("validate", h20)
     assert result.code == 1
-    assert "jobs.yaml:14: overrides.1: '+trainer.total_epochs=3' sets a key argus types: " \
+    assert "jobs.yaml:15: overrides.1: '+trainer.total_epochs=3' sets a key argus types: " \
            "use `trainer.total_epochs` instead" in result.err
 
 
@@ -70,7 +70,7 @@ def test_a_missing_entry_module_is_reported(h20: Path, argus):
          "name: sft-gsm8k\ncluster: h20\ncode: verl-v050")
     result = argus("validate", "--deep", h20)
     assert result.code == 1
-    assert "jobs.yaml:33: entry module verl.trainer.sft_trainer_ray is not in code.verl-v050" in result.out
+    assert "jobs.yaml:34: entry module verl.trainer.sft_trainer_ray is not in code.verl-v050" in result.out
 
 
 def test_the_entrypoint_reaches_verl_as_exactly_the_argv_intended(h20: Path, tmp_path: Path):
