@@ -45,3 +45,18 @@ def test_init_scaffolds_a_workspace_that_validates_and_plans(tmp_path, argus, ra
     assert (target / "jobs" / first.split("=", 1)[1]).resolve() == target / ".argus" / "argus.schema.json"
     again = argus("init", target)
     assert again.code == 1 and "never overwrites" in again.err
+
+
+def test_the_cli_reference_is_current_and_matches_help(argus):
+    from reconcile.cli_reference import reference
+
+    committed = (ROOT / "docs" / "cli.md").read_text()
+    assert reference() == committed, "docs/cli.md is stale: python -m reconcile.cli_reference > docs/cli.md"
+    for section in committed.split("\n#")[1:]:
+        title = section.split("`")[1]
+        options = [cell.strip("`") for line in section.splitlines() if line.startswith("| `--")
+                   for cell in line.split(" | ")[0].lstrip("| ").split(", ")]
+        if not options:
+            continue
+        shown = argus(*title.split()[1:], "--help").out
+        assert all(option in shown for option in options), (title, options)
