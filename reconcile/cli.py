@@ -141,19 +141,22 @@ def unlock(lock_id: str = typer.Argument(..., help="The id printed by the apply 
 
 
 @app.command()
-def status(directory: Path = DIR, timeout: float = TIMEOUT, output_format: Format = FORMAT) -> int:
+def status(directory: Path = DIR, timeout: float = TIMEOUT, output_format: Format = FORMAT,
+           watch: float | None = typer.Option(None, "--watch", help="Refresh every SECONDS until every run "
+                                                                   "has finished.")) -> int:
     """Per job: in sync / changed / missing, and the health of its run on Ray."""
     from reconcile.commands import status as command
 
-    return _run(lambda: command.run(directory, timeout, output_format.value))
+    return _run(lambda: command.run(directory, timeout, output_format.value, watch))
 
 
 @app.command()
-def logs(job: str = typer.Argument(..., help="Job name."), directory: Path = DIR, timeout: float = TIMEOUT) -> int:
+def logs(job: str = typer.Argument(..., help="Job name."), directory: Path = DIR, timeout: float = TIMEOUT,
+         follow: bool = typer.Option(False, "--follow", "-f", help="Stream the log until the run ends.")) -> int:
     """Print the driver log of a job's current run."""
     from reconcile.commands import logs as command
 
-    return _run(lambda: command.run(directory, job, timeout))
+    return _run(lambda: command.run(directory, job, timeout, follow))
 
 
 @audit_app.command("verify")

@@ -128,6 +128,17 @@ class RayClient:
         with self._errors(f"delete {submission_id}"):
             self._sdk.delete_job(submission_id)
 
+    def follow(self, submission_id: str, write: Callable[[str], None]) -> None:
+        """Stream the driver log until the job ends (Ray's websocket tail)."""
+        import asyncio
+
+        async def tail() -> None:
+            async for chunk in self._sdk.tail_job_logs(submission_id):
+                write(chunk)
+
+        with self._errors(f"follow the logs of {submission_id}"):
+            asyncio.run(tail())
+
     def logs(self, submission_id: str) -> str:
         with self._errors(f"read logs of {submission_id}"):
             return self._sdk.get_job_logs(submission_id)

@@ -189,3 +189,13 @@ def _nodes(address: str):
     from state.ray_client import RayClient
 
     return RayClient("local", address).alive_nodes()
+
+
+def test_status_watch_ends_when_runs_finish_and_logs_follow_streams(workspace, argus):
+    workspace.job("ticker", ["python3", "-c",
+                             "import time; [print('tick', i, flush=True) or time.sleep(1) for i in range(3)]"])
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    followed = argus("logs", "ticker", workspace.root, "--follow")
+    assert followed.code == 0 and all(f"tick {i}" in followed.out for i in range(3))
+    watched = argus("status", workspace.root, "--watch", "0.5")
+    assert watched.code == 0 and "SUCCEEDED" in watched.out.splitlines()[-1] + watched.out

@@ -11,7 +11,7 @@ from reconcile.commands.common import connect, load, observe_and_plan
 from specs.errors import ArgusError
 
 
-def run(directory: Path, job: str, timeout: float) -> int:
+def run(directory: Path, job: str, timeout: float, follow: bool = False) -> int:
     desired = load(directory)
     ray = connect(desired, timeout)
     _, plan = observe_and_plan(desired, ray)
@@ -22,5 +22,8 @@ def run(directory: Path, job: str, timeout: float) -> int:
     run_ = change.current
     if not run_.on_ray:
         raise ArgusError(f"Run {run_.submission_id} is {run_.health}: Ray no longer has its logs.")
-    typer.echo(ray[run_.cluster].logs(run_.submission_id), nl=False)
+    if follow:
+        ray[run_.cluster].follow(run_.submission_id, lambda chunk: typer.echo(chunk, nl=False))
+    else:
+        typer.echo(ray[run_.cluster].logs(run_.submission_id), nl=False)
     return EXIT_OK

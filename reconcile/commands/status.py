@@ -2,24 +2,36 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import typer
 
-from reconcile.boundary import EXIT_OK
+from reconcile.boundary import EXIT_OK, is_tty
 from reconcile.commands.common import connect, load, observe_and_plan
 from reconcile.render import render_status
 
 
-def run(directory: Path, timeout: float, output_format: str = "human") -> int:
+def run(directory: Path, timeout: float, output_format: str = "human", watch: float | None = None) -> int:
     desired = load(directory)
-    _, plan = observe_and_plan(desired, connect(desired, timeout))
+    ray = connect(desired, timeout)
+    while True:
+        _, plan = observe_and_plan(desired, ray)
+        if watch and is_tty():
+            typer.clear()
+        show(plan, set(desired.jobs), output_format)
+        if not watch or not any(c.current and c.current.on_ray and not c.current.finished for c in plan.changes):
+            return EXIT_OK  # --watch ends when nothing is PENDING or RUNNING any more
+        typer.echo(f"-- refreshing every {watch:g}s until every run has finished (^C to stop) --")
+        time.sleep(watch)
+
+
+def show(plan, desired_jobs: set[str], output_format: str) -> None:
     if output_format == "json":
         from reconcile.views import status_json
 
-        typer.echo(status_json(plan, set(desired.jobs)))
+        typer.echo(status_json(plan, desired_jobs))
     elif output_format == "markdown":
-        typer.echo("```\n" + render_status(plan, desired_jobs=set(desired.jobs)) + "\n```")
+        typer.echo("```\n" + render_status(plan, desired_jobs=desired_jobs) + "\n```")
     else:
-        typer.echo(render_status(plan, desired_jobs=set(desired.jobs)))
-    return EXIT_OK
+        typer.echo(render_status(plan, desired_jobs=desired_jobs))
