@@ -43,6 +43,8 @@ def test_init_scaffolds_a_workspace_that_validates_and_plans(tmp_path, argus, ra
     assert plan.code == 2 and "+ job.hello" in plan.out and "workspace 'my-team'" in plan.out
     first = (target / "jobs" / "hello.yaml").read_text().splitlines()[0]
     assert (target / "jobs" / first.split("=", 1)[1]).resolve() == target / ".argus" / "argus.schema.json"
+    assert (target / ".github" / "workflows" / "argus-plan.yml").exists()
+    assert (target / ".github" / "actions" / "argus" / "run.sh").stat().st_mode & 0o111
     again = argus("init", target)
     assert again.code == 1 and "never overwrites" in again.err
 
@@ -60,3 +62,11 @@ def test_the_cli_reference_is_current_and_matches_help(argus):
             continue
         shown = argus(*title.split()[1:], "--help").out
         assert all(option in shown for option in options), (title, options)
+
+
+def test_the_packaged_github_templates_are_the_repositorys_own():
+    templates = ROOT / "reconcile" / "templates" / "github"
+    for name in ("action.yml", "run.sh"):
+        assert (templates / name).read_text() == (ROOT / ".github" / "actions" / "argus" / name).read_text()
+    for name in ("argus-plan.yml", "argus-apply.yml", "argus-drift.yml"):
+        assert (templates / name).read_text() == (ROOT / "examples" / "github" / name).read_text()

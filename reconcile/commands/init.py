@@ -24,6 +24,8 @@ def run(directory: Path, address: str, shared_root: str) -> int:
     for rel, text in files.items():
         (directory / rel).parent.mkdir(parents=True, exist_ok=True)
         (directory / rel).write_text(text)
+        if rel.endswith(".sh"):
+            (directory / rel).chmod(0o755)
     typer.echo(f"Created workspace {name!r} in {directory}: {', '.join(sorted(files))}.")
     typer.echo(f"Next: `argus local up` (for the local cluster), then `argus plan {directory}`.")
     return EXIT_OK
@@ -50,4 +52,15 @@ def scaffold(name: str, address: str, shared_root: str) -> dict[str, str]:
             f"{modeline('jobs/hello.yaml')}kind: Job\nname: hello\ncluster: local\nworkload: command\n"
             "entrypoint: [python3, -c, \"import socket; print('hello from', socket.gethostname())\"]\n"),
         ".gitignore": ".shared/\n",
+        **github_files(),
     }
+
+
+def github_files() -> dict[str, str]:
+    """The pull-request workflow (plan, apply, drift) and the action it uses, as in docs/ci.md."""
+    templates = Path(__file__).resolve().parent.parent / "templates" / "github"
+    files = {f".github/actions/argus/{name}": (templates / name).read_text() for name in ("action.yml", "run.sh")}
+    for name in ("argus-plan.yml", "argus-apply.yml", "argus-drift.yml"):
+        text = (templates / name).read_text().replace("infra/argus/**", "**").replace("infra/argus", ".")
+        files[f".github/workflows/{name}"] = text
+    return files
