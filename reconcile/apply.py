@@ -34,7 +34,8 @@ class ApplyContext:
     stop_timeout: float = DEFAULT_STOP_TIMEOUT
     echo: Callable[[str], None] = print
     secrets: dict[str, str] = field(default_factory=dict)
-    outcomes: list[str] = field(default_factory=list)
+    outcomes: list[tuple[str, str, str]] = field(default_factory=list)
+    """(address, action, outcome) of every change applied, for the closing summary table."""
     observed: ObservedState | None = None
     """What the plan was made from: the cluster's resources before each submit come from here."""
     submitted: list[tuple[str, str]] = field(default_factory=list)
@@ -146,7 +147,8 @@ def _apply_change(change: Change, ctx: ApplyContext) -> None:
         sid = getattr(step, "submission_id", None)
         done.append(f"{outcome} ({sid})" if sid else outcome)
     counted = Counter(done)
-    ctx.outcomes.append(f"{change.address}: " + ", ".join(f"{o} x{n}" if n > 1 else o for o, n in counted.items()))
+    ctx.outcomes.append((change.address, change.action.value,
+                         ", ".join(f"{o} x{n}" if n > 1 else o for o, n in counted.items())))
 
 
 def _execute(step: Step, ctx: ApplyContext) -> str:
@@ -166,7 +168,7 @@ def _execute(step: Step, ctx: ApplyContext) -> str:
 def _stop(step: StopStep, ctx: ApplyContext) -> str:
     client = ctx.clients[step.cluster]
     client.stop(step.submission_id)
-    final = client.wait_terminal(step.submission_id, ctx.stop_timeout)
+    final = client.wait_terminal(step.submission_id, ctx.stop_timeout, progress=ctx.echo)
     status = final.status if final else "gone"
     root = ctx.desired.shared_root(step.cluster)
     found = records.read_record(root, step.submission_id)

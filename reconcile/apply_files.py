@@ -32,7 +32,7 @@ def make_snapshot(step: SnapshotStep, ctx: ApplyContext) -> str:
         raise ArgusError(f"code.{step.name}: the source no longer matches the plan "
                          f"({source.error or 'now commit ' + str(source.commit)[:12]}); run `argus plan` again")
     return snapshots.materialize(spec, source, ctx.desired.workspace.name, ctx.desired.root, shared_root,
-                                 Path(ctx.desired.snapshot_dir(spec)))
+                                 Path(ctx.desired.snapshot_dir(spec)), progress=ctx.echo)
 
 
 def delete_snapshot(step: DeleteSnapshotStep, ctx: ApplyContext) -> str:

@@ -66,6 +66,13 @@ def render_step(step: Step) -> str:
     raise TypeError(f"unknown step type {type(step).__name__}")
 
 
+def render_outcomes(rows: list[tuple[str, str, str]]) -> str:
+    """The closing table of an apply: what was done to each address."""
+    table = [("ADDRESS", "ACTION", "OUTCOME"), *rows]
+    widths = [max(len(r[i]) for r in table) for i in range(2)]
+    return "\n".join(f"  {r[0].ljust(widths[0])}  {r[1].ljust(widths[1])}  {r[2]}" for r in table)
+
+
 def render_status(plan: Plan, desired_jobs: set[str]) -> str:
     rows = [("JOB", "SYNC", "HEALTH", "RUN")]
     rows += [(c.address, sync_of(c, desired_jobs), c.current.health if c.current else "-",

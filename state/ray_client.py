@@ -12,6 +12,8 @@ from specs.errors import ArgusError
 from state.observed import TERMINAL, ClusterState, Node, RayJob
 
 DEFAULT_TIMEOUT = 10.0
+PROGRESS_EVERY = 5.0
+"""Seconds between progress lines of a long wait: plain lines, so logs of CI runs show them too."""
 READ_RETRY_DELAYS = (0.5, 1.0)
 """Backoff between tries of a read: three tries in all, then the error stands."""
 
@@ -107,9 +109,11 @@ class RayClient:
         with self._errors(f"stop {submission_id}"):
             self._sdk.stop_job(submission_id)
 
-    def wait_terminal(self, submission_id: str, timeout: float, poll: float = 0.25) -> RayJob | None:
+    def wait_terminal(self, submission_id: str, timeout: float, poll: float = 0.25,
+                      progress: Callable[[str], None] | None = None) -> RayJob | None:
         """Poll until the job is terminal (or gone); raise a clear error when it takes too long."""
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline, next_note = start + timeout, start + PROGRESS_EVERY
         while True:
             job = self.job(submission_id)
             if job is None or job.status in TERMINAL:
@@ -121,6 +125,9 @@ class RayClient:
                     f"starts (or fails it after RAY_JOB_START_TIMEOUT_SECONDS). Check "
                     f"`argus status`, then run `argus apply` again."
                 )
+            if progress and time.monotonic() >= next_note:
+                progress(f"  still {job.status} after {time.monotonic() - start:.0f}s; waiting up to {timeout:.0f}s")
+                next_note += PROGRESS_EVERY
             time.sleep(poll)
 
     def delete(self, submission_id: str) -> None:

@@ -15,6 +15,7 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -56,7 +57,7 @@ def verify(directory: Path, manifest: Manifest) -> str | None:
 
 
 def materialize(snapshot: CodeSnapshot, source: SourceState, workspace: str, workspace_root: str,
-                shared_root: str, target: Path) -> str:
+                shared_root: str, target: Path, progress: Callable[[str], None] | None = None) -> str:
     """Export the source into target atomically. Returns "created", or "exists" if already there."""
     existing = read_manifest(target)
     if existing is not None and existing.digest == source.digest:
@@ -70,7 +71,8 @@ def materialize(snapshot: CodeSnapshot, source: SourceState, workspace: str, wor
         remove_tree(stale)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{snapshot.name}.", dir=target.parent))
     try:
-        written = _export(entries(snapshot, source, workspace_root, shared_root), tmp, Path(shared_root))
+        written = _export(entries(snapshot, source, workspace_root, shared_root), tmp, Path(shared_root),
+                          lambda n: progress and progress(f"  exported {n}/{source.files} files"))
         if digest_of(written) != source.digest:
             raise ArgusError(f"code.{snapshot.name}: the source changed since the plan; run `argus plan` again")
         _write_manifest(tmp, _manifest(snapshot, source, workspace, len(written)))
@@ -107,9 +109,11 @@ def _seal(root: Path) -> None:
     os.chmod(root, 0o555)
 
 
-def _export(files, into: Path, shared_root: Path) -> list[tuple[str, str, str]]:
+def _export(files, into: Path, shared_root: Path, progress: Callable[[int], object]) -> list[tuple[str, str, str]]:
     written = []
-    for rel, mode, data in files:
+    for count, (rel, mode, data) in enumerate(files, start=1):
+        if count % 1000 == 0:
+            progress(count)
         dest = into / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         sha = hashlib.sha256(data).hexdigest()

@@ -15,6 +15,8 @@ def test_apply_then_plan_again_has_no_changes(workspace, argus):
     first = argus("apply", workspace.root, "--auto-approve")
     assert first.code == 0, first.out + first.err
     assert "+ job.hello" in first.out
+    table = first.out.split("Apply complete")[1]
+    assert "ADDRESS" in table and "job.hello" in table and "submitted (" in table
     [job] = jobs_of(workspace.address, workspace.name)
     wait_for(workspace.address, job.submission_id, {"SUCCEEDED"})
 
@@ -138,7 +140,7 @@ def test_apply_twice_submits_once_and_submit_is_idempotent(workspace, argus):
     ctx = ApplyContext(desired, ray, GitInfo("abc", False), "plan1", echo=lambda _: None)
     apply_plan(plan, ctx)
     apply_plan(plan, ctx)  # the same steps again: Ray says "already exists", and it is ours
-    assert ctx.outcomes[-1].startswith("job.once: exists")
+    assert ctx.outcomes[-1][0] == "job.once" and ctx.outcomes[-1][2].startswith("exists")
     assert argus("apply", workspace.root, "--auto-approve").code == 0
     assert len(jobs_of(workspace.address, workspace.name)) == 1
 

@@ -12,7 +12,7 @@ from reconcile.apply import ApplyContext, apply_plan, refresh_records
 from reconcile.boundary import EXIT_ERROR, EXIT_OK
 from reconcile.commands.common import check_addresses, connect, load, observe_and_plan
 from reconcile.model import Plan, PlanOptions
-from reconcile.render import render_plan
+from reconcile.render import render_outcomes, render_plan
 from specs.errors import ArgusError
 
 
@@ -84,7 +84,7 @@ def _execute(plan: Plan, ctx: ApplyContext) -> int:
     apply_plan(plan, ctx)
     refresh_records(ctx, observe(ctx.desired, ctx.clients))
     if plan.actionable:
-        typer.echo(f"\nApply complete (plan {ctx.plan_id}): " + "; ".join(ctx.outcomes))
+        typer.echo(f"\nApply complete (plan {ctx.plan_id}):\n" + render_outcomes(ctx.outcomes))
     return EXIT_OK
 
 
