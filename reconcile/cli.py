@@ -57,6 +57,7 @@ class Format(str, Enum):
     markdown = "markdown"
 
 
+JSON = typer.Option(False, "--json", help="Machine-readable output (same as --format json).")
 FORMAT = typer.Option(Format.human, "--format", help="human, json (docs/plan-format.md) or markdown (PR comments).")
 OUT = typer.Option(None, "-o", "--out", help="Save the plan for `argus apply FILE`.")
 PRUNE = typer.Option(False, "--prune", help="Delete this workspace's code snapshots that no spec names.")
@@ -76,7 +77,7 @@ def plan(directory: Path = DIR, timeout: float = TIMEOUT,
          detailed_exitcode: bool = typer.Option(False, "--detailed-exitcode",
                                                 help="Exit 2 when there are changes, 0 when none."),
          prune: bool = PRUNE, target: list[str] = TARGET, replace: list[str] = REPLACE,
-         allow_empty: bool = ALLOW_EMPTY, output_format: Format = FORMAT,
+         allow_empty: bool = ALLOW_EMPTY, output_format: Format = FORMAT, as_json: bool = JSON,
          out: Path | None = OUT,
          verify_snapshots: bool = typer.Option(False, "--verify-snapshots",
                                                help="Re-hash every snapshot's files against its digest.")) -> int:
@@ -84,7 +85,8 @@ def plan(directory: Path = DIR, timeout: float = TIMEOUT,
     from reconcile.commands import plan as command
 
     spec = command.PlanCommand(detailed_exitcode=detailed_exitcode, timeout=timeout, colour=is_tty(),
-                               output_format=output_format.value, out=out, verify_snapshots=verify_snapshots,
+                               output_format="json" if as_json else output_format.value, out=out,
+                               verify_snapshots=verify_snapshots,
                                options=_plan_options(prune, target, replace, allow_empty))
     return _run(lambda: command.run(directory, spec))
 
@@ -141,22 +143,23 @@ def unlock(lock_id: str = typer.Argument(..., help="The id printed by the apply 
 
 
 @app.command()
-def status(directory: Path = DIR, timeout: float = TIMEOUT, output_format: Format = FORMAT,
+def status(directory: Path = DIR, timeout: float = TIMEOUT, output_format: Format = FORMAT, as_json: bool = JSON,
            watch: float | None = typer.Option(None, "--watch", help="Refresh every SECONDS until every run "
                                                                    "has finished.")) -> int:
     """Per job: in sync / changed / missing, and the health of its run on Ray."""
     from reconcile.commands import status as command
 
-    return _run(lambda: command.run(directory, timeout, output_format.value, watch))
+    return _run(lambda: command.run(directory, timeout, "json" if as_json else output_format.value, watch))
 
 
 @app.command()
 def logs(job: str = typer.Argument(..., help="Job name."), directory: Path = DIR, timeout: float = TIMEOUT,
-         follow: bool = typer.Option(False, "--follow", "-f", help="Stream the log until the run ends.")) -> int:
+         follow: bool = typer.Option(False, "--follow", "-f", help="Stream the log until the run ends."),
+         as_json: bool = JSON) -> int:
     """Print the driver log of a job's current run."""
     from reconcile.commands import logs as command
 
-    return _run(lambda: command.run(directory, job, timeout, follow))
+    return _run(lambda: command.run(directory, job, timeout, follow, as_json))
 
 
 @audit_app.command("verify")
@@ -195,11 +198,11 @@ def local_down(state_dir: Path = LOCAL_DIR) -> int:
 
 
 @local_app.command("status")
-def local_status(state_dir: Path = LOCAL_DIR) -> int:
+def local_status(state_dir: Path = LOCAL_DIR, as_json: bool = JSON) -> int:
     """Show the local cluster's address and processes."""
     from reconcile.commands import local as command
 
-    return _run(lambda: command.status(state_dir))
+    return _run(lambda: command.status(state_dir, as_json))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -183,6 +183,9 @@ def test_status_and_logs(workspace, argus):
     assert "in sync" in line and "SUCCEEDED" in line
     logs = argus("logs", "talker", workspace.root)
     assert logs.code == 0 and "hello from argus" in logs.out
+    as_json = json.loads(argus("logs", "talker", workspace.root, "--json").out)
+    assert as_json["status"] == "SUCCEEDED" and "hello from argus" in as_json["logs"]
+    assert json.loads(argus("status", workspace.root, "--json").out)["jobs"][0]["sync"] in ("in sync", "missing")
     missing = argus("logs", "later", workspace.root)
     assert missing.code == 1 and "has no run yet" in missing.err
 

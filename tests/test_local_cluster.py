@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 
@@ -20,6 +21,7 @@ def test_local_up_status_down_kills_only_its_own_processes(tmp_path, argus, monk
         assert up.code == 0, up.err
         assert f"http://127.0.0.1:{port}" in up.out
         assert argus("local", "status").code == 0
+        assert json.loads(argus("local", "status", "--json").out)["address"] == f"http://127.0.0.1:{port}"
         assert argus("local", "up", "--dashboard-port", str(port)).code == 1  # already up
 
         cluster = local.load(state_dir)

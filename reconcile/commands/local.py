@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
@@ -23,12 +24,15 @@ def down(state_dir: Path) -> int:
     return 0
 
 
-def status(state_dir: Path) -> int:
+def status(state_dir: Path, as_json: bool = False) -> int:
     cluster = local.load(state_dir)
     if cluster is None:
-        typer.echo("No local cluster is up. Start one with `argus local up`.")
+        typer.echo(json.dumps({"up": False}) if as_json else "No local cluster is up. Start one with `argus local up`.")
         return 1
     pids = local.alive_pids(cluster)
+    if as_json:
+        typer.echo(json.dumps({"up": bool(pids), "address": cluster.address, "pids": pids}))
+        return 0 if pids else 1
     state = "up" if pids else "down (its processes are gone; run `argus local down` to clean up)"
     typer.echo(f"Local cluster {state}: dashboard {cluster.address}, {len(pids)} process(es).")
     return 0 if pids else 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
@@ -11,7 +12,7 @@ from reconcile.commands.common import connect, load, observe_and_plan
 from specs.errors import ArgusError
 
 
-def run(directory: Path, job: str, timeout: float, follow: bool = False) -> int:
+def run(directory: Path, job: str, timeout: float, follow: bool = False, as_json: bool = False) -> int:
     desired = load(directory)
     ray = connect(desired, timeout)
     _, plan = observe_and_plan(desired, ray)
@@ -22,7 +23,10 @@ def run(directory: Path, job: str, timeout: float, follow: bool = False) -> int:
     run_ = change.current
     if not run_.on_ray:
         raise ArgusError(f"Run {run_.submission_id} is {run_.health}: Ray no longer has its logs.")
-    if follow:
+    if as_json:
+        typer.echo(json.dumps({"address": f"job.{job}", "submission_id": run_.submission_id,
+                               "status": run_.status, "logs": ray[run_.cluster].logs(run_.submission_id)}))
+    elif follow:
         ray[run_.cluster].follow(run_.submission_id, lambda chunk: typer.echo(chunk, nl=False))
     else:
         typer.echo(ray[run_.cluster].logs(run_.submission_id), nl=False)
