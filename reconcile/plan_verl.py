@@ -8,6 +8,7 @@ from reconcile.model import Action, Change, Diagnostic, RunView
 from specs import verl
 from specs.desired import DesiredState
 from specs.models import Cluster, Job, Trainer
+from specs.submission import driver_needs, resolve
 from state.observed import ClusterState, Node, ObservedState
 
 
@@ -58,7 +59,7 @@ def _capacity(desired: DesiredState, job: Job, cluster: ClusterState, starting: 
                            message=f"{address} can never fit on cluster {cluster.name!r}: it needs {trainer.nnodes} "
                                    f"node(s) with {gpus} GPUs and {cpus} CPUs each ({per_gpu} CPUs per GPU for "
                                    f"{job.workload}); {len(fitting)} alive node(s) have that")]
-    driver = _driver_needs(desired.cluster_of(job), job)
+    driver = driver_needs(resolve(desired.workspace, desired.cluster_of(job), job))
     if not any(all(n.resources.get(k, 0) >= v for k, v in driver.items()) for n in cluster.nodes):
         return [Diagnostic(severity="error", address=address, where=where.at("entrypoint_resources"),
                            message=f"no alive node of cluster {cluster.name!r} offers the driver's {driver}")]
@@ -72,18 +73,6 @@ def _capacity(desired: DesiredState, job: Job, cluster: ClusterState, starting: 
     return [Diagnostic(severity="warning", address=address, where=where.at("trainer"),
                        message=f"{address} does not fit on {cluster.name!r} now: other jobs hold the GPUs ({held}); "
                                "it will wait in PENDING until they finish")]
-
-
-def _driver_needs(cluster: Cluster, job: Job) -> dict[str, float]:
-    defaults = cluster.job_defaults
-    needs = dict(defaults.entrypoint_resources if job.entrypoint_resources is None else job.entrypoint_resources)
-    for key, value in (("CPU", job.entrypoint_num_cpus if job.entrypoint_num_cpus is not None
-                        else defaults.entrypoint_num_cpus),
-                       ("GPU", job.entrypoint_num_gpus if job.entrypoint_num_gpus is not None
-                        else defaults.entrypoint_num_gpus)):
-        if value:
-            needs[key] = value
-    return needs
 
 
 def _gpu_holders(job: Job, runs: Mapping[str, list[RunView]], submissions: Mapping[str, dict]) -> dict[str, int]:

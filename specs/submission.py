@@ -91,6 +91,15 @@ def _gpus(job: Job) -> int:
     return trainer.nnodes * trainer.n_gpus_per_node
 
 
+def driver_needs(sub: Submission) -> dict[str, float]:
+    """The resources the driver asks Ray for, named as nodes name them."""
+    needs = dict(sub.entrypoint_resources)
+    for key, value in (("CPU", sub.entrypoint_num_cpus), ("GPU", sub.entrypoint_num_gpus)):
+        if value:
+            needs[key] = value
+    return needs
+
+
 def entrypoint_string(entrypoint: list[str] | str) -> str:
     """Ray runs the entrypoint with /bin/sh -c: an argv is quoted so it arrives unchanged."""
     return entrypoint if isinstance(entrypoint, str) else shlex.join(entrypoint)

@@ -21,16 +21,17 @@ def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: 
     """One snapshot (one list_jobs) per cluster, plus what the shared roots hold."""
     clusters = {name: client.snapshot() for name, client in ray.items()}
     records = _records(desired)
-    states = {name: observe_snapshot(desired, name, verify_snapshots) for name in sorted(desired.snapshots)}
+    absent = absent_roots(desired)
+    states = {name: observe_snapshot(desired, name, verify_snapshots, absent) for name in sorted(desired.snapshots)}
     return ObservedState(
         clusters=clusters,
         records=records,
         snapshots=states,
         stored={name: snapshots.stored(root) for name, root in desired.shared_roots.items()},
         missing_dirs={name: tuple(d for d in LAYOUT if not (Path(root) / d).is_dir())
-                      for name, root in desired.shared_roots.items() if name not in absent_roots(desired)},
-        absent_roots=absent_roots(desired),
-        workload_checks=workload_checks(desired, states),
+                      for name, root in desired.shared_roots.items() if name not in absent},
+        absent_roots=absent,
+        workload_checks=workload_checks(desired, states, absent),
         failures=unclassified_failures(desired, ray, clusters, records),
     )
 
@@ -61,12 +62,13 @@ def unclassified_failures(desired: DesiredState, ray: dict[str, RayClient], clus
     return found
 
 
-def workload_checks(desired: DesiredState, states: dict[str, SnapshotState]) -> dict[str, tuple[Finding, ...]]:
+def workload_checks(desired: DesiredState, states: dict[str, SnapshotState],
+                    absent: tuple[str, ...]) -> dict[str, tuple[Finding, ...]]:
     from state.verl_checks import check_job  # Hydra is imported only when there are verl jobs
 
     return {name: check_job(desired, job, states[job.code], desired.shared_root(job.cluster))
             for name, job in sorted(desired.jobs.items())
-            if job.workload != "command" and job.code in states and job.cluster not in absent_roots(desired)}
+            if job.workload != "command" and job.code in states and job.cluster not in absent}
 
 
 def absent_roots(desired: DesiredState) -> tuple[str, ...]:
@@ -78,10 +80,10 @@ def absent_roots(desired: DesiredState) -> tuple[str, ...]:
                         if Path(desired.clusters[name].shared_root).is_absolute() and not Path(root).is_dir()))
 
 
-def observe_snapshot(desired: DesiredState, name: str, verify: bool) -> SnapshotState:
+def observe_snapshot(desired: DesiredState, name: str, verify: bool, absent: tuple[str, ...]) -> SnapshotState:
     spec = desired.snapshots[name]
     shared_root = desired.shared_root(spec.cluster)
-    if spec.cluster in absent_roots(desired):
+    if spec.cluster in absent:
         return SnapshotState(source=SourceState(error=f"cluster {spec.cluster!r} has no shared root here",
                                                 error_field="cluster"))
     target = Path(desired.snapshot_dir(spec))
