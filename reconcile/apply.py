@@ -39,9 +39,11 @@ class ApplyContext:
     observed: ObservedState | None = None
     """What the plan was made from: the cluster's resources before each submit come from here."""
     submitted: list[tuple[str, str]] = field(default_factory=list)
+    """(cluster, submission_id) of every run submitted by this apply."""
     keep_finished: int = 3
     """Finished runs per job left in Ray's job table; older ones are deleted once their log is kept."""
-    """(cluster, submission_id) of every run submitted by this apply."""
+    reviewed: dict[str, str] = field(default_factory=dict)
+    """For a saved plan: the reviewed commit and desired-state digest, stamped on every audit record."""
 
 
 def apply_plan(plan: Plan, ctx: ApplyContext) -> None:
@@ -248,7 +250,7 @@ def _describe(err: BaseException) -> str:
 
 
 def _common(ctx: ApplyContext) -> dict[str, Any]:
-    return {"plan_id": ctx.plan_id, "commit": ctx.git.commit, "dirty": ctx.git.dirty}
+    return {"plan_id": ctx.plan_id, "commit": ctx.git.commit, "dirty": ctx.git.dirty, **ctx.reviewed}
 
 
 def _audit_all(ctx: ApplyContext, event: dict[str, Any]) -> None:

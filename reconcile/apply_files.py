@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def make_dir(step: MkdirStep, ctx: ApplyContext) -> str:
-    path = Path(ctx.desired.shared_root(step.cluster)) / step.path
+    path = _confined(ctx.desired.shared_root(step.cluster), step.path)
     existed = path.is_dir()
     path.mkdir(parents=True, exist_ok=True)
     return "exists" if existed else "created"
@@ -36,11 +36,25 @@ def make_snapshot(step: SnapshotStep, ctx: ApplyContext) -> str:
 
 
 def delete_snapshot(step: DeleteSnapshotStep, ctx: ApplyContext) -> str:
-    target = Path(ctx.desired.shared_root(step.cluster)) / step.path
-    if not target.exists():
+    target = _confined(ctx.desired.shared_root(step.cluster), step.path)
+    if not target.exists() and not target.is_symlink():
         return "already gone"
+    manifest = snapshots.read_manifest(target)
+    if target.is_symlink() or manifest is None or manifest.workspace != ctx.desired.workspace.name:
+        raise ArgusError(f"{target} is not a snapshot of workspace {ctx.desired.workspace.name!r} (a symlink, or "
+                         "no manifest of ours): not deleting it")
     snapshots.delete(target)
     return "deleted"
+
+
+def _confined(shared_root: str, rel: str) -> Path:
+    """A step's path, proven to stay under the shared root (steps are validated too: this is the last line)."""
+    root = Path(shared_root).resolve()
+    target = root / rel
+    parent = target.parent.resolve()
+    if ".." in Path(rel).parts or Path(rel).is_absolute() or not (parent == root or root in parent.parents):
+        raise ArgusError(f"{rel!r} is outside the shared root {root}: refused")
+    return target
 
 
 def check_code(code: CodeRef, desired: DesiredState, cluster: str) -> None:

@@ -5,11 +5,19 @@ from __future__ import annotations
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from specs.base import Frozen
-from specs.submission import Submission
-from state.observed import MAYBE_RUNNING
+from specs.models import Name
+from specs.submission import SUBMISSION_ID_PATTERN, Submission
+from state.observed import LAYOUT, MAYBE_RUNNING
+
+SNAPSHOT_PATH_PATTERN = r"^common/code/[a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9-]{0,62}$"
+SubmissionId = Annotated[str, StringConstraints(pattern=SUBMISSION_ID_PATTERN.pattern)]
+LayoutDir = Literal[LAYOUT]  # type: ignore[valid-type]
+"""Steps that touch the shared filesystem name only places of its layout: a step can't reach elsewhere."""
+SnapshotPath = Annotated[str, StringConstraints(pattern=SNAPSHOT_PATH_PATTERN)]
+Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]*$")]
 
 
 class Action(str, Enum):
@@ -34,9 +42,9 @@ class SubmitStep(Frozen):
     """Submit one run; idempotent because the submission id is deterministic."""
 
     kind: Literal["submit"] = "submit"
-    cluster: str
-    submission_id: str
-    spec_hash: str
+    cluster: Name
+    submission_id: SubmissionId
+    spec_hash: Hex
     attempt: int
     submission: Submission
 
@@ -45,16 +53,16 @@ class StopStep(Frozen):
     """Stop one run and wait until Ray reports it terminal, so a replacement never overlaps."""
 
     kind: Literal["stop"] = "stop"
-    cluster: str
-    submission_id: str
+    cluster: Name
+    submission_id: SubmissionId
 
 
 class MkdirStep(Frozen):
     """Create a directory of the NFS layout (and its parents)."""
 
     kind: Literal["mkdir"] = "mkdir"
-    cluster: str
-    path: str
+    cluster: Name
+    path: LayoutDir
     """Relative to the cluster's shared root."""
 
 
@@ -62,16 +70,16 @@ class SnapshotStep(Frozen):
     """Export a code snapshot into place atomically; refused if the source moved since the plan."""
 
     kind: Literal["snapshot"] = "snapshot"
-    cluster: str
-    name: str
-    commit: str
-    digest: str
+    cluster: Name
+    name: Name
+    commit: Hex
+    digest: Hex
 
 
 class DeleteSnapshotStep(Frozen):
     kind: Literal["delete-snapshot"] = "delete-snapshot"
-    cluster: str
-    path: str
+    cluster: Name
+    path: SnapshotPath
     """Relative to the cluster's shared root."""
 
 

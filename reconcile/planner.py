@@ -26,8 +26,8 @@ from reconcile.plan_code import code_ref, plan_dirs, plan_prune, plan_snapshots
 from reconcile.plan_verl import verl_diagnostics
 from specs.desired import DesiredState, Source, address_of
 from specs.models import Job
-from specs.submission import Submission, resolve, spec_hash, submission_id
-from state.observed import ACTIVE, MAYBE_RUNNING, ObservedState, RunRecord
+from specs.submission import SUBMISSION_ID_PATTERN, Submission, resolve, spec_hash, submission_id
+from state.observed import ACTIVE, MAYBE_RUNNING, ObservedState, RayJob, RunRecord
 
 # Files first (jobs need their code), then stops, so a renamed job's old run ends before its new
 # one starts; snapshots are pruned last, after the runs that used them have stopped.
@@ -156,7 +156,7 @@ def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunVi
     views: dict[str, tuple[str, RunView]] = {}
     for cluster in observed.clusters.values():
         for job in cluster.jobs:
-            if job.workspace == workspace and job.job and job.spec_hash:
+            if _labelled_ours(job, workspace):
                 record = observed.records.get(job.submission_id)
                 views[job.submission_id] = (job.job, RunView(
                     submission_id=job.submission_id, cluster=cluster.name, spec_hash=job.spec_hash,
@@ -304,5 +304,11 @@ def _unmanaged(workspace: str, observed: ObservedState) -> tuple[UnmanagedJob, .
         UnmanagedJob(cluster=c.name, submission_id=j.submission_id, status=j.status, owner=j.workspace)
         for c in observed.clusters.values()
         for j in c.jobs
-        if j.workspace != workspace or not (j.job and j.spec_hash)
+        if not _labelled_ours(j, workspace)
     )
+
+
+def _labelled_ours(job: RayJob, workspace: str) -> bool:
+    """argus's labels, and an id argus could have made: anything else is never stopped or planned on."""
+    return bool(job.workspace == workspace and job.job and job.spec_hash
+                and SUBMISSION_ID_PATTERN.match(job.submission_id))

@@ -1,22 +1,29 @@
-"""Saved plans: what was reviewed is exactly what is applied, or nothing is.
+"""Saved plans: a record of what was reviewed, never a program.
 
-`argus plan -o plan.json` writes a SavedPlan; `argus apply plan.json` re-observes and refuses it
-when anything it was made from has moved since (Terraform's stale-plan rule).
+`argus plan -o plan.json` writes a SavedPlan. `argus apply plan.json` plans again from the desired
+state at hand and the world now, and executes the *fresh* steps only when their decisions are
+the reviewed ones (reconcile.reviewed). Nothing in the file is ever executed: a hand-edited file
+is refused as such, and even a consistent forgery could only make apply refuse.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from reconcile.model import Plan
 from specs.base import Frozen
 from specs.errors import ArgusError
+from specs.submission import spec_hash, submission_id
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+DISTRIBUTION = "argus-ray"
+"""The name on the package index (`argus` there is another project); the command is `argus`."""
 
 
 class SavedPlan(Frozen):
@@ -25,19 +32,18 @@ class SavedPlan(Frozen):
     workspace: str
     plan_id: str
     created_at: str
+    desired_digest: str
+    """Content digest of the resolved desired state (specs.content): what the reviewers saw."""
     commit: str
-    """Git commit of the desired state the plan was made from."""
-    dirty: bool
-    fingerprint: str
-    """Digest of the observed state the plan depends on (ObservedState.fingerprint)."""
-    last_applied_plan: str | None
-    """The newest finished apply when the plan was made; another apply since makes it stale."""
+    """Git commit of the desired state when planned: for the audit trail only, never compared."""
     plan: Plan
+    digest: str = ""
+    """sha256 of everything above: a file edited after argus wrote it is refused."""
 
 
 def argus_version() -> str:
     try:
-        return version("argus")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:
         return "unknown"
 
@@ -45,38 +51,64 @@ def argus_version() -> str:
 def write(path: Path, saved: SavedPlan) -> None:
     if saved.plan.errors:
         raise ArgusError("A plan with errors cannot be saved for apply; fix the errors above first.")
-    path.write_text(json.dumps(saved.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+    sealed = saved.model_copy(update={"digest": content_digest(saved)})
+    path.write_text(json.dumps(sealed.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+
+
+def check_destination(path: Path) -> None:
+    """Before planning: a plan that cannot be written is refused before anything is observed."""
+    if path.suffix in (".yaml", ".yml"):
+        raise ArgusError(f"{path}: a saved plan is JSON, and a .yaml file in a workspace would be read as a spec; "
+                         "name it plan.json")
+    if not path.parent.is_dir():
+        raise ArgusError(f"{path}: the directory {path.parent} does not exist; create it or pick another path")
+    if path.is_dir():
+        raise ArgusError(f"{path} is a directory; give a file name such as {path / 'plan.json'}")
 
 
 def read(path: Path) -> SavedPlan:
+    data = _load(path)
+    found = data.get("format_version")
+    if found != FORMAT_VERSION:
+        raise ArgusError(f"{path} is a saved plan of format version {found} (argus {data.get('argus_version', '?')}); "
+                         f"this argus reads version {FORMAT_VERSION}. Run `argus plan -o` again with this argus.")
     try:
-        data = json.loads(path.read_text())
+        saved = SavedPlan.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise ArgusError(f"{path} is not a valid saved plan: {err.error_count()} problem(s), first: {first['msg']} "
+                         f"at {'.'.join(map(str, first['loc']))}. Run `argus plan -o` again.") from err
+    edits = hand_edits(saved)
+    if edits:
+        raise ArgusError(f"{path} was edited after argus wrote it ({'; '.join(edits)}). A saved plan is a record "
+                         "of what was reviewed: run `argus plan -o` again and review that.")
+    return saved
+
+
+def content_digest(saved: SavedPlan) -> str:
+    body = saved.model_dump(mode="json", exclude={"digest"})
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def hand_edits(saved: SavedPlan) -> list[str]:
+    """What shows the file is not as argus wrote it: its seal, and each submit step's identity."""
+    found = [] if saved.digest == content_digest(saved) else ["its content does not match its digest"]
+    for change in saved.plan.changes:
+        for step in change.steps:
+            if step.kind != "submit":
+                continue
+            digest = spec_hash(step.submission)
+            expected = submission_id(step.submission.workspace, step.submission.job, digest, step.attempt)
+            if (step.spec_hash, step.submission_id) != (digest, expected):
+                found.append(f"{change.address}: the submission does not match its spec hash")
+    return found
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise ArgusError(f"Cannot read the saved plan {path}: {err}") from err
-    found = data.get("format_version") if isinstance(data, dict) else None
-    if found != FORMAT_VERSION:
-        raise ArgusError(f"{path} is a saved plan of format version {found} (argus "
-                         f"{data.get('argus_version', '?') if isinstance(data, dict) else '?'}); this argus reads "
-                         f"version {FORMAT_VERSION}. Run `argus plan -o` again with this argus.")
-    try:
-        return SavedPlan.model_validate(data)
-    except ValidationError as err:
-        raise ArgusError(f"{path} is not a valid saved plan: {err.error_count()} problem(s), first: "
-                         f"{err.errors()[0]['msg']} at {'.'.join(map(str, err.errors()[0]['loc']))}") from err
-
-
-def staleness(saved: SavedPlan, workspace: str, commit: str, dirty: bool, fingerprint: str,
-              last_applied: str | None) -> list[str]:
-    """What moved since the plan was made; empty when it may be applied."""
-    moved = []
-    if saved.workspace != workspace:
-        moved.append(f"it belongs to workspace {saved.workspace!r}, not {workspace!r}")
-    if (saved.commit, saved.dirty) != (commit, dirty):
-        moved.append(f"the desired state is now at {commit[:12]}{' (dirty)' if dirty else ''}, the plan was made "
-                     f"at {saved.commit[:12]}{' (dirty)' if saved.dirty else ''}")
-    if saved.last_applied_plan != last_applied:
-        moved.append(f"plan {last_applied} was applied since")
-    if saved.fingerprint != fingerprint:
-        moved.append("the clusters or the shared filesystem changed (a job started, finished, was submitted or "
-                     "stopped, a head restarted, or a snapshot changed)")
-    return moved
+    if not isinstance(data, dict):
+        raise ArgusError(f"{path} is not a saved plan (not a JSON object). Run `argus plan -o` again.")
+    return data

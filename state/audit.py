@@ -82,13 +82,6 @@ def read(shared_root: str, workspace: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-def last_applied_plan(shared_roots: list[str], workspace: str) -> str | None:
-    """The plan id of the newest apply that finished, across the workspace's shared roots."""
-    ends = [e for root in sorted(set(shared_roots)) for e in read(root, workspace)
-            if e.get("event") == "apply.end" and e.get("outcome") == "ok"]
-    return max(ends, key=lambda e: e["time"])["plan_id"] if ends else None
-
-
 def actor() -> str:
     for name in CI_ACTOR_VARIABLES:
         if os.environ.get(name):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any, Literal
 
 from specs.base import Frozen
@@ -164,16 +162,3 @@ class ObservedState(Frozen):
     """Per verl job: entry module, Hydra composition, data and model files."""
     absent_roots: tuple[str, ...] = ()
     """Clusters whose (absolute) shared root does not exist on this machine."""
-
-    def fingerprint(self, workspace: str) -> str:
-        """Digest of what a plan depends on: a saved plan is stale when it moves. Jobs of other
-        workspaces are left out; they never change what this workspace's plan does."""
-        return hashlib.sha256(json.dumps(self.facts(workspace), sort_keys=True).encode()).hexdigest()[:16]
-
-    def facts(self, workspace: str) -> dict[str, Any]:
-        return {
-            "sessions": {name: c.session_name for name, c in self.clusters.items()},
-            "runs": sorted([j.submission_id, j.status] for c in self.clusters.values() for j in c.jobs
-                           if j.workspace == workspace),
-            "snapshots": {name: s.manifest.digest if s.manifest else None for name, s in self.snapshots.items()},
-        }  # missing layout directories are left out: creating one is idempotent (and the lock makes one)

@@ -12,6 +12,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -42,10 +43,18 @@ def stored(shared_root: str) -> dict[str, Manifest]:
     base = Path(shared_root) / "common" / "code"
     found = {}
     for directory in sorted(base.glob("*/*")):
-        manifest = None if directory.name.startswith(".") else read_manifest(directory)
+        manifest = read_manifest(directory) if _could_be_ours(directory) else None
         if manifest is not None:
             found[directory.relative_to(shared_root).as_posix()] = manifest
     return found
+
+
+def _could_be_ours(directory: Path) -> bool:
+    """Only a real directory named as argus names snapshots: the shared root is writable by every job,
+    and a symlink or an odd name planted there must never become a path argus deletes."""
+    names = (directory.parent.name, directory.name)
+    return (all(re.fullmatch(r"[a-z0-9][a-z0-9-]*", n) for n in names)
+            and not directory.is_symlink() and not directory.parent.is_symlink() and directory.is_dir())
 
 
 def verify(directory: Path, manifest: Manifest) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -13,7 +14,11 @@ from reconcile.boundary import EXIT_ERROR, EXIT_OK
 from reconcile.commands.common import check_addresses, connect, load, observe_and_plan
 from reconcile.model import Plan, PlanOptions
 from reconcile.render import render_outcomes, render_plan
+from specs.desired import DesiredState
 from specs.errors import ArgusError
+
+if TYPE_CHECKING:
+    from reconcile.saved import SavedPlan
 
 
 @dataclass(frozen=True)
@@ -51,31 +56,55 @@ def run(directory: Path, options: ApplyOptions) -> int:
 
 
 def run_saved(plan_file: Path, directory: Path, options: ApplyOptions) -> int:
-    """Apply exactly a saved plan, without asking, unless anything it was made from has moved."""
+    """Apply what was reviewed: plan again, and execute the fresh steps only if no decision changed."""
     from reconcile import saved
     from state import lock
-    from state.audit import last_applied_plan
     from state.gitinfo import desired_commit
-    from state.observe import observe
 
     stored = saved.read(plan_file)
     desired = load(directory)
+    if stored.workspace != desired.workspace.name:
+        raise ArgusError(f"{plan_file} is a plan of workspace {stored.workspace!r}, not of {desired.workspace.name!r} "
+                         f"at {directory}; pass the right --dir.")
+    check_addresses(desired, stored.plan.options)
     roots = list(desired.shared_roots.values())
     with lock.held(roots, desired.workspace.name, stored.plan_id, options.lock_timeout):
         ray = connect(desired, options.timeout)
-        observed = observe(desired, ray)
-        git = desired_commit(desired.root)
-        moved = saved.staleness(stored, desired.workspace.name, git.commit, git.dirty,
-                                observed.fingerprint(desired.workspace.name),
-                                last_applied_plan(roots, desired.workspace.name))
-        if moved:
-            raise ArgusError(f"Saved plan is stale: {'; '.join(moved)}. Run argus plan again.")
-        typer.echo(render_plan(stored.plan, colour=options.colour))
-        ctx = ApplyContext(desired=desired, clients=ray, git=git, plan_id=stored.plan_id,
+        observed, fresh = observe_and_plan(desired, ray, stored.plan.options)
+        _refuse_unless_reviewed(plan_file, stored, fresh)
+        note = _content_note(stored, desired)
+        if note:
+            typer.echo(note, err=True)
+        typer.echo(render_plan(fresh, colour=options.colour))
+        ctx = ApplyContext(desired=desired, clients=ray, git=desired_commit(desired.root), plan_id=stored.plan_id,
                            sessions={name: c.session_name for name, c in observed.clusters.items()},
                            stop_timeout=options.stop_timeout, echo=typer.echo, observed=observed,
-                           keep_finished=options.keep_finished)
-        return _execute(stored.plan, ctx)
+                           keep_finished=options.keep_finished,
+                           reviewed={"reviewed_commit": stored.commit, "desired_digest": stored.desired_digest})
+        return _execute(fresh, ctx)
+
+
+def _refuse_unless_reviewed(plan_file: Path, stored: SavedPlan, fresh: Plan) -> None:
+    from reconcile.render import render_diagnostics
+    from reconcile.reviewed import decision_differences
+
+    if fresh.errors:
+        raise ArgusError(f"The desired state or the clusters now have errors, so {plan_file} is not applied:\n"
+                         f"{render_diagnostics(list(fresh.errors))}")
+    changed = decision_differences(stored.plan, fresh)
+    if changed:
+        lines = "\n".join(f"  - {line}" for line in changed)
+        raise ArgusError(f"Saved plan is stale: {len(changed)} decision(s) differ from the reviewed plan "
+                         f"{stored.plan_id}:\n{lines}\nNothing was changed. Run `argus plan` again and review it.")
+
+
+def _content_note(stored: SavedPlan, desired: DesiredState) -> str:
+    from specs.content import desired_digest
+
+    if desired_digest(desired) == stored.desired_digest:
+        return ""
+    return (f"Note: the desired state differs from the one reviewed in plan {stored.plan_id} (another commit changed "
+            "specs), but no decision changed; applying the reviewed decisions.")
 
 
 def _execute(plan: Plan, ctx: ApplyContext) -> int:

@@ -12,6 +12,7 @@ from reconcile.boundary import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
 from reconcile.commands.common import check_addresses, connect, load, observe_and_plan
 from reconcile.model import Plan, PlanOptions
 from reconcile.render import render_plan
+from specs.desired import DesiredState
 
 
 @dataclass(frozen=True)
@@ -26,23 +27,17 @@ class PlanCommand:
 
 
 def run(directory: Path, command: PlanCommand) -> int:
-    desired = load(directory)
-    check_addresses(desired, command.options)
-    observed, plan = observe_and_plan(desired, connect(desired, command.timeout), command.options,
-                                      command.verify_snapshots)
-    typer.echo(show(plan, command.output_format, command.colour))
     if command.out is not None:
         from reconcile import saved
-        from state.audit import last_applied_plan
-        from state.gitinfo import desired_commit
-        from state.records import now
 
-        git = desired_commit(desired.root)
-        saved.write(command.out, saved.SavedPlan(
-            format_version=saved.FORMAT_VERSION, argus_version=saved.argus_version(), workspace=plan.workspace,
-            plan_id=uuid.uuid4().hex[:12], created_at=now(), commit=git.commit, dirty=git.dirty,
-            fingerprint=observed.fingerprint(plan.workspace),
-            last_applied_plan=last_applied_plan(list(desired.shared_roots.values()), plan.workspace), plan=plan))
+        saved.check_destination(command.out)
+    desired = load(directory)
+    check_addresses(desired, command.options)
+    _, plan = observe_and_plan(desired, connect(desired, command.timeout), command.options,
+                               command.verify_snapshots)
+    typer.echo(show(plan, command.output_format, command.colour))
+    if command.out is not None:
+        save(command.out, desired, plan)
         typer.echo(f"Saved the plan to {command.out}; apply exactly it with `argus apply {command.out}`.", err=True)
     if plan.errors:
         return EXIT_ERROR
@@ -57,3 +52,16 @@ def show(plan: Plan, output_format: str, colour: bool) -> str:
     if output_format == "markdown":
         return views.plan_markdown(plan)
     return render_plan(plan, colour=colour)
+
+
+def save(path: Path, desired: DesiredState, plan: Plan) -> None:
+    """What was reviewed: the plan, the desired state's content digest, and (for the audit trail) the commit."""
+    from reconcile import saved
+    from specs.content import desired_digest
+    from state.gitinfo import desired_commit
+    from state.records import now
+
+    saved.write(path, saved.SavedPlan(
+        format_version=saved.FORMAT_VERSION, argus_version=saved.argus_version(), workspace=plan.workspace,
+        plan_id=uuid.uuid4().hex[:12], created_at=now(), desired_digest=desired_digest(desired),
+        commit=desired_commit(desired.root).commit, plan=plan))

@@ -1,0 +1,94 @@
+"""Stale means a decision changed: the reviewed plan against fresh plans, as plain data."""
+
+from __future__ import annotations
+
+from reconcile.model import (
+    Action,
+    Change,
+    DeleteSnapshotStep,
+    MkdirStep,
+    Plan,
+    RunView,
+    SnapshotStep,
+    StopStep,
+    SubmitStep,
+)
+from reconcile.reviewed import decision_differences
+from specs.submission import Submission
+
+SUB = Submission(workspace="ws", cluster="c", shared_root=".shared", job="a", run=1, entrypoint="true", env_vars={},
+                 entrypoint_num_cpus=None, entrypoint_num_gpus=None, entrypoint_memory=None, entrypoint_resources={})
+
+
+def submit(sid: str = "ws.a.aaaaaaaaaaaa.1", digest: str = "a" * 64, attempt: int = 1) -> SubmitStep:
+    return SubmitStep(cluster="c", submission_id=sid, spec_hash=digest, attempt=attempt, submission=SUB)
+
+
+def stop(sid: str = "ws.a.000000000000.1") -> StopStep:
+    return StopStep(cluster="c", submission_id=sid)
+
+
+def change(address: str, action: Action, *steps, current: str | None = None) -> Change:
+    run = None if current is None else RunView(submission_id=current, cluster="c", spec_hash="a" * 64, attempt=1,
+                                               status="RUNNING", on_ray=True)
+    return Change(address=address, action=action, reason="display only", steps=steps, current=run)
+
+
+def plan(*changes: Change) -> Plan:
+    return Plan(workspace="ws", changes=changes)
+
+
+def test_the_same_decisions_apply():
+    reviewed = plan(change("job.a", Action.REPLACE, stop(), submit()))
+    fresh = plan(change("job.a", Action.REPLACE, stop(), submit()).model_copy(update={"reason": "other words"}))
+    assert decision_differences(reviewed, fresh) == []
+
+
+def test_a_run_that_ended_on_its_own_needs_no_stop():
+    reviewed = plan(change("job.a", Action.REPLACE, stop(), submit()), change("job.old", Action.STOP, stop("x.1")))
+    fresh = plan(change("job.a", Action.SUBMIT, submit()))
+    assert decision_differences(reviewed, fresh) == []
+
+
+def test_a_step_already_done_is_not_missing_but_another_run_is():
+    reviewed = plan(change("job.a", Action.SUBMIT, submit()))
+    assert decision_differences(reviewed, plan(change("job.a", Action.NOOP, current="ws.a.aaaaaaaaaaaa.1"))) == []
+    [line] = decision_differences(reviewed, plan(change("job.a", Action.NOOP, current="ws.a.bbbbbbbbbbbb.1")))
+    assert line == "job.a: reviewed `+ submit` (submit ws.a.aaaaaaaaaaaa.1); now no change"
+
+
+def test_new_or_different_decisions_are_named():
+    reviewed = plan(change("job.a", Action.SUBMIT, submit()))
+    fresh = plan(change("job.a", Action.SUBMIT, submit("ws.a.bbbbbbbbbbbb.1", "b" * 64)),
+                 change("job.b", Action.STOP, stop("ws.b.cccccccccccc.1")),
+                 change("job.c", Action.RETRY, submit("ws.c.dddddddddddd.2", "d" * 64, 2)))
+    assert decision_differences(reviewed, fresh) == [
+        "job.a: reviewed `+ submit` (submit ws.a.aaaaaaaaaaaa.1); now `+ submit` (submit ws.a.bbbbbbbbbbbb.1)",
+        "job.b: reviewed no change; now `- stop` (stop ws.b.cccccccccccc.1)",
+        "job.c: reviewed no change; now `+ retry` (submit ws.c.dddddddddddd.2)",
+    ]
+
+
+def test_a_new_stop_of_a_reviewed_replace_is_a_new_decision():
+    reviewed = plan(change("job.a", Action.SUBMIT, submit()))
+    fresh = plan(change("job.a", Action.REPLACE, stop(), submit()))
+    assert decision_differences(reviewed, fresh) == [
+        "job.a: reviewed `+ submit` (submit ws.a.aaaaaaaaaaaa.1); now `-/+ replace` (stop ws.a.000000000000.1, "
+        "submit ws.a.aaaaaaaaaaaa.1)"]
+
+
+def test_directories_decide_nothing():
+    dirs = change("dirs.c", Action.CREATE, MkdirStep(cluster="c", path="jobs"))
+    assert decision_differences(plan(dirs), plan()) == []
+    assert decision_differences(plan(), plan(dirs)) == []
+
+
+def test_snapshots_compare_by_commit_and_digest_and_deletes_by_path():
+    made = change("code.v1", Action.CREATE, SnapshotStep(cluster="c", name="v1", commit="1" * 40, digest="2" * 64))
+    other = change("code.v1", Action.CREATE, SnapshotStep(cluster="c", name="v1", commit="3" * 40, digest="4" * 64))
+    gone = change("code.old", Action.DELETE, DeleteSnapshotStep(cluster="c", path="common/code/x/old"))
+    assert decision_differences(plan(made, gone), plan(change("code.v1", Action.NOOP))) == []
+    [line] = decision_differences(plan(made), plan(other))
+    assert line.startswith("code.v1: reviewed `+ create` (snapshot v1 at 111111111111") and "333333333333" in line
+    [added] = decision_differences(plan(), plan(gone))
+    assert added == "code.old: reviewed no change; now `- delete` (delete-snapshot common/code/x/old)"
