@@ -8,11 +8,13 @@ from typing import Any
 
 import typer
 
+from reconcile.argv_view import argv_lines, field_argv_diff
 from reconcile.model import (
     Action,
     Change,
     DeleteSnapshotStep,
     Diagnostic,
+    FieldChange,
     MkdirStep,
     Plan,
     SnapshotStep,
@@ -23,6 +25,7 @@ from reconcile.model import (
 
 _COLOURS = {Action.CREATE: "green", Action.SUBMIT: "green", Action.RETRY: "green", Action.STOP: "red",
             Action.REPLACE: "yellow", Action.DELETE: "red", Action.NOOP: None}
+_MARK_COLOURS = {"-": "red", "+": "green"}
 
 
 def render_plan(plan: Plan, colour: bool = False) -> str:
@@ -88,6 +91,11 @@ def render_status(plan: Plan, desired_jobs: set[str]) -> str:
     return "\n".join(lines).rstrip()
 
 
+def shows_submission(change: Change) -> bool:
+    """A new job's submit: with no previous run to diff against, the views show what it runs."""
+    return change.action is Action.SUBMIT and change.before is None and bool(change.after)
+
+
 def sync_of(change: Change, desired_jobs: set[str]) -> str:
     """in sync: nothing to do; missing: never ran; removed: no spec; changed: anything else."""
     if change.address.removeprefix("job.") not in desired_jobs:
@@ -105,18 +113,32 @@ def _change_lines(change: Change, colour: bool) -> list[str]:
     if change.action is Action.RETRY:  # + retry job.NAME (attempt 2/3: nccl_timeout)
         head = head.replace(change.address, f"retry {change.address}")
     lines = [f"{head}  ({change.action.value}: {change.reason})"]
-    lines.extend(f"      ~ {d.path}: {_show(d.before)} -> {_show(d.after)}" for d in change.diff)
-    if change.action is Action.SUBMIT and change.before is None and change.after:
+    for d in change.diff:
+        lines.extend(_field_lines(d, colour))
+    if shows_submission(change):
         lines.extend(_submission_lines(change.after))
     lines.extend(f"      step: {render_step(step)}" for step in change.steps)
     lines.append("")
     return lines
 
 
+def _field_lines(d: FieldChange, colour: bool) -> list[str]:
+    """One line per field; a changed entrypoint as an argv diff, which reviewers can read."""
+    rows = field_argv_diff(d.path, d.before, d.after)
+    if rows is None:
+        return [f"      ~ {d.path}: {_show(d.before)} -> {_show(d.after)}"]
+    return [f"      ~ {d.path}:", *(_marked(mark, line, colour) for mark, line in rows)]
+
+
+def _marked(mark: str, line: str, colour: bool) -> str:
+    text = f"        {mark} {line}"
+    return typer.style(text, fg=_MARK_COLOURS[mark]) if colour and mark in _MARK_COLOURS else text
+
+
 def _submission_lines(after: dict[str, Any]) -> list[str]:
     resources = {k: after.get(f"entrypoint_{k}") for k in ("num_cpus", "num_gpus", "memory")}
     shown = {k: v for k, v in resources.items() if v is not None} | after.get("entrypoint_resources", {})
-    lines = [f"      entrypoint: {after['entrypoint']}"]
+    lines = ["      entrypoint:", *(f"        {line}" for line in argv_lines(after["entrypoint"]))]
     if shown:
         lines.append("      driver needs: " + ", ".join(f"{k}={_show(v)}" for k, v in shown.items()))
     if after.get("env_vars"):

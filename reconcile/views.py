@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reconcile.model import Action, Change, Plan
-from reconcile.render import render_step, summary, sync_of
+from reconcile.argv_view import argv_lines, field_argv_diff
+from reconcile.model import Action, Change, FieldChange, Plan
+from reconcile.render import render_step, shows_submission, summary, sync_of
 
 JSON_FORMAT_VERSION = 1
 MARKDOWN_LIMIT = 60_000
@@ -63,9 +64,19 @@ def _detail_lines(plan: Plan) -> list[str]:
     lines: list[str] = []
     for change in plan.actionable:
         lines.append(f"{_diff_marker(change)} {change.address}  ({change.action.value}: {change.reason})")
-        lines += [f"    ~ {d.path}: {_value(d.before)} -> {_value(d.after)}" for d in change.diff]
+        lines += [line for d in change.diff for line in _field_lines(d)]
+        if shows_submission(change):
+            lines += ["    entrypoint:", *(f"        {line}" for line in argv_lines(change.after["entrypoint"]))]
         lines += [f"    {render_step(step)}" for step in change.steps]
     return lines
+
+
+def _field_lines(d: FieldChange) -> list[str]:
+    """A changed entrypoint as an argv diff: its - and + in the first column colour in a diff block."""
+    rows = field_argv_diff(d.path, d.before, d.after)
+    if rows is None:
+        return [f"    ~ {d.path}: {_value(d.before)} -> {_value(d.after)}"]
+    return [f"    ~ {d.path}:", *(f"{mark}       {line}" for mark, line in rows)]
 
 
 def _diff_marker(change: Change) -> str:
