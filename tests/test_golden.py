@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -28,11 +30,33 @@ from specs.submission import Submission
 GOLDEN = Path(__file__).parent / "golden"
 
 
+SNAPSHOT = "${shared_root}/common/code/verl/verl-v091"
+
+
+def verl_entrypoint(settings: list[str], overrides: list[str]) -> str:
+    """What specs/submission.py submits: cd into the snapshot, then verl's shlex-joined argv with
+    Hydra-quoted values (specs/verl.py); spelled out so the goldens do not move when verl.py does."""
+    argv = ["python3", "-m", "verl.trainer.main_ppo", "data.train_files='${shared_root}/datasets/gsm8k/train.parquet'",
+            "data.val_files='${shared_root}/datasets/gsm8k/test.parquet'",
+            "actor_rollout_ref.model.path='Qwen/Qwen2.5-0.5B-Instruct'", *settings,
+            "trainer.logger=['console','wandb']", "hydra.run.dir='${shared_root}/outputs/logs/${submission_id}'",
+            *overrides]
+    return f"cd {shlex.quote(SNAPSHOT)} && {shlex.join(argv)}"
+
+
+def submission(job: str, entrypoint: str) -> Submission:
+    return Submission(workspace="llm-rl", cluster="h20", shared_root="/mnt/shared", job=job, run=1,
+                      entrypoint=entrypoint, env_vars={"WANDB_API_KEY": "${env:WANDB_API_KEY}"},
+                      entrypoint_num_cpus=1.0, entrypoint_num_gpus=None, entrypoint_memory=None,
+                      entrypoint_resources={"worker_node": 1.0})
+
+
 def sample_plan() -> Plan:
-    sub = Submission(workspace="llm-rl", cluster="h20", shared_root="/mnt/shared", job="ppo", run=1,
-                     entrypoint="python3 -m verl.trainer.main_ppo trainer.nnodes=2",
-                     env_vars={"WANDB_API_KEY": "${env:WANDB_API_KEY}"}, entrypoint_num_cpus=1.0,
-                     entrypoint_num_gpus=None, entrypoint_memory=None, entrypoint_resources={"worker_node": 1.0})
+    old_entrypoint = verl_entrypoint(["trainer.nnodes=1"], ["actor_rollout_ref.actor.optim.lr=1e-6"])
+    sub = submission("ppo", verl_entrypoint(["trainer.nnodes=2", "trainer.save_freq=10"],
+                                            ["actor_rollout_ref.actor.optim.lr=5e-7"]))
+    grpo = submission("grpo", verl_entrypoint(["trainer.experiment_name='grpo run #1'"],
+                                              ["algorithm.adv_estimator='grpo'"]))
     old = RunView(submission_id="llm-rl.ppo.aaaaaaaaaaaa.1", cluster="h20", spec_hash="a" * 64, attempt=1,
                   status="RUNNING", on_ray=True)
     return Plan(
@@ -46,10 +70,16 @@ def sample_plan() -> Plan:
             Change(address="job.old", action=Action.STOP, reason="spec removed from the desired state", current=old,
                    steps=(StopStep(cluster="h20", submission_id=old.submission_id),)),
             Change(address="job.ppo", action=Action.REPLACE, reason="spec changed while llm-rl.ppo.aaaaaaaaaaaa.1 "
-                   "is RUNNING", current=old, diff=(FieldChange(path="entrypoint_num_cpus", before=2.0, after=1.0),),
+                   "is RUNNING", current=old,
+                   diff=(FieldChange(path="entrypoint", before=old_entrypoint, after=sub.entrypoint),
+                         FieldChange(path="entrypoint_num_cpus", before=2.0, after=1.0)),
                    steps=(StopStep(cluster="h20", submission_id=old.submission_id),
                           SubmitStep(cluster="h20", submission_id="llm-rl.ppo.bbbbbbbbbbbb.1", spec_hash="b" * 64,
                                      attempt=1, submission=sub))),
+            Change(address="job.grpo", action=Action.SUBMIT, reason="no run of this spec yet",
+                   after=grpo.model_dump(),
+                   steps=(SubmitStep(cluster="h20", submission_id="llm-rl.grpo.dddddddddddd.1", spec_hash="d" * 64,
+                                     attempt=1, submission=grpo),)),
             Change(address="job.sft", action=Action.NOOP, reason="llm-rl.sft.cccccccccccc.1 finished SUCCEEDED"),
         ),
         diagnostics=(Diagnostic(severity="warning", address="job.ppo", where="jobs.yaml:6",
@@ -78,3 +108,18 @@ def test_a_huge_plan_is_summarised_for_pull_requests():
     assert len(text) <= 60_000 and "left out to stay under 60000 characters" in text
     assert text.startswith("### argus plan for `llm-rl`")
     assert "**Plan: 0 to submit, 0 to replace, 3000 to stop.**" in text
+
+
+def test_json_keeps_the_exact_entrypoint_string_that_is_submitted():
+    plan = sample_plan()
+    [ppo] = [c for c in json.loads(plan_json(plan))["changes"] if c["address"] == "job.ppo"]
+    [diff] = [d for d in plan.changes[3].diff if d.path == "entrypoint"]
+    assert {"path": "entrypoint", "before": diff.before, "after": diff.after} in ppo["diff"]
+    assert ppo["steps"][1]["submission"]["entrypoint"] == diff.after
+    assert diff.after.startswith("cd '${shared_root}/common/code/verl/verl-v091' && python3 -m verl.trainer.main_ppo ")
+
+
+def test_a_terminal_colours_removed_items_red_and_added_items_green():
+    text = render_plan(sample_plan(), colour=True)
+    assert "\x1b[31m        -   trainer.nnodes=1\x1b[0m" in text
+    assert "\x1b[32m        +   trainer.nnodes=2\x1b[0m" in text
