@@ -88,8 +88,9 @@ def split(entrypoint: str) -> list[Token] | None:
     word: str | None = None  # None between words; "" is a word begun, e.g. by ''
     i = 0
     while i < len(entrypoint):
-        if entrypoint.startswith("\\\n", i) or (word is None and entrypoint[i] == "#"):
-            i = i + 2 if entrypoint[i] == "\\" else _line_end(entrypoint, i)  # continuation; comment
+        skipped = _skipped(entrypoint, i, word is not None)
+        if skipped != i:
+            i = skipped
             continue
         separator = _separator_at(entrypoint, i)
         if separator is None:
@@ -105,6 +106,16 @@ def split(entrypoint: str) -> list[Token] | None:
             tokens.append(Token(separator, operator=True))
         i += len(separator)
     return tokens if word is None else [*tokens, Token(word)]
+
+
+def _skipped(text: str, i: int, in_word: bool) -> int:
+    """Past what sh drops before it splits: a line continuation, or a comment (which only the
+    start of a word begins: `a#b` is one word); else i itself."""
+    if text.startswith("\\\n", i):
+        return i + 2
+    if not in_word and text[i] == "#":
+        return _line_end(text, i)
+    return i
 
 
 def _separator_at(text: str, i: int) -> str | None:

@@ -79,6 +79,7 @@ def test_comments_and_line_continuations_are_what_sh_drops():
     """'' "" x''y a"b"'c'd""",
     "x#y '#' # and a comment",
     "${shared_root}/a '${shared_root}/b' \"$ref\"",
+    "a\\\nb c#d \"x && y; z\" 'p | q'",
 ])
 def test_words_match_what_sh_passes_to_the_program(words):
     received = subprocess.run(["/bin/sh", "-c", "printf '%s\\0' " + words], capture_output=True, text=True,
