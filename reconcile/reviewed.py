@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from reconcile.model import Change, Plan, Step
+from reconcile.model import Action, Change, Plan, Step
 
 StepKey = tuple[str, ...]
 
@@ -67,8 +67,9 @@ def _done(key: StepKey, now: Change | None) -> bool:
         return True  # the run ended on its own, or was stopped: nothing left to stop
     if kind == "submit":
         return now is not None and now.current is not None and now.current.submission_id == key[2]
-    # A snapshot that is now in place, or a deleted one that is gone, leaves no change behind.
-    return now is None or not now.steps
+    if kind == "snapshot":
+        return now is not None and now.action is Action.NOOP  # in place now
+    return now is None  # a deleted snapshot is gone: no change names it any more
 
 
 def _describe(change: Change | None) -> str:

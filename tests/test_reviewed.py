@@ -88,6 +88,9 @@ def test_snapshots_compare_by_commit_and_digest_and_deletes_by_path():
     other = change("code.v1", Action.CREATE, SnapshotStep(cluster="c", name="v1", commit="3" * 40, digest="4" * 64))
     gone = change("code.old", Action.DELETE, DeleteSnapshotStep(cluster="c", path="common/code/x/old"))
     assert decision_differences(plan(made, gone), plan(change("code.v1", Action.NOOP))) == []
+    [kept] = decision_differences(plan(gone), plan(change("code.old", Action.NOOP)))
+    assert kept == "code.old: reviewed `- delete` (delete-snapshot common/code/x/old); now no change"
+    assert decision_differences(plan(made), plan()) != []  # a snapshot no longer wanted is not "done"
     [line] = decision_differences(plan(made), plan(other))
     assert line.startswith("code.v1: reviewed `+ create` (snapshot v1 at 111111111111") and "333333333333" in line
     [added] = decision_differences(plan(), plan(gone))
