@@ -11,9 +11,9 @@ from conftest import QUICK, jobs_of
 SCRIPT = Path(__file__).resolve().parents[1] / ".github" / "actions" / "argus" / "run.sh"
 
 
-def run(mode: str, workspace, out: Path) -> subprocess.CompletedProcess:
-    env = {"OUT_DIR": str(out), "ARGUS": str(Path(sys.executable).with_name("argus")), "PATH": "/usr/bin:/bin",
-           "HOME": str(out)}
+def run(mode: str, workspace, out: Path, **env: str) -> subprocess.CompletedProcess:
+    env |= {"OUT_DIR": str(out), "ARGUS": str(Path(sys.executable).with_name("argus")), "PATH": "/usr/bin:/bin",
+            "HOME": str(out)}
     return subprocess.run(["bash", SCRIPT, mode, str(workspace.root)], capture_output=True, text=True, env=env)
 
 
@@ -29,7 +29,8 @@ def test_plan_comment_apply_and_drift(workspace, tmp_path):
     applied = run("apply", workspace, out)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert len(jobs_of(workspace.address, workspace.name)) == 1
-    assert run("apply", workspace, out).returncode == 1  # the same plan again is stale
+    again = run("apply", workspace, out)  # a re-run of the apply job: done already, or refused; never a 2nd run
+    assert again.returncode in (0, 1) and len(jobs_of(workspace.address, workspace.name)) == 1
 
     assert run("drift", workspace, out).returncode == 0
     workspace.job("ci", QUICK, extra="run: 2\n")
@@ -44,3 +45,15 @@ def test_an_invalid_workspace_fails_with_a_comment_saying_why(workspace, tmp_pat
     assert failed.returncode == 1
     body = (out / "comment.md").read_text()
     assert "### argus validate failed" in body and "jobs/bad.yaml:6: colour: unknown key" in body
+
+
+def test_a_fork_is_validated_never_planned_and_no_older_file_survives(workspace, tmp_path):
+    out = tmp_path / "argus-out"
+    workspace.job("ci", QUICK)
+    assert run("plan", workspace, out).returncode == 0 and (out / "plan.json").exists()
+    validated = run("validate", workspace, out, ARGUS_WORKSPACE="infra/argus")
+    assert validated.returncode == 0, validated.stderr
+    body = (out / "comment.md").read_text()
+    assert body.startswith("<!-- argus-plan: infra/argus -->\n### argus validate passed")
+    assert not (out / "plan.json").exists()  # a self-hosted runner's leftover plan is never uploaded again
+    assert jobs_of(workspace.address, workspace.name) == []

@@ -1,32 +1,48 @@
 #!/usr/bin/env bash
 # argus in CI: one entry point per moment of a pull request's life. Writes its outputs to $OUT_DIR.
-#   run.sh plan  DIR   validate, save the plan (plan.json) and a PR comment body (comment.md)
-#   run.sh apply DIR   apply the saved plan $OUT_DIR/plan.json, refusing a stale one
-#   run.sh drift DIR   a scheduled check: exit 0 in sync, 2 drifted (comment.md says how), 1 error
-# The comment starts with a marker naming the workspace, so the workflow updates one comment per
-# pull request instead of adding one per push.
+#   run.sh plan     DIR   validate, save the plan (plan.json) and a PR comment body (comment.md)
+#   run.sh validate DIR   validate only (pull requests from forks, on a GitHub-hosted runner)
+#   run.sh apply    DIR   apply the saved plan $OUT_DIR/plan.json, refusing a stale one
+#   run.sh drift    DIR   a scheduled check: exit 0 in sync, 2 drifted (comment.md says how), 1 error
+# DIR holds the workspace's files; for a pull request they are data, never run. $ARGUS is the pinned
+# argus (the action installs it from requirements.txt). The comment starts with a marker naming the
+# workspace ($ARGUS_WORKSPACE, relative to the repository root), so one comment per pull request is
+# updated in place instead of one added per push.
 set -uo pipefail
-mode="${1:?plan|apply|drift}"
+mode="${1:?plan|validate|apply|drift}"
 dir="${2:-.}"
 out="${OUT_DIR:-argus-out}"
 argus="${ARGUS:-argus}"
+marker="<!-- argus-plan: ${ARGUS_WORKSPACE:-$dir} -->"
+
 mkdir -p "$out"
-marker="<!-- argus-plan: ${dir} -->"
+if [ "$mode" != apply ]; then  # a self-hosted runner keeps its work directory: never pass on an older run's files
+  rm -f "$out/plan.json" "$out/plan.md" "$out/plan.err" "$out/comment.md" "$out/validate.txt"
+fi
 
 comment() {  # header + body; GitHub refuses comments over 65,536 characters (argus keeps plans under 60,000)
   { echo "$marker"; cat; } > "$out/comment.md"
 }
 
+validated() {
+  "$argus" validate "$dir" > "$out/validate.txt" 2>&1 && return 0
+  { echo "### argus validate failed"; echo; echo '```'; cat "$out/validate.txt"; echo '```'; } | comment
+  return 1
+}
+
 case "$mode" in
   plan)
-    if ! "$argus" validate "$dir" > "$out/validate.txt" 2>&1; then
-      { echo "### argus validate failed"; echo; echo '```'; cat "$out/validate.txt"; echo '```'; } | comment
-      exit 1
-    fi
+    validated || exit 1
     "$argus" plan "$dir" -o "$out/plan.json" --format markdown > "$out/plan.md" 2> "$out/plan.err"
     code=$?
     { cat "$out/plan.md"; [ -s "$out/plan.err" ] && { echo; echo '```'; cat "$out/plan.err"; echo '```'; }; } | comment
     exit "$code"
+    ;;
+  validate)
+    validated || exit 1
+    { echo "### argus validate passed"; echo
+      echo "Pull requests from forks are validated, never planned: plans run on a runner that reaches the"
+      echo "cluster, which only branches of this repository get (docs/ci.md)."; } | comment
     ;;
   apply)
     "$argus" apply "$out/plan.json" --dir "$dir"
@@ -34,11 +50,11 @@ case "$mode" in
   drift)
     "$argus" plan "$dir" --detailed-exitcode --format markdown > "$out/plan.md" 2> "$out/plan.err"
     code=$?
-    comment < "$out/plan.md"
+    { cat "$out/plan.md"; [ -s "$out/plan.err" ] && { echo; echo '```'; cat "$out/plan.err"; echo '```'; }; } | comment
     exit "$code"
     ;;
   *)
-    echo "unknown mode $mode: use plan, apply or drift" >&2
+    echo "unknown mode $mode: use plan, validate, apply or drift" >&2
     exit 1
     ;;
 esac
