@@ -75,7 +75,8 @@ def test_init_never_overwrites_and_names_every_clash(tmp_path, argus, monkeypatc
     ours.write_text("mine\n")
     monkeypatch.chdir(repo)
     refused = argus("init", "infra/argus")
-    assert refused.code == 1 and "never overwrites, and these files exist: .github/workflows/argus-plan.yml." in refused.err
+    assert refused.code == 1
+    assert "never overwrites, and these files exist: .github/workflows/argus-plan.yml." in refused.err
     assert ours.read_text() == "mine\n" and not (repo / "infra").exists()  # all or nothing
 
     ours.unlink()
