@@ -29,8 +29,9 @@ def test_plan_comment_apply_and_drift(workspace, tmp_path):
     applied = run("apply", workspace, out)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert len(jobs_of(workspace.address, workspace.name)) == 1
-    again = run("apply", workspace, out)  # a re-run of the apply job: done already, or refused; never a 2nd run
-    assert again.returncode in (0, 1) and len(jobs_of(workspace.address, workspace.name)) == 1
+    again = run("apply", workspace, out)  # a re-run of the apply job: every decision is done, no second run
+    assert again.returncode == 0 and "No changes." in again.stdout, again.stdout + again.stderr
+    assert len(jobs_of(workspace.address, workspace.name)) == 1
 
     assert run("drift", workspace, out).returncode == 0
     workspace.job("ci", QUICK, extra="run: 2\n")
