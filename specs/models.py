@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Annotated, Literal
 
@@ -76,6 +77,14 @@ class Cluster(Spec):
             raise ValueError("must be the dashboard URL, like http://10.0.0.1:8265 (with http:// or https://; "
                              "without it Ray would dial the GCS port and hang)")
         return address
+
+    @field_validator("shared_root")
+    @classmethod
+    def _sane_shared_root(cls, shared_root: str) -> str:
+        reason = shared_root_problem(shared_root)
+        if reason:
+            raise ValueError(f"{reason}; {SHARED_ROOT_RULE}")
+        return shared_root
 
 
 class GitSource(Spec):
@@ -211,6 +220,33 @@ def check_env_references(env: dict[str, str]) -> dict[str, str]:
             raise ValueError(f"{key} looks like a secret: write `{key}: ${{env:{key}}}` and export {key} where "
                              "argus applies, instead of a literal value")
     return env
+
+
+# argus creates directories and writes records under a shared root: never into the system's own.
+SYSTEM_TREES = frozenset({"proc", "sys", "dev", "etc", "boot", "usr", "bin", "sbin", "lib", "lib32", "lib64",
+                          "libx32"})
+"""Top-level directories refused with everything under them."""
+BARE_DIRECTORIES = frozenset({"/", "/run", "/var", "/home", "/root", "/mnt", "/opt", "/srv", "/tmp", "/media"})
+"""Refused themselves; a directory of their own under them (/mnt/shared, /tmp/x) is fine."""
+SHARED_ROOT_RULE = ("a shared root is an absolute path other than / and the system directories (like /mnt/shared), "
+                    "or a relative path strictly inside the workspace (like shared)")
+
+
+def shared_root_problem(shared_root: str) -> str | None:
+    """Why `shared_root` cannot be one, judged on its text alone (the loader also resolves symlinks)."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in shared_root):
+        return "control characters and NUL are not allowed"
+    if shared_root.startswith("/"):
+        normal = "/" + posixpath.normpath(shared_root).lstrip("/")  # normpath keeps a leading //
+        top = "/" + normal.split("/")[1]
+        if normal in BARE_DIRECTORIES or top[1:] in SYSTEM_TREES:
+            shown = repr(shared_root) if normal == shared_root else f"{shared_root!r} (that is {normal})"
+            return f"{shown} is {'a system directory' if normal == top else f'inside {top}, a system directory'}"
+        return None
+    normal = posixpath.normpath(shared_root)
+    if normal == "." or normal == ".." or normal.startswith("../"):
+        return f"{shared_root!r} is not inside the workspace"
+    return None
 
 
 Resource = Workspace | Cluster | CodeSnapshot | Job
