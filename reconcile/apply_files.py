@@ -43,7 +43,10 @@ def delete_snapshot(step: DeleteSnapshotStep, ctx: ApplyContext) -> str:
     if target.is_symlink() or manifest is None or manifest.workspace != ctx.desired.workspace.name:
         raise ArgusError(f"{target} is not a snapshot of workspace {ctx.desired.workspace.name!r} (a symlink, or "
                          "no manifest of ours): not deleting it")
-    snapshots.delete(target)
+    try:
+        snapshots.delete(ctx.desired.shared_root(step.cluster), step.path)
+    except OSError as err:  # a component swapped for a symlink since the checks above
+        raise ArgusError(f"{target} could not be deleted safely: {err}") from err
     return "deleted"
 
 

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from specs.errors import ArgusError
 from specs.models import CodeSnapshot
+from state import beneath
 from state.audit import actor
 from state.observed import Manifest, SourceState
 from state.records import now
@@ -41,10 +42,12 @@ def read_manifest(directory: Path) -> Manifest | None:
 def stored(shared_root: str) -> dict[str, Manifest]:
     """Every snapshot under common/code/<repo>/<name>/ with a readable manifest, by relative path."""
     base = Path(shared_root) / "common" / "code"
+    if base.resolve() != Path(shared_root).resolve() / "common" / "code":
+        return {}  # common/ or common/code/ is a symlink: nothing there is a snapshot argus made
     found = {}
     for directory in sorted(base.glob("*/*")):
         manifest = read_manifest(directory) if _could_be_ours(directory) else None
-        if manifest is not None:
+        if manifest is not None and (manifest.repo, manifest.name) == (directory.parent.name, directory.name):
             found[directory.relative_to(shared_root).as_posix()] = manifest
     return found
 
@@ -75,6 +78,9 @@ def materialize(snapshot: CodeSnapshot, source: SourceState, workspace: str, wor
         raise ArgusError(f"{target} already exists with other content; snapshots are immutable: "
                          "give the new version a new name")
     target.parent.mkdir(parents=True, exist_ok=True)
+    if target.parent.resolve() != Path(shared_root).resolve() / target.parent.relative_to(shared_root):
+        raise ArgusError(f"{target.parent} leads outside the shared root (a symlink planted on the shared "
+                         f"filesystem?): not exporting code.{snapshot.name} there. Remove the symlink.")
     # Names cannot contain ".", so this prefix matches only this snapshot's leftovers.
     for stale in target.parent.glob(f".tmp-{snapshot.name}.*"):  # left by an interrupted apply
         remove_tree(stale)
@@ -93,19 +99,19 @@ def materialize(snapshot: CodeSnapshot, source: SourceState, workspace: str, wor
     return "created"
 
 
-def delete(target: Path) -> None:
-    """Remove a snapshot: first move it aside, so no reader ever sees half of it."""
-    doomed = target.parent / f".tmp-{target.name}.delete-{os.getpid()}"
-    os.rename(target, doomed)
-    remove_tree(doomed)
+def delete(shared_root: str, rel: str) -> None:
+    """Remove a snapshot: first move it aside, so no reader ever sees half of it. Every directory
+    from the shared root down is opened without following symlinks (state.beneath)."""
+    beneath.remove_beneath(shared_root, rel, f".tmp-{Path(rel).name}.delete-{os.getpid()}")
 
 
 def remove_tree(path: Path) -> None:
-    """rmtree that first makes sealed (read-only) directories writable again."""
-    for folder, dirs, _ in os.walk(path):
-        for name in [".", *dirs]:
-            with contextlib.suppress(OSError):
-                os.chmod(Path(folder) / name, 0o755)
+    """rmtree that first makes sealed (read-only) directories writable again; a symlink (planted
+    where argus's leftovers go) is removed itself, never followed."""
+    if path.is_symlink():
+        path.unlink(missing_ok=True)
+        return
+    beneath.unseal_path(path)
     shutil.rmtree(path, ignore_errors=True)
 
 

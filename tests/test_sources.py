@@ -84,5 +84,5 @@ def test_a_damaged_stored_file_is_not_linked_into_a_new_snapshot(repo: Path, tmp
 
 def test_prune_removes_sealed_snapshots(repo: Path, tmp_path: Path):
     target = make(spec("gone", repo), tmp_path / "shared")
-    snapshots.delete(target)
+    snapshots.delete(str(tmp_path / "shared"), target.relative_to(tmp_path / "shared").as_posix())
     assert not target.exists() and not list(target.parent.glob(".tmp-*"))
