@@ -19,15 +19,20 @@ StepKey = tuple[str, ...]
 
 def decision_differences(reviewed: Plan, fresh: Plan) -> list[str]:
     """One line per address whose decisions differ; empty when the fresh plan may be applied."""
-    before = _decisions(reviewed.actionable)
-    after = _decisions(fresh.actionable)
-    everything = {c.address: c for c in fresh.changes}
+    before, after = _decisions(reviewed.actionable), _decisions(fresh.actionable)
+    everything = _decisions(fresh.changes)
     found = []
     for address in sorted(set(before) | set(after)):
-        old, new = before.get(address), after.get(address)
-        if _added(old, new) or _missing(old, new, everything.get(address)):
+        old, new = before.get(address, []), after.get(address, [])
+        if _added(old, new) or _missing(old, new, everything.get(address, [])):
             found.append(f"{address}: reviewed {_describe(old)}; now {_describe(new)}")
     return found
+
+
+def replacements_done(reviewed: Plan, known_runs: set[str]) -> set[str]:
+    """`--replace job.X` asks for one new attempt: once the reviewed one exists, it is not asked again."""
+    return {c.address for c in reviewed.actionable if c.address in reviewed.options.replace
+            and any(s.kind == "submit" and s.submission_id in known_runs for s in c.steps)}
 
 
 def step_key(step: Step) -> StepKey:
@@ -43,40 +48,46 @@ def step_key(step: Step) -> StepKey:
     raise TypeError(f"unknown step kind {step.kind!r}")
 
 
-def _decisions(changes: Iterable[Change]) -> dict[str, Change]:
-    return {c.address: c for c in changes if not c.address.startswith("dirs.")}
+def _decisions(changes: Iterable[Change]) -> dict[str, list[Change]]:
+    """By address; a list, so two changes under one address (two pruned snapshots of one name in
+    different repos) can never hide each other."""
+    grouped: dict[str, list[Change]] = {}
+    for change in changes:
+        if not change.address.startswith("dirs."):
+            grouped.setdefault(change.address, []).append(change)
+    return grouped
 
 
-def _keys(change: Change | None) -> set[StepKey]:
-    return {step_key(s) for s in change.steps} if change else set()
+def _keys(changes: list[Change]) -> set[StepKey]:
+    return {step_key(s) for c in changes for s in c.steps}
 
 
-def _added(old: Change | None, new: Change | None) -> bool:
+def _added(old: list[Change], new: list[Change]) -> bool:
     """A step nobody reviewed is a new decision."""
     return bool(_keys(new) - _keys(old))
 
 
-def _missing(old: Change | None, new: Change | None, now: Change | None) -> bool:
+def _missing(old: list[Change], new: list[Change], now: list[Change]) -> bool:
     """A reviewed step the fresh plan lacks is fine only when the world already shows it done."""
     return any(not _done(key, now) for key in _keys(old) - _keys(new))
 
 
-def _done(key: StepKey, now: Change | None) -> bool:
+def _done(key: StepKey, now: list[Change]) -> bool:
     kind = key[0]
-    if kind == "stop":
-        return True  # the run ended on its own, or was stopped: nothing left to stop
+    runs = [c.current for c in now if c.current is not None]
+    if kind == "stop":  # ended on its own or stopped by someone; not if the fresh plan keeps it running
+        return not any(r.submission_id == key[2] and not r.finished for r in runs)
     if kind == "submit":
-        return now is not None and now.current is not None and now.current.submission_id == key[2]
+        return any(r.submission_id == key[2] for r in runs)
     if kind == "snapshot":
-        return now is not None and now.action is Action.NOOP  # in place now
-    return now is None  # a deleted snapshot is gone: no change names it any more
+        return any(c.action is Action.NOOP for c in now)  # in place now
+    return not now  # a deleted snapshot is gone: no change names it any more
 
 
-def _describe(change: Change | None) -> str:
-    if change is None or not change.steps:
-        return "no change"
-    steps = ", ".join(f"{s.kind} {_subject(s)}" for s in change.steps)
-    return f"`{change.action.symbol.strip()} {change.action.value}` ({steps})"
+def _describe(changes: list[Change]) -> str:
+    shown = [f"`{c.action.symbol.strip()} {c.action.value}` ({', '.join(f'{s.kind} {_subject(s)}' for s in c.steps)})"
+             for c in changes if c.steps]
+    return " and ".join(shown) or "no change"
 
 
 def _subject(step: Step) -> str:

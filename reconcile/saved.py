@@ -3,25 +3,31 @@
 `argus plan -o plan.json` writes a SavedPlan. `argus apply plan.json` plans again from the desired
 state at hand and the world now, and executes the *fresh* steps only when their decisions are
 the reviewed ones (reconcile.reviewed). Nothing in the file is ever executed: a hand-edited file
-is refused as such, and even a consistent forgery could only make apply refuse.
+is refused as such. A forger who recomputes a plain seal can at most make apply do what `argus
+apply` of the desired state at hand would do with the options the file records (--prune,
+--replace, ...); with ARGUS_PLAN_KEY set where plans are made and applied, not even that.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from reconcile.model import Plan
+from reconcile.model import Plan, SubmitStep
 from specs.base import Frozen
 from specs.errors import ArgusError
 from specs.submission import spec_hash, submission_id
 
 FORMAT_VERSION = 2
+PLAN_KEY = "ARGUS_PLAN_KEY"
+"""Set it where plans are made and applied (CI secrets), and a plan file can't be forged without it."""
 DISTRIBUTION = "argus-ray"
 """The name on the package index (`argus` there is another project); the command is `argus`."""
 
@@ -37,8 +43,10 @@ class SavedPlan(Frozen):
     commit: str
     """Git commit of the desired state when planned: for the audit trail only, never compared."""
     plan: Plan
+    seal: Literal["sha256", "hmac-sha256"] = "sha256"
+    """hmac-sha256 when ARGUS_PLAN_KEY was set: only who holds the key can write a plan apply accepts."""
     digest: str = ""
-    """sha256 of everything above: a file edited after argus wrote it is refused."""
+    """The seal over everything above: a file edited after argus wrote it is refused."""
 
 
 def argus_version() -> str:
@@ -51,7 +59,9 @@ def argus_version() -> str:
 def write(path: Path, saved: SavedPlan) -> None:
     if saved.plan.errors:
         raise ArgusError("A plan with errors cannot be saved for apply; fix the errors above first.")
-    sealed = saved.model_copy(update={"digest": content_digest(saved)})
+    seal = "hmac-sha256" if os.environ.get(PLAN_KEY) else "sha256"
+    unsealed = saved.model_copy(update={"seal": seal})
+    sealed = unsealed.model_copy(update={"digest": content_digest(unsealed)})
     path.write_text(json.dumps(sealed.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
 
 
@@ -86,28 +96,45 @@ def read(path: Path) -> SavedPlan:
 
 
 def content_digest(saved: SavedPlan) -> str:
-    body = saved.model_dump(mode="json", exclude={"digest"})
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    """sha256 of the content; with ARGUS_PLAN_KEY set in the environment, an HMAC keyed by it."""
+    body = json.dumps(saved.model_dump(mode="json", exclude={"digest"}), sort_keys=True, separators=(",", ":"))
+    if saved.seal == "hmac-sha256":
+        return hmac.new(os.environ.get(PLAN_KEY, "").encode(), body.encode(), hashlib.sha256).hexdigest()
+    return hashlib.sha256(body.encode()).hexdigest()
 
 
 def hand_edits(saved: SavedPlan) -> list[str]:
     """What shows the file is not as argus wrote it: its seal, and each submit step's identity."""
-    found = [] if saved.digest == content_digest(saved) else ["its content does not match its digest"]
+    found = _seal_problems(saved)
     for change in saved.plan.changes:
-        for step in change.steps:
-            if step.kind != "submit":
-                continue
-            digest = spec_hash(step.submission)
-            expected = submission_id(step.submission.workspace, step.submission.job, digest, step.attempt)
-            if (step.spec_hash, step.submission_id) != (digest, expected):
-                found.append(f"{change.address}: the submission does not match its spec hash")
+        found += [f"{change.address}: the submission does not match its spec hash"
+                  for step in change.steps if step.kind == "submit" and not _identity_holds(step)]
     return found
+
+
+def _seal_problems(saved: SavedPlan) -> list[str]:
+    keyed = bool(os.environ.get(PLAN_KEY))
+    if keyed and saved.seal != "hmac-sha256":
+        return [f"it is not signed, and {PLAN_KEY} is set here: plans must be made where the key is"]
+    if saved.seal == "hmac-sha256" and not keyed:
+        return [f"it is signed with {PLAN_KEY}, which is not set here: set it to check the signature"]
+    return [] if hmac.compare_digest(saved.digest, content_digest(saved)) else ["its content does not match its seal"]
+
+
+def _identity_holds(step: SubmitStep) -> bool:
+    sub = step.submission
+    try:
+        digest = spec_hash(sub)
+        return (step.spec_hash, step.submission_id) == (digest, submission_id(sub.workspace, sub.job, digest,
+                                                                              step.attempt))
+    except (AssertionError, ValueError, OverflowError):  # an id argus could never have made
+        return False
 
 
 def _load(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, RecursionError) as err:
         raise ArgusError(f"Cannot read the saved plan {path}: {err}") from err
     if not isinstance(data, dict):
         raise ArgusError(f"{path} is not a saved plan (not a JSON object). Run `argus plan -o` again.")

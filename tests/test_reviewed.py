@@ -95,3 +95,29 @@ def test_snapshots_compare_by_commit_and_digest_and_deletes_by_path():
     assert line.startswith("code.v1: reviewed `+ create` (snapshot v1 at 111111111111") and "333333333333" in line
     [added] = decision_differences(plan(), plan(gone))
     assert added == "code.old: reviewed no change; now `- delete` (delete-snapshot common/code/x/old)"
+
+
+def test_two_changes_under_one_address_never_hide_each_other():
+    r1 = change("code.bar", Action.DELETE, DeleteSnapshotStep(cluster="c", path="common/code/r1/bar"))
+    r2 = change("code.bar", Action.DELETE, DeleteSnapshotStep(cluster="c", path="common/code/r2/bar"))
+    [line] = decision_differences(plan(r2), plan(r1, r2))
+    assert line.startswith("code.bar: reviewed `- delete` (delete-snapshot common/code/r2/bar); now `- delete` "
+                           "(delete-snapshot common/code/r1/bar) and")
+
+
+def test_a_reviewed_stop_of_a_run_the_fresh_plan_keeps_running_is_missing():
+    reviewed = plan(change("job.old", Action.STOP, stop("ws.old.aaaaaaaaaaaa.1")), change("job.new", Action.SUBMIT,
+                                                                                        submit()))
+    kept = change("job.old", Action.NOOP, current="ws.old.aaaaaaaaaaaa.1")  # its spec came back on main
+    [line] = decision_differences(reviewed, plan(kept, change("job.new", Action.SUBMIT, submit())))
+    assert line == "job.old: reviewed `- stop` (stop ws.old.aaaaaaaaaaaa.1); now no change"
+
+
+def test_a_replacement_already_carried_out_is_not_asked_again():
+    from reconcile.model import PlanOptions
+    from reconcile.reviewed import replacements_done
+
+    reviewed = plan(change("job.a", Action.SUBMIT, submit("ws.a.aaaaaaaaaaaa.2", attempt=2))).model_copy(
+        update={"options": PlanOptions(replace=("job.a",))})
+    assert replacements_done(reviewed, {"ws.a.aaaaaaaaaaaa.1"}) == set()
+    assert replacements_done(reviewed, {"ws.a.aaaaaaaaaaaa.1", "ws.a.aaaaaaaaaaaa.2"}) == {"job.a"}
