@@ -1,23 +1,24 @@
-"""Read every YAML file of a workspace into a DesiredState, reporting all problems at once."""
+"""Read the workspace's own spec files into a DesiredState, reporting all problems at once.
+
+Which files, and how safely, is specs/reading.py's business; how YAML is parsed, specs/safe_yaml.py's.
+"""
 
 from __future__ import annotations
 
 import difflib
-import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from specs import rules
 from specs.desired import DesiredState, Source, address_of
 from specs.errors import ArgusError, Problem, SpecError
-from specs.models import KINDS, Cluster, CodeSnapshot, Job, Spec, Workspace
-
-WORKSPACE_FILE = "argus.yaml"
+from specs.models import KINDS, SHARED_ROOT_RULE, Cluster, CodeSnapshot, Job, Spec, Workspace, shared_root_problem
+from specs.reading import WORKSPACE_FILE, Walk
+from specs.safe_yaml import Refused, load_documents
 
 
 def load_workspace(directory: str | Path) -> DesiredState:
@@ -29,13 +30,10 @@ def load_workspace(directory: str | Path) -> DesiredState:
             f"Create it with `kind: Workspace` and `name: <your-team>`, or pass the right DIR."
         )
     problems: list[Problem] = []
-    loaded: list[tuple[Spec, Source]] = []
-    for path in workspace_files(root):
-        rel = path.relative_to(root).as_posix()
-        for node, line in _documents(path, rel, problems):
-            resource = _validate(node, rel, line, problems)
-            if resource is not None:
-                loaded.append((resource, Source(rel, line, _field_lines(node))))
+    walk = Walk(root, problems)
+    loaded, conflicts = _load_files(walk, problems)
+    loaded, problems[:] = _outside_shared_roots(walk, loaded, problems)
+    problems += conflicts
     state = _assemble(root, loaded, problems)
     if problems:
         raise SpecError(problems)
@@ -43,32 +41,59 @@ def load_workspace(directory: str | Path) -> DesiredState:
     return state
 
 
-def workspace_files(root: Path) -> list[Path]:
-    """Every *.yaml / *.yml under root, skipping hidden directories (.git, .shared, ...)."""
-    found = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]  # pruned, not walked: .shared may be huge
-        found += [Path(folder) / f for f in files if f.endswith((".yaml", ".yml")) and not f.startswith(".")]
-    return sorted(found)
+def _load_files(walk: Walk, problems: list[Problem]) -> tuple[list[tuple[Spec, Source]], list[Problem]]:
+    """Every resource of the files the walk yields; a Cluster's shared root is kept out of the walk at once."""
+    loaded: list[tuple[Spec, Source]] = []
+    conflicts: list[Problem] = []
+    for spec in walk.files():
+        text = walk.read(spec)
+        for node, line in _documents(text, spec.rel, problems) if text is not None else []:
+            resource = _validate(node, spec.rel, line, problems)
+            if resource is None:
+                continue
+            source = Source(spec.rel, line, _field_lines(node))
+            loaded.append((resource, source))
+            if isinstance(resource, Cluster):
+                conflicts += _keep_out(walk, resource, source)
+    return loaded, conflicts
 
 
-def _documents(path: Path, rel: str, problems: list[Problem]) -> list[tuple[Any, int]]:
-    try:
-        raw = path.read_bytes()
-        text = raw.decode("utf-8")
-    except OSError as err:
-        problems.append(Problem(rel, 1, "", f"cannot read the file: {err.strerror or err}"))
+def _keep_out(walk: Walk, cluster: Cluster, source: Source) -> list[Problem]:
+    """A shared root inside the workspace holds argus's output (dumps of these very specs): never read it."""
+    shared = _shared_root_path(walk.root, cluster.shared_root)
+    if shared is None or walk.root not in shared.parents:
         return []
-    except UnicodeDecodeError as err:
-        line = raw[: err.start].count(b"\n") + 1
-        problems.append(Problem(rel, line, "", f"not UTF-8 text (byte {err.start}): save the file as UTF-8"))
+    specs = walk.exclude(shared)
+    if not specs:
         return []
+    return [Problem(source.file, source.line_of("shared_root"), "shared_root",
+                    f"{cluster.shared_root!r} holds spec files ({', '.join(specs[:3])}): argus never reads a "
+                    "shared root, so they would be ignored; choose a directory of its own, like `shared`")]
+
+
+def _outside_shared_roots(walk: Walk, loaded: list[tuple[Spec, Source]],
+                          problems: list[Problem]) -> tuple[list[tuple[Spec, Source]], list[Problem]]:
+    """Drop what came from a file read before the cluster whose shared root holds it was known."""
+    return ([(r, s) for r, s in loaded if not walk.in_excluded(s.file)],
+            [p for p in problems if not walk.in_excluded(p.file)])
+
+
+def _shared_root_path(root: Path, shared_root: str) -> Path | None:
+    """The shared root as a resolved absolute path (a relative one is taken from the workspace root)."""
     try:
-        docs = list(YAML(typ="rt").load_all(text))
+        return (root / shared_root).resolve()
+    except (OSError, ValueError, RuntimeError):  # NUL, a symlink loop: the model already refused the first
+        return None
+
+
+def _documents(text: str, rel: str, problems: list[Problem]) -> list[tuple[Any, int]]:
+    try:
+        docs = load_documents(text)
     except MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = min(mark.line + 1, text.count("\n") or 1) if mark else 1
-        problems.append(Problem(rel, line, "", f"invalid YAML: {err.problem or err.context}"))
+        prefix = "" if isinstance(err, Refused) else "invalid YAML: "
+        problems.append(Problem(rel, line, "", prefix + str(err.problem or err.context)))
         return []
     except YAMLError as err:
         problems.append(Problem(rel, 1, "", f"invalid YAML: {err}"))
@@ -210,10 +235,37 @@ def _assemble(root: Path, loaded: list[tuple[Spec, Source]], problems: list[Prob
     jobs = {r.name: r for r, _ in unique if isinstance(r, Job)}
     problems += rules.broken_references(clusters, snapshots, jobs, sources)
     problems += [p for job in jobs.values() for p in rules.workload_problems(job, sources[address_of("Job", job.name)])]
+    shared_roots = _shared_roots(root, clusters, sources, problems)
     if workspace is None:
         return None
-    shared_roots = {name: str((root / c.shared_root).resolve()) for name, c in clusters.items()}
     return DesiredState(str(root), workspace, clusters, jobs, snapshots, sources, shared_roots)
+
+
+def _shared_roots(root: Path, clusters: dict[str, Cluster], sources: dict[str, Source],
+                  problems: list[Problem]) -> dict[str, str]:
+    """Each cluster's shared root, resolved: a committed symlink may not lead where the text may not."""
+    resolved = {}
+    for name, cluster in clusters.items():
+        path = _shared_root_path(root, cluster.shared_root)
+        reason = _resolved_problem(root, cluster.shared_root, path)
+        if reason:
+            src = sources[address_of("Cluster", name)]
+            problems.append(Problem(src.file, src.line_of("shared_root"), "shared_root",
+                                    f"{reason}; {SHARED_ROOT_RULE}"))
+        resolved[name] = str(path or cluster.shared_root)
+    return resolved
+
+
+def _resolved_problem(root: Path, text: str, path: Path | None) -> str | None:
+    if path is None:
+        return f"{text!r} cannot be resolved (a symlink loop?)"
+    if path == root:
+        return f"{text!r} is the workspace itself"
+    if not text.startswith("/") and root not in path.parents:
+        return f"{text!r} resolves to {path} through a symlink, outside the workspace"
+    if shared_root_problem(str(path)):
+        return f"{text!r} resolves to {path} through a symlink, a system directory"
+    return None
 
 
 def _without_duplicates(loaded: list[tuple[Spec, Source]], problems: list[Problem]) -> list[tuple[Spec, Source]]:

@@ -118,8 +118,14 @@ def test_entrypoint_of_the_wrong_type_gives_one_merged_message(ws: Workspace) ->
 
 
 def test_workspace_rules(ws: Workspace) -> None:
-    ws.write("more/argus.yaml", "kind: Workspace\nname: second\n")
-    assert problems(ws) == ["more/argus.yaml:1: kind: the Workspace belongs in argus.yaml at the workspace root"]
+    ws.write("more/team.yaml", "kind: Workspace\nname: second\n")
+    assert problems(ws) == ["more/team.yaml:1: kind: the Workspace belongs in argus.yaml at the workspace root"]
+
+
+def test_a_nested_workspace_is_not_read(ws: Workspace) -> None:
+    ws.write("other/argus.yaml", "kind: Workspace\nname: other\n")
+    ws.write("other/jobs/a.yaml", "kind: Job\nname: not-ours\ncluster: nowhere\nworkload: command\nentrypoint: x\n")
+    assert load_workspace(ws.root).jobs == {}
 
 
 def test_a_directory_without_argus_yaml_is_not_a_workspace(tmp_path: Path) -> None:
@@ -151,7 +157,8 @@ def test_awkward_yaml_is_reported_not_crashed_on(ws: Workspace) -> None:
     (ws.root / "jobs/latin1.yaml").write_bytes(b"kind: Job\nname: caf\xe9\n")
     (ws.root / "jobs/dangling.yaml").symlink_to(ws.root / "nowhere.yaml")
     found = problems(ws)
-    assert "jobs/dangling.yaml:1: cannot read the file: No such file or directory" in found
+    assert ("jobs/dangling.yaml:1: a symlink to nowhere.yaml, which does not exist (or loops): fix or remove the "
+            "link") in found
     assert "jobs/keys.yaml:6: env.1: keys must be strings" in found
     assert "jobs/latin1.yaml:2: not UTF-8 text (byte 19): save the file as UTF-8" in found
     assert "jobs/merge.yaml:1: a resource must be a mapping with a `kind:` key" not in found
@@ -234,3 +241,12 @@ def test_names_that_could_escape_the_shared_root_are_rejected(ws: Workspace) -> 
     found = problems(ws)
     assert any(p.startswith("code.yaml:2: name: invalid name '../../etc'") for p in found), found
     assert any(p.startswith("code.yaml:4: repo: String should match pattern") for p in found), found
+
+
+def test_five_thousand_job_files_load(ws: Workspace) -> None:
+    """The total is bounded (specs/reading.py), far above what a real workspace holds."""
+    (ws.root / "jobs").mkdir()
+    for i in range(5000):
+        (ws.root / "jobs" / f"j{i}.yaml").write_text(
+            f"kind: Job\nname: j{i}\ncluster: h20\nworkload: command\nentrypoint: [python3, train.py]\n")
+    assert len(load_workspace(ws.root).jobs) == 5000

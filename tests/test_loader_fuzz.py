@@ -46,7 +46,8 @@ def test_structured_garbage_gets_located_diagnostics(documents):
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from([*"kind: Job\n-[]{}&*!|>'\"#%@`,?\t ${}", "name: a", "---", "\n  ", "<<: "]),
+@given(st.lists(st.sampled_from([*"kind: Job\n-[]{}&*!|>'\"#%@`,?\t ${}", "name: a", "---", "\n  ", "<<: ",
+                                  "&a ", "*a", "[[[[[[[[[[", "!!int ", "2024-13-45"]),
                 max_size=60))
 def test_textual_garbage_gets_located_diagnostics(pieces):
     check("".join(pieces))

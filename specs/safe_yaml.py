@@ -1,0 +1,78 @@
+"""ruamel's round-trip loader, refusing what no spec needs and a hostile file could abuse.
+
+Aliases: ten nested lists of ten aliases each ("billion laughs") compose into a tiny graph that the
+loader's recursive walks would visit a billion times. Depth: ruamel's composer and the loader's
+walks recurse once per level, so `[[[[...` a few thousand deep is a RecursionError. Values ruamel
+turns into Python (a 5,000-digit int, `2024-13-45` as a date) raise plain ValueErrors: each
+becomes a located YAML error. One pass: the checks run as the composer pulls each event, before
+anything is built from it, so refusing costs nothing on top of parsing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.composer import Composer
+from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor
+from ruamel.yaml.error import MarkedYAMLError, StreamMark
+from ruamel.yaml.events import AliasEvent
+
+MAX_DEPTH = 50
+"""Nested collections and scalars; a spec needs about 5 (job, env, value)."""
+TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep: argus specs are shallow; flatten the value"
+# ruamel's scanner looks 1024 characters ahead and rechecks every open bracket on the way: a run of
+# `[[[[...` costs it ~1 s here before the composer sees the first event. A run this long is too deep anyway.
+_BRACKET_RUN = re.compile(r"[\[{](?:\s*[\[{]){" + str(MAX_DEPTH) + "}")
+
+
+class Refused(MarkedYAMLError):
+    """YAML that parses but is not allowed in a spec; `problem` is the whole message for the user."""
+
+
+def load_documents(text: str) -> list[Any]:
+    """Every document of `text`, as ruamel round-trip nodes; raises a MarkedYAMLError with a line."""
+    run = _BRACKET_RUN.search(text)
+    if run:
+        line = text.count("\n", 0, run.start())
+        raise Refused(problem=TOO_DEEP, problem_mark=StreamMark(None, run.start(), line, 0))
+    yaml = YAML(typ="rt")
+    yaml.Composer = _SpecComposer
+    yaml.Constructor = _SpecConstructor
+    return list(yaml.load_all(text))
+
+
+class _SpecComposer(Composer):
+    def __init__(self, loader: Any = None) -> None:
+        super().__init__(loader)
+        self.warn_double_anchors = False  # an anchor alone is harmless; reusing it needs an alias
+        self._nesting = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.parser.peek_event()
+        if isinstance(event, AliasEvent):
+            raise Refused(problem=f"YAML aliases (*{event.anchor}) are not allowed in argus specs: write the "
+                                  "value out", problem_mark=event.start_mark)
+        if self._nesting >= MAX_DEPTH:
+            raise Refused(problem=TOO_DEEP, problem_mark=event.start_mark)
+        self._nesting += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._nesting -= 1
+
+
+class _SpecConstructor(RoundTripConstructor):
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ArithmeticError, LookupError, TypeError, ValueError) as err:
+            detail = "" if isinstance(err, LookupError) else f": {err}"  # a KeyError says only the value again
+            raise ConstructorError(problem=f"cannot read the value {_excerpt(node)}{detail}",
+                                   problem_mark=node.start_mark) from err
+
+
+def _excerpt(node: Any) -> str:
+    value = node.value if isinstance(node.value, str) else ""
+    return repr(value if len(value) <= 40 else value[:37] + "...")
