@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 import re
 from typing import Annotated, Literal
+from urllib.parse import unquote
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
@@ -13,6 +14,8 @@ from specs.base import Frozen
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 SECRET_REF_PATTERN = r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$"
 ADDRESS_PATTERN = r"^https?://[^/\s]+/?$"
+NO_OPTION_PATTERN = r"^[^-\s]\S*$"
+"""For editors (JSON Schema): the loader's own checks of git sources are stricter and explain themselves."""
 
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 Resources = dict[str, Annotated[float, Field(ge=0)]]
@@ -88,10 +91,24 @@ class Cluster(Spec):
 
 
 class GitSource(Spec):
-    url: str = Field(min_length=1)
-    """Anything `git fetch` understands; a relative path is taken from the workspace root."""
-    ref: str = Field(min_length=1, pattern=r"^[^-\s]")
+    """Where a snapshot's code comes from. Specs are data: both fields pass an allow-list here, so
+    nothing a pull request writes can reach git as an option or as a program to run."""
+
+    url: str = Field(min_length=1, json_schema_extra={"pattern": NO_OPTION_PATTERN})
+    """A local path, file:///path, https://host/path, ssh://[user@]host/path or user@host:path; a relative
+    path is taken from the workspace root."""
+    ref: str = Field(min_length=1, json_schema_extra={"pattern": NO_OPTION_PATTERN})
     """A tag, branch or commit; resolved once, then the snapshot holds that commit forever."""
+
+    @field_validator("url")
+    @classmethod
+    def _allowed_url(cls, url: str) -> str:
+        return check_git_url(url)
+
+    @field_validator("ref")
+    @classmethod
+    def _ref_name(cls, ref: str) -> str:
+        return check_git_ref(ref)
 
 
 class CodeSnapshot(Spec):
@@ -109,6 +126,11 @@ class CodeSnapshot(Spec):
     """Directory under common/code/; defaults to the source's base name."""
     description: str = ""
 
+    @field_validator("path")
+    @classmethod
+    def _plain_path(cls, path: str | None) -> str | None:
+        return None if path is None else check_source_path(path)
+
     @model_validator(mode="after")
     def _one_source(self) -> CodeSnapshot:
         if (self.git is None) == (self.path is None):
@@ -124,6 +146,84 @@ class CodeSnapshot(Spec):
         source = self.git.url if self.git else self.path or ""
         base = re.sub(r"\.git$", "", source.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1])
         return re.sub(r"[^a-z0-9-]", "-", base.lower()).strip("-") or "code"
+
+
+GIT_URL_FORMS = ("a local path (/srv/git/verl.git, ../verl), file:///absolute/path, https://host[:port]/path, "
+                 "ssh://[user@]host[:port]/path or user@host:path")
+"""The only git URL forms argus fetches from; git knows more, some of which run programs (ext::)."""
+
+_UNSAFE_CHARS = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_TRANSPORT = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*::")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.DOTALL)
+_USER = r"[A-Za-z0-9_][A-Za-z0-9._~-]*"
+_HOST = r"(?:[A-Za-z0-9][A-Za-z0-9.-]*|\[[0-9A-Fa-f:.]+\])"
+_NETWORK = re.compile(rf"^(?:{_USER}@)?{_HOST}(?::[0-9]{{1,5}})?(?P<path>/.*)$", re.DOTALL)
+_SCP = re.compile(rf"^{_USER}@{_HOST}:(?P<path>.+)$", re.DOTALL)
+_REF_FORBIDDEN = ("..", "@{", "//", "~", "^", ":", "?", "*", "[", "\\")
+
+
+def check_git_url(url: str) -> str:
+    """Accept only GIT_URL_FORMS: nothing git could read as an option or a program to run."""
+    problem = _git_url_problem(url)
+    if problem:
+        raise ValueError(f"{problem}; a git url must be {GIT_URL_FORMS}")
+    return url
+
+
+def check_git_ref(ref: str) -> str:
+    """A tag, branch or commit name as git's refname rules allow it, and never an option."""
+    if ref.startswith("-") or _UNSAFE_CHARS.search(ref) or _bad_ref_name(ref):
+        raise ValueError(f"{ref!r} is not a ref argus accepts: no leading '-', no whitespace or control characters, "
+                         "none of '..' '@{' '//' '~^:?*[\\', no part starting with '.', no trailing '/', '.' or "
+                         "'.lock'; give a tag, a branch or a commit id, like v0.9.1, main or a 40-hex commit")
+    return ref
+
+
+def check_source_path(path: str) -> str:
+    """A working copy's path reaches git and the filesystem: never an option, never control characters."""
+    if path.startswith("-") or _CONTROL_CHARS.search(path):
+        raise ValueError("a source path must not start with '-' or contain control characters; "
+                         "write it like ../verl or /srv/work/verl")
+    return path
+
+
+def _git_url_problem(url: str) -> str | None:
+    if url.startswith("-"):
+        return "it starts with '-' (git would take it as an option)"
+    if _TRANSPORT.match(url):
+        return "`transport::address` forms such as ext:: and fd:: run programs and are not allowed"
+    if _UNSAFE_CHARS.search(url) or _UNSAFE_CHARS.search(unquote(url)):  # git percent-decodes URLs
+        return "it contains whitespace or control characters (also %-encoded)"
+    scheme = _SCHEME.match(url)
+    if scheme:
+        return _scheme_problem(scheme[1].lower(), scheme[2])
+    if ":" in url.split("/", 1)[0]:  # git's own rule: a colon before the first slash makes it scp-like
+        found = _SCP.match(url)
+        if not found:
+            return "it looks like an scp-like address but is not user@host:path"
+        return "its path starts with '-'" if found["path"].startswith("-") else None
+    return None  # a local path
+
+
+def _scheme_problem(scheme: str, rest: str) -> str | None:
+    if scheme in ("http", "git"):
+        return f"{scheme}:// is not allowed: nothing authenticates the server, anyone on the way can change the code"
+    if scheme == "file":
+        return None if rest.startswith("/") else "a file:// URL must name an absolute path (file:///srv/git/x.git)"
+    if scheme not in ("https", "ssh"):
+        return f"the {scheme}:// scheme is not allowed"
+    found = _NETWORK.match(rest)
+    if not found:
+        return (f"it is not of the form {scheme}://[user@]host[:port]/path (no password; host and user must not "
+                "start with '-')")
+    return "its path starts with '-'" if found["path"][1:].startswith("-") else None
+
+
+def _bad_ref_name(ref: str) -> bool:
+    parts = ref.split("/")
+    return (any(s in ref for s in _REF_FORBIDDEN) or ref == "@" or ref.endswith((".", "/", ".lock"))
+            or any(part.startswith(".") or part.endswith(".lock") for part in parts))
 
 
 class Data(Spec):
