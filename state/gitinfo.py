@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from state.workcopy import WorkingCopy
 
 
 @dataclass(frozen=True)
@@ -13,11 +20,35 @@ class GitInfo:
 
 
 def desired_commit(root: str) -> GitInfo:
-    import git  # imported here: validate and --help must not pay for gitpython
+    """HEAD of the repository holding the workspace, and whether the workspace's files differ from it.
+
+    The workspace may be anyone's checkout (on the shared filesystem, too): git never runs in it,
+    so its config cannot hook fsmonitor or clean filters (state.workcopy says how).
+    """
+    from state import workcopy  # imported here: validate and --help must not pay for it
+
+    copy = workcopy.find_working_copy(root)
+    if copy is None:
+        return GitInfo("none", False)
+    try:
+        commit = workcopy.head_commit(copy)
+    except (workcopy.NotAWorkingCopy, OSError):
+        return GitInfo("none", False)
+    under = os.path.relpath(os.path.realpath(root), copy.root)
+    return GitInfo(commit, _differs(copy, commit, "" if under == "." else under))
+
+
+def _differs(copy: WorkingCopy, commit: str, under: str) -> bool:
+    """The workspace's working files against HEAD's, by content; what cannot be read counts as dirty."""
+    from state import safegit, workcopy
 
     try:
-        repo = git.Repo(root, search_parent_directories=True)
-        commit = repo.head.commit.hexsha
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
-        return GitInfo("none", False)
-    return GitInfo(commit, repo.is_dirty(untracked_files=True, path=root))
+        with workcopy.quarantined(copy) as repo, safegit.ObjectReader(repo) as reader:
+            head = _contents(safegit.commit_files(reader, commit, under))
+            return head != _contents(workcopy.working_files(copy, repo, under))
+    except (safegit.GitError, OSError):
+        return True
+
+
+def _contents(files: Iterable[tuple[str, str, bytes]]) -> set[tuple[str, str, str]]:
+    return {(rel, mode, hashlib.sha256(data).hexdigest()) for rel, mode, data in files}

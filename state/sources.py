@@ -3,49 +3,84 @@
 The digest covers sorted (path, git mode, sha256 of content) and is the same whether computed from
 git objects (at plan time, before anything is exported) or from a directory on disk (to verify a
 snapshot), so a plan can name the exact content a job will run.
+
+Specs are data and the shared filesystem is hostile: git runs only as state.safegit runs it, and
+argus's git cache on the shared root is used only while it looks exactly as argus made it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
+import shutil
 import stat
-from collections.abc import Callable, Iterable, Iterator
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from pathlib import Path
 
-from specs.models import CodeSnapshot
-from state.files import write_json
+from specs.errors import ArgusError
+from specs.models import CodeSnapshot, GitSource
+from state import safegit
 from state.observed import SourceState
+from state.workcopy import (
+    SMALL,
+    NotAWorkingCopy,
+    disk_entry,
+    head_commit,
+    open_working_copy,
+    quarantined,
+    read_regular,
+    working_files,
+)
 
+DEFAULT_FETCH_TIMEOUT = 300.0
+"""Seconds a fetch may take: a first clone of a large repository needs minutes."""
 REMOTE_HEAD = "refs/argus/remote-head"
 """Where the source's own HEAD is kept in the cache: `ref: HEAD` means the source's, not the cache's."""
-FETCH_TIMEOUT = 600
+FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", f"+HEAD:{REMOTE_HEAD}")
+CACHE_CONFIG = b"[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
+CACHE_HEAD = b"ref: refs/heads/main\n"
+CACHE_ENTRIES = frozenset({"HEAD", "config", "objects", "refs", "packed-refs"})
+"""All a cache argus made ever holds: no hooks, no info/, no logs, nothing else that changes git."""
+_PACKED_REF = re.compile(rb"^[0-9a-f]{40} refs/(heads|tags|argus)/[^\x00-\x20\x7f~^:?*\[\\]+$")
+_ABBREVIATED = re.compile(r"^[0-9a-fA-F]{4,40}$")
 
-Entry = tuple[str, str, bytes]
-"""(relative path, git mode, content); a symlink's content is its target."""
+Entry = safegit.Entry
 
 
-def resolve_source(snapshot: CodeSnapshot, workspace_root: str, shared_root: str) -> SourceState:
-    import git  # imported here: validate and --help must not pay for gitpython
-
+def resolve_source(snapshot: CodeSnapshot, workspace_root: str, shared_root: str,
+                   fetch_timeout: float = DEFAULT_FETCH_TIMEOUT) -> SourceState:
+    field = "git.url" if snapshot.git else "path"
     try:
         if snapshot.git is not None:
-            return _resolve_git(snapshot, workspace_root, shared_root)
-        return _resolve_path(snapshot, workspace_root, shared_root)
-    except git.GitCommandError as err:
-        field = "git.url" if snapshot.git else "path"
-        return SourceState(error=f"git failed: {_last_line(err.stderr) or err}", error_field=field)
+            return _resolve_git(snapshot.git, workspace_root, shared_root, fetch_timeout)
+        return _resolve_path(snapshot, workspace_root)
+    except NotAWorkingCopy as err:
+        return SourceState(error=str(err), error_field="path")
+    except safegit.GitError as err:
+        return SourceState(error=f"git failed: {err}", error_field=field)
+    except OSError as err:
+        return SourceState(error=f"cannot read the source: {err}", error_field=field)
 
 
 def entries(snapshot: CodeSnapshot, source: SourceState, workspace_root: str, shared_root: str) -> Iterator[Entry]:
     """The files of the resolved source, from git objects (or the working tree when dirty)."""
-    if source.dirty:
-        yield from _working_files(locate(snapshot.path or "", workspace_root))
-        return
-    repo = _repo_for(snapshot, workspace_root, shared_root)
-    yield from _tree_entries(repo.commit(source.commit))
+    try:
+        if snapshot.git is not None:
+            yield from _cached_commit_files(locate(snapshot.git.url, workspace_root), source.commit or "",
+                                            shared_root)
+            return
+        copy = open_working_copy(locate(snapshot.path or "", workspace_root))
+        with quarantined(copy) as repo:
+            if source.dirty:
+                yield from working_files(copy, repo)
+                return
+            with safegit.ObjectReader(repo) as reader:
+                yield from safegit.commit_files(reader, source.commit or "")
+    except (safegit.GitError, NotAWorkingCopy) as err:
+        raise ArgusError(f"code.{snapshot.name}: cannot read its source ({err}); run `argus plan` again") from err
 
 
 def digest_of(items: Iterable[tuple[str, str, str]]) -> str:
@@ -63,7 +98,7 @@ def directory_entries(root: Path, skip: set[str]) -> Iterator[Entry]:
             path = Path(folder) / name
             rel = path.relative_to(root).as_posix()
             if rel not in skip:
-                yield _disk_entry(path, rel)
+                yield disk_entry(path, rel)
 
 
 def locate(location: str, workspace_root: str) -> str:
@@ -73,109 +108,150 @@ def locate(location: str, workspace_root: str) -> str:
     return str((Path(workspace_root) / location).resolve())
 
 
-def _resolve_git(snapshot: CodeSnapshot, workspace_root: str, shared_root: str) -> SourceState:
-    import git
+def checked_cache(shared_root: str, url: str) -> Path:
+    """argus's bare cache of a source, discarded and made again unless it is exactly as argus made it.
 
-    assert snapshot.git is not None
-    repo = _repo_for(snapshot, workspace_root, shared_root)
-    ref = REMOTE_HEAD if snapshot.git.ref == "HEAD" else snapshot.git.ref
-    try:
-        commit = repo.git.rev_parse("--verify", "--end-of-options", f"{ref}^{{commit}}")
-    except git.GitCommandError:
-        return SourceState(error=f"ref {snapshot.git.ref!r} not found in {snapshot.git.url}: give a tag, branch "
-                                 "or a commit reachable from one", error_field="git.ref")
-    return _with_digest(commit, shared_root, lambda: _tree_entries(repo.commit(commit)))
+    Any Ray job can write to the shared root: a planted hook, config or alternates file must never
+    be used. It is only a cache: the next fetch fills it again.
+    """
+    cache = Path(shared_root) / ".argus" / "git" / f"{hashlib.sha256(url.encode()).hexdigest()[:16]}.git"
+    if _is_ours(cache):
+        return cache
+    if os.path.lexists(cache):
+        _discard(cache)
+    _create(cache)
+    if not _is_ours(cache):
+        raise safegit.GitError(f"argus's git cache {cache} is changed by someone else while argus makes it; "
+                               "check who writes under .argus/ on the shared root")
+    return cache
 
 
-def _resolve_path(snapshot: CodeSnapshot, workspace_root: str, shared_root: str) -> SourceState:
-    import git
+def _resolve_git(source: GitSource, workspace_root: str, shared_root: str, timeout: float) -> SourceState:
+    url = locate(source.url, workspace_root)
+    cache = checked_cache(shared_root, url)
+    with safegit.quarantine(cache / "objects", packed_refs=_cached_refs(cache)) as repo:
+        try:
+            # `--` before the URL: whatever the spec says, git never reads it as an option.
+            safegit.run(repo, "fetch", "--quiet", "--prune", "--no-auto-gc", "--no-recurse-submodules", "--", url,
+                        *FETCH_REFSPECS, timeout=timeout)
+        except safegit.GitTimeout:
+            return SourceState(error_field="git.url", error=f"git fetch did not finish within {timeout:g} s and was "
+                               f"stopped: check that {source.url} is reachable from here, or give a first clone of "
+                               "a large repository more time with --fetch-timeout")
+        _keep_refs(repo, cache)
+        commit = _commit_of(repo, source.ref)
+        if commit is None:
+            return SourceState(error=f"ref {source.ref!r} not found in {source.url}: give a tag, branch or a commit "
+                                     "reachable from one", error_field="git.ref")
+        with safegit.ObjectReader(repo) as reader:
+            return _state(commit, safegit.commit_files(reader, commit))
 
+
+def _resolve_path(snapshot: CodeSnapshot, workspace_root: str) -> SourceState:
+    """Dirty or not is decided by content digests, never by `git status`: that would run the
+    working copy's fsmonitor and clean filters, which anyone who can write to it may have set."""
     where = locate(snapshot.path or "", workspace_root)
-    try:
-        repo = git.Repo(where)
-        commit = repo.head.commit.hexsha
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
-        return SourceState(error=f"{where} is not a git working copy with a commit", error_field="path")
-    if not repo.is_dirty(untracked_files=True):
-        return _with_digest(commit, shared_root, lambda: _tree_entries(repo.commit(commit)))
+    copy = open_working_copy(where)
+    commit = head_commit(copy)
+    with quarantined(copy) as repo, safegit.ObjectReader(repo) as reader:
+        head = _state(commit, safegit.commit_files(reader, commit))
+        work = _state(commit, working_files(copy, repo), dirty=True)
+    if work.digest == head.digest:
+        return head
     if not snapshot.allow_dirty:
         return SourceState(commit=commit, dirty=True, error_field="path",
                            error=f"{where} has uncommitted changes: commit them, or set `allow_dirty: true` "
                                  "to snapshot the working files as they are")
-    found = [_summary(e) for e in _working_files(where)]
-    return SourceState(commit=commit, dirty=True, digest=digest_of((p, m, s) for p, m, s, _ in found),
+    return work
+
+
+def _state(commit: str, files: Iterable[Entry], dirty: bool = False) -> SourceState:
+    found = [(rel, mode, hashlib.sha256(data).hexdigest(), len(data)) for rel, mode, data in files]
+    return SourceState(commit=commit, dirty=dirty, digest=digest_of((p, m, s) for p, m, s, _ in found),
                        files=len(found), bytes=sum(n for *_, n in found))
 
 
-def _with_digest(commit: str, shared_root: str, files: Callable[[], Iterable[Entry]]) -> SourceState:
-    """The digest of a commit never changes: computed once, then read from argus's cache."""
-    cache = Path(shared_root) / ".argus" / "git" / "digests" / f"{commit}.json"
-    if cache.exists():
-        return SourceState(commit=commit, **json.loads(cache.read_text()))
-    found = [_summary(e) for e in files()]
-    facts = {"digest": digest_of((p, m, s) for p, m, s, _ in found), "files": len(found),
-             "bytes": sum(n for *_, n in found)}
-    write_json(cache, facts)
-    return SourceState(commit=commit, **facts)
+def _commit_of(repo: Path, ref: str) -> str | None:
+    """The commit a ref names; a commit id only if a branch or tag of the source holds it (an object
+    planted in the cache is not the source's)."""
+    try:
+        name = REMOTE_HEAD if ref == "HEAD" else ref
+        commit = safegit.run(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{name}^{{commit}}")
+        commit = commit.decode().strip()
+        if _ABBREVIATED.match(ref):
+            holders = safegit.run(repo, "for-each-ref", "--count=1", "--contains", commit, "--format=%(refname)")
+            return commit if holders.strip() else None
+    except safegit.GitError:
+        return None
+    return commit
 
 
-def _repo_for(snapshot: CodeSnapshot, workspace_root: str, shared_root: str):
-    """A bare cache of the source under the shared root, fetched up to date (tags may move)."""
-    import git
-
-    if snapshot.path is not None:
-        return git.Repo(locate(snapshot.path, workspace_root))
-    assert snapshot.git is not None
-    url = locate(snapshot.git.url, workspace_root)
-    cache = Path(shared_root) / ".argus" / "git" / f"{hashlib.sha256(url.encode()).hexdigest()[:16]}.git"
-    repo = git.Repo(cache) if cache.exists() else git.Repo.init(cache, bare=True, mkdir=True)
-    # Never wait for a password in CI: a source that needs credentials fails instead of hanging.
-    repo.git.update_environment(GIT_TERMINAL_PROMPT="0", GIT_SSH_COMMAND="ssh -o BatchMode=yes")
-    repo.git.fetch(url, "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", f"+HEAD:{REMOTE_HEAD}",
-                   "--prune", "--quiet", kill_after_timeout=FETCH_TIMEOUT)
-    return repo
+def _cached_commit_files(url: str, commit: str, shared_root: str) -> Iterator[Entry]:
+    cache = checked_cache(shared_root, url)
+    with safegit.quarantine(cache / "objects") as repo, safegit.ObjectReader(repo) as reader:
+        yield from safegit.commit_files(reader, commit)
 
 
-def _tree_entries(commit) -> Iterator[Entry]:
-    for item in commit.tree.traverse():
-        if item.type == "blob":  # trees are implied by paths; submodules have no content here
-            yield item.path, _git_mode(item.mode), item.data_stream.read()
+def _cached_refs(cache: Path) -> bytes:
+    """The refs the last fetch left, as data: they only tell the server what argus already has."""
+    try:
+        text = read_regular(cache / "packed-refs", 64 << 20)
+    except OSError:
+        return b""
+    return b"".join(line + b"\n" for line in text.splitlines() if _PACKED_REF.match(line) and b".." not in line)
 
 
-def _git_mode(mode: int) -> str:
-    """The three modes a checkout can reproduce (old trees also hold 100664 and the like)."""
-    if stat.S_ISLNK(mode):
-        return "120000"
-    return "100755" if mode & 0o111 else "100644"
+def _keep_refs(repo: Path, cache: Path) -> None:
+    listed = safegit.run(repo, "for-each-ref", "--format=%(objectname) %(refname)")
+    tmp = cache.with_name(f".refs-{cache.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp.write_bytes(listed)
+    os.replace(tmp, cache / "packed-refs")
 
 
-def _working_files(where: str) -> Iterator[Entry]:
-    import git
-
-    repo = git.Repo(where)
-    listed = repo.git.ls_files("-co", "--exclude-standard", "-z").split("\0")
-    for rel in sorted(p for p in listed if p):
-        path = Path(where) / rel
-        if path.is_symlink() or path.is_file():
-            yield _disk_entry(path, rel)
-
-
-def _disk_entry(path: Path, rel: str) -> Entry:
-    info = path.lstat()
-    if stat.S_ISLNK(info.st_mode):
-        return rel, "120000", os.fsencode(os.readlink(path))
-    mode = "100755" if info.st_mode & stat.S_IXUSR else "100644"
-    return rel, mode, path.read_bytes()
+def _is_ours(cache: Path) -> bool:
+    try:
+        if not stat.S_ISDIR(cache.lstat().st_mode) or not {p.name for p in cache.iterdir()} <= CACHE_ENTRIES:
+            return False
+        if not all(stat.S_ISDIR((cache / d).lstat().st_mode) for d in ("objects", "refs")):
+            return False
+        if read_regular(cache / "config", SMALL) != CACHE_CONFIG or read_regular(cache / "HEAD", SMALL) != CACHE_HEAD:
+            return False
+        info = cache / "objects" / "info"  # alternates, http-alternates, commit-graphs: none of argus's
+        return not os.path.lexists(info) or (stat.S_ISDIR(info.lstat().st_mode) and not any(info.iterdir()))
+    except OSError:
+        return False
 
 
-def _summary(entry: Entry) -> tuple[str, str, str, int]:
-    rel, mode, data = entry
-    return rel, mode, hashlib.sha256(data).hexdigest(), len(data)
+def _create(cache: Path) -> None:
+    """Built beside its place and renamed into it, so no other argus sees half a cache."""
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_name(f".tmp-{cache.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    for folder in ("objects/pack", "objects/info", "refs"):
+        (tmp / folder).mkdir(parents=True)
+    (tmp / "config").write_bytes(CACHE_CONFIG)
+    (tmp / "HEAD").write_bytes(CACHE_HEAD)
+    try:
+        os.rename(tmp, cache)
+    except OSError:  # another argus made it first
+        _remove(tmp)
 
 
-def _last_line(text: str | None) -> str:
-    """git's own diagnosis: its `fatal:` line, else its last words."""
-    lines = [line.strip().strip("'") for line in (text or "").strip().splitlines() if line.strip()]
-    fatal = [line for line in lines if line.startswith(("stderr: 'fatal:", "fatal:"))]
-    chosen = fatal[0] if fatal else (lines[-1] if lines else "")
-    return chosen.removeprefix("stderr: ").strip("'")
+def _discard(cache: Path) -> None:
+    aside = cache.with_name(f".discarded-{cache.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    with suppress(FileNotFoundError):  # another argus discarded it first
+        os.rename(cache, aside)
+        _remove(aside)
+
+
+def _remove(path: Path) -> None:
+    """rmtree that first makes directories writable again, never following a planted symlink."""
+    if path.is_symlink():
+        path.unlink()
+        return
+    for folder, dirs, _ in os.walk(path):
+        for name in [".", *dirs]:
+            target = Path(folder) / name
+            if not target.is_symlink():
+                with suppress(OSError):
+                    os.chmod(target, 0o755)
+    shutil.rmtree(path, ignore_errors=True)

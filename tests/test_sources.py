@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from specs.models import CodeSnapshot
-from state import snapshots
+from state import snapshots, sources
 from state.sources import resolve_source
 
 
@@ -86,3 +87,76 @@ def test_prune_removes_sealed_snapshots(repo: Path, tmp_path: Path):
     target = make(spec("gone", repo), tmp_path / "shared")
     snapshots.delete(str(tmp_path / "shared"), target.relative_to(tmp_path / "shared").as_posix())
     assert not target.exists() and not list(target.parent.glob(".tmp-*"))
+
+
+def path_spec(where: Path, allow_dirty: bool = False) -> CodeSnapshot:
+    return CodeSnapshot(kind="CodeSnapshot", name="wc", cluster="c", path=str(where), allow_dirty=allow_dirty)
+
+
+def test_a_working_copy_is_dirty_only_when_its_files_differ_from_head(repo: Path, tmp_path: Path):
+    """Decided by content digests (no `git status`): timestamps and ignored files do not count."""
+    shared = str(tmp_path / "shared")
+    (repo / ".gitignore").write_text("*.log\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore logs")
+
+    def dirty() -> bool:
+        return resolve_source(path_spec(repo, allow_dirty=True), str(tmp_path), shared).dirty
+
+    os.utime(repo / "run.sh", (1, 1))
+    (repo / "train.log").write_text("ignored\n")
+    assert not dirty()
+    (repo / "new.py").write_text("untracked\n")
+    assert dirty()
+    (repo / "new.py").unlink()
+    (repo / "run.sh").chmod(0o644)
+    assert dirty()
+    (repo / "run.sh").chmod(0o755)
+    (repo / "pkg" / "__init__.py").unlink()
+    assert dirty()
+    git(repo, "checkout", "-q", "--", "pkg/__init__.py")
+    clean = resolve_source(path_spec(repo), str(tmp_path), shared)
+    assert clean.error is None and not clean.dirty and clean.commit == git(repo, "rev-parse", "HEAD")
+
+
+def test_a_linked_worktree_is_a_working_copy(repo: Path, tmp_path: Path):
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", str(linked), "v1")
+    state = resolve_source(path_spec(linked), str(tmp_path), str(tmp_path / "shared"))
+    assert state.error is None and state.commit == git(repo, "rev-parse", "v1")
+    same = resolve_source(spec("g", repo), str(tmp_path), str(tmp_path / "shared"))
+    assert state.digest == same.digest
+
+
+def test_a_commit_id_must_be_on_a_branch_or_tag_of_the_source(repo: Path, tmp_path: Path):
+    shared = tmp_path / "shared"
+    v1 = git(repo, "rev-parse", "v1")
+    assert resolve_source(spec("id", repo, v1), str(tmp_path), str(shared)).commit == v1
+    stray = git(repo, "commit-tree", f"{v1}^{{tree}}", "-m", "on no branch")
+    cache = sources.checked_cache(str(shared), str(repo))
+    shutil.copytree(repo / ".git" / "objects", cache / "objects", dirs_exist_ok=True)  # planted in the cache
+    refused = resolve_source(spec("stray", repo, stray), str(tmp_path), str(shared))
+    assert refused.error_field == "git.ref" and "not found" in refused.error
+
+
+def test_the_git_cache_is_kept_between_fetches(repo: Path, tmp_path: Path):
+    shared = tmp_path / "shared"
+    first = resolve_source(spec("a", repo), str(tmp_path), str(shared))
+    cache = sources.checked_cache(str(shared), str(repo))
+    packs = sorted(p.name for p in (cache / "objects").rglob("*") if p.is_file())
+    assert b"refs/tags/v1" in (cache / "packed-refs").read_bytes()
+    again = resolve_source(spec("a", repo), str(tmp_path), str(shared))
+    assert (first.commit, first.digest) == (again.commit, again.digest)
+    assert sorted(p.name for p in (cache / "objects").rglob("*") if p.is_file()) == packs  # nothing fetched again
+
+
+def test_the_workspace_commit_looks_only_at_the_workspace_directory(repo: Path):
+    from state.gitinfo import desired_commit
+
+    workspace = repo / "pkg"
+    assert desired_commit(str(workspace)) == desired_commit(str(repo))
+    assert not desired_commit(str(workspace)).dirty
+    (repo / "run.sh").write_text("#!/bin/sh\necho changed\n")
+    assert desired_commit(str(repo)).dirty and not desired_commit(str(workspace)).dirty
+    (workspace / "extra.py").write_text("")
+    assert desired_commit(str(workspace)).dirty
