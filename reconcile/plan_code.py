@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from reconcile.model import Action, Change, DeleteSnapshotStep, Diagnostic, MkdirStep, RunView, SnapshotStep
 from specs.desired import DesiredState, address_of, snapshot_rel
@@ -65,6 +66,9 @@ def plan_snapshot(spec: CodeSnapshot, state: SnapshotState,
         # Its owner could prune it under our running jobs: a snapshot belongs to one workspace.
         return noop, ("name", f"{address}'s place is taken by a snapshot of workspace {manifest.workspace!r}; "
                               "give this one another name or `repo:`")
+    changed = _changed_source(spec, manifest.source)
+    if changed is not None:
+        return noop, changed
     if state.problem:
         return noop, ("", f"{address} is damaged: {state.problem}; jobs on it cannot be submitted. Restore it or "
                           "give the code a new snapshot name")
@@ -74,6 +78,31 @@ def plan_snapshot(spec: CodeSnapshot, state: SnapshotState,
         return noop, (field, f"{address} {now} but the snapshot holds {manifest.commit[:12]}; snapshots are "
                              "immutable: give the new version a new name")
     return noop, None
+
+
+def _changed_source(spec: CodeSnapshot, recorded: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(field, message) when the spec's source as written is not the one the snapshot was made from.
+
+    A materialized `git:` snapshot is never fetched again, so this is how an edited url or ref shows.
+    """
+    if spec.git is not None:
+        was = recorded.get("git") if isinstance(recorded.get("git"), dict) else {}
+        field = "git.url" if was.get("url") != spec.git.url else "git.ref" if was.get("ref") != spec.git.ref else ""
+        now = f"git {spec.git.url!r} at {spec.git.ref!r}"
+    else:
+        field = "path" if recorded.get("path") != spec.path else ""
+        now = f"path {spec.path!r}"
+    if not field:
+        return None
+    return field, (f"code.{spec.name} was materialized from {_written(recorded)} but its spec now says {now}; "
+                   "snapshots are immutable: give the new source a new name")
+
+
+def _written(recorded: Mapping[str, Any]) -> str:
+    git = recorded.get("git")
+    if isinstance(git, dict):
+        return f"git {git.get('url')!r} at {git.get('ref')!r}"
+    return f"path {recorded.get('path')!r}"
 
 
 def plan_prune(desired: DesiredState, observed: ObservedState, runs: Mapping[str, list[RunView]],

@@ -9,7 +9,7 @@ from state import snapshots
 from state.observed import LAYOUT, Finding, ObservedState, RunRecord, SnapshotState, SourceState
 from state.ray_client import DEFAULT_TIMEOUT, RayClient
 from state.records import read_records
-from state.sources import resolve_source
+from state.sources import DEFAULT_FETCH_TIMEOUT, resolve_source
 
 
 def clients(desired: DesiredState, timeout: float = DEFAULT_TIMEOUT) -> dict[str, RayClient]:
@@ -17,12 +17,14 @@ def clients(desired: DesiredState, timeout: float = DEFAULT_TIMEOUT) -> dict[str
     return {name: RayClient(name, c.address, timeout) for name, c in sorted(desired.clusters.items())}
 
 
-def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: bool = False) -> ObservedState:
+def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: bool = False,
+            fetch_timeout: float = DEFAULT_FETCH_TIMEOUT) -> ObservedState:
     """One snapshot (one list_jobs) per cluster, plus what the shared roots hold."""
     clusters = {name: client.snapshot() for name, client in ray.items()}
     records = _records(desired)
     absent = absent_roots(desired)
-    states = {name: observe_snapshot(desired, name, verify_snapshots, absent) for name in sorted(desired.snapshots)}
+    states = {name: observe_snapshot(desired, name, verify_snapshots, absent, fetch_timeout)
+              for name in sorted(desired.snapshots)}
     return ObservedState(
         clusters=clusters,
         records=records,
@@ -80,7 +82,11 @@ def absent_roots(desired: DesiredState) -> tuple[str, ...]:
                         if Path(desired.clusters[name].shared_root).is_absolute() and not Path(root).is_dir()))
 
 
-def observe_snapshot(desired: DesiredState, name: str, verify: bool, absent: tuple[str, ...]) -> SnapshotState:
+def observe_snapshot(desired: DesiredState, name: str, verify: bool, absent: tuple[str, ...],
+                     fetch_timeout: float = DEFAULT_FETCH_TIMEOUT) -> SnapshotState:
+    """A snapshot already on disk is planned from its manifest: its `git:` source is not fetched
+    again (no network, nothing of the source's runs); the planner compares the spec's source as
+    written with the manifest's. A `path:` source is still read (locally) to report a copy that moved on."""
     spec = desired.snapshots[name]
     shared_root = desired.shared_root(spec.cluster)
     if spec.cluster in absent:
@@ -89,4 +95,9 @@ def observe_snapshot(desired: DesiredState, name: str, verify: bool, absent: tup
     target = Path(desired.snapshot_dir(spec))
     manifest = snapshots.read_manifest(target)
     problem = snapshots.verify(target, manifest) if verify and manifest else None
-    return SnapshotState(source=resolve_source(spec, desired.root, shared_root), manifest=manifest, problem=problem)
+    if manifest is not None and spec.git is not None:
+        source = SourceState(commit=manifest.commit, digest=manifest.digest, files=manifest.files,
+                             bytes=manifest.bytes, dirty=manifest.dirty)
+    else:
+        source = resolve_source(spec, desired.root, shared_root, fetch_timeout)
+    return SnapshotState(source=source, manifest=manifest, problem=problem)
