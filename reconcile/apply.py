@@ -44,6 +44,8 @@ class ApplyContext:
     """Finished runs per job left in Ray's job table; older ones are deleted once their log is kept."""
     reviewed: dict[str, str] = field(default_factory=dict)
     """For a saved plan: the reviewed commit and desired-state digest, stamped on every audit record."""
+    fetch_timeout: float | None = None
+    """Seconds a snapshot's source may take to fetch again before export (None: the default)."""
 
 
 def apply_plan(plan: Plan, ctx: ApplyContext) -> None:

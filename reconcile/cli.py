@@ -25,6 +25,9 @@ app.add_typer(audit_app, name="audit")
 _debug = {"on": False}
 DIR = typer.Argument(Path("."), help="The workspace directory (holding argus.yaml).")
 TIMEOUT = typer.Option(10.0, "--timeout", help="Seconds to wait for each request to a Ray dashboard.")
+FETCH_TIMEOUT = typer.Option(300.0, "--fetch-timeout", min=1.0,
+                             help="Seconds each git fetch of a code snapshot's source may take (a first clone of a "
+                                  "large repository needs minutes); a fetch over it is stopped and reported.")
 APPLY_TARGET = typer.Argument(Path("."), help="The workspace directory, or a plan file saved by `argus plan -o` "
                                              "(then the workspace is --dir).")
 WORKSPACE_DIR = typer.Option(Path("."), "--dir", help="The workspace, when applying a plan file.")
@@ -44,11 +47,12 @@ def _run(body: Callable[[], int]) -> int:
 @app.command()
 def validate(directory: Path = DIR,
              deep: bool = typer.Option(False, "--deep", help="Also compose every verl job's Hydra config "
-                                       "against its code snapshot's source (fetches the sources).")) -> int:
+                                       "against its code snapshot's source (fetches the sources)."),
+             fetch_timeout: float = FETCH_TIMEOUT) -> int:
     """Check the desired state: YAML, schema, names, references. Offline."""
     from reconcile.commands import validate as command
 
-    return _run(lambda: command.run(directory, deep))
+    return _run(lambda: command.run(directory, deep, fetch_timeout))
 
 
 class Format(str, Enum):
@@ -80,13 +84,14 @@ def plan(directory: Path = DIR, timeout: float = TIMEOUT,
          allow_empty: bool = ALLOW_EMPTY, output_format: Format = FORMAT, as_json: bool = JSON,
          out: Path | None = OUT,
          verify_snapshots: bool = typer.Option(False, "--verify-snapshots",
-                                               help="Re-hash every snapshot's files against its digest.")) -> int:
+                                               help="Re-hash every snapshot's files against its digest."),
+         fetch_timeout: float = FETCH_TIMEOUT) -> int:
     """Show what apply would do. Read-only (it may fill argus's git cache on the shared root)."""
     from reconcile.commands import plan as command
 
     spec = command.PlanCommand(detailed_exitcode=detailed_exitcode, timeout=timeout, colour=is_tty(),
                                output_format="json" if as_json else output_format.value, out=out,
-                               verify_snapshots=verify_snapshots,
+                               verify_snapshots=verify_snapshots, fetch_timeout=fetch_timeout,
                                options=_plan_options(prune, target, replace, allow_empty))
     return _run(lambda: command.run(directory, spec))
 
@@ -102,14 +107,14 @@ def apply(directory: Path = APPLY_TARGET, workspace_dir: Path = WORKSPACE_DIR,
           keep_finished: int = typer.Option(3, "--keep-finished", min=1,
                                             help="Finished runs per job left in Ray's job table once logged."),
           lock_timeout: float = typer.Option(0.0, "--lock-timeout",
-                                             help="Seconds to wait for another apply's lock (default: fail at once).")
-          ) -> int:
+                                             help="Seconds to wait for another apply's lock (default: fail at once)."),
+          fetch_timeout: float = FETCH_TIMEOUT) -> int:
     """Plan, confirm, then submit and stop jobs until the clusters match the desired state."""
     from reconcile.commands import apply as command
 
     options = command.ApplyOptions(auto_approve=auto_approve, timeout=timeout, stop_timeout=stop_timeout,
                                    colour=is_tty(), lock_timeout=lock_timeout, keep_finished=keep_finished,
-                                   plan=_plan_options(prune, target, replace, allow_empty))
+                                   fetch_timeout=fetch_timeout, plan=_plan_options(prune, target, replace, allow_empty))
     if directory.is_file():
         return _run(lambda: command.run_saved(directory, workspace_dir, options))
     return _run(lambda: command.run(directory, options))

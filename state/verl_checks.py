@@ -139,16 +139,18 @@ def _file_findings(desired: DesiredState, job: Job) -> list[Finding]:
     return found
 
 
-def offline_checks(desired: DesiredState, cache_root: str) -> dict[str, tuple[Finding, ...]]:
+def offline_checks(desired: DesiredState, cache_root: str,
+                   fetch_timeout: float | None = None) -> dict[str, tuple[Finding, ...]]:
     """`argus validate --deep`: what needs only the code, not the cluster or its files.
 
     Keyed by address: code.NAME for a source that does not resolve, job.NAME for the job's checks.
     """
     from state.observed import SnapshotState
-    from state.sources import resolve_source
+    from state.sources import DEFAULT_FETCH_TIMEOUT, resolve_source
 
     used = {job.code for job in desired.jobs.values() if job.workload != "command" and job.code}
-    sources = {name: resolve_source(desired.snapshots[name], desired.root, cache_root) for name in sorted(used)}
+    sources = {name: resolve_source(desired.snapshots[name], desired.root, cache_root,
+                                    fetch_timeout or DEFAULT_FETCH_TIMEOUT) for name in sorted(used)}
     found: dict[str, tuple[Finding, ...]] = {
         f"code.{name}": (Finding(severity="error", field=s.error_field, message=s.error),)
         for name, s in sources.items() if s.error}

@@ -30,6 +30,7 @@ class ApplyOptions:
     lock_timeout: float = 0.0
     keep_finished: int = 3
     plan: PlanOptions = PlanOptions()
+    fetch_timeout: float | None = None
 
 
 def run(directory: Path, options: ApplyOptions) -> int:
@@ -42,7 +43,7 @@ def run(directory: Path, options: ApplyOptions) -> int:
     plan_id = uuid.uuid4().hex[:12]
     with lock.held(list(desired.shared_roots.values()), desired.workspace.name, plan_id, options.lock_timeout):
         ray = connect(desired, options.timeout)
-        observed, plan = observe_and_plan(desired, ray, options.plan)
+        observed, plan = observe_and_plan(desired, ray, options.plan, fetch_timeout=options.fetch_timeout)
         typer.echo(render_plan(plan, colour=options.colour))
         if plan.errors:
             return EXIT_ERROR
@@ -51,7 +52,7 @@ def run(directory: Path, options: ApplyOptions) -> int:
         ctx = ApplyContext(desired=desired, clients=ray, git=desired_commit(desired.root), plan_id=plan_id,
                            sessions={name: c.session_name for name, c in observed.clusters.items()},
                            stop_timeout=options.stop_timeout, echo=typer.echo, observed=observed,
-                           keep_finished=options.keep_finished)
+                           keep_finished=options.keep_finished, fetch_timeout=options.fetch_timeout)
         return _execute(plan, ctx)
 
 
@@ -70,7 +71,7 @@ def run_saved(plan_file: Path, directory: Path, options: ApplyOptions) -> int:
     roots = list(desired.shared_roots.values())
     with lock.held(roots, desired.workspace.name, stored.plan_id, options.lock_timeout):
         ray = connect(desired, options.timeout)
-        observed, fresh = observe_and_plan(desired, ray, stored.plan.options)
+        observed, fresh = observe_and_plan(desired, ray, stored.plan.options, fetch_timeout=options.fetch_timeout)
         _refuse_unless_reviewed(plan_file, stored, fresh)
         note = _content_note(stored, desired)
         if note:
@@ -79,7 +80,7 @@ def run_saved(plan_file: Path, directory: Path, options: ApplyOptions) -> int:
         ctx = ApplyContext(desired=desired, clients=ray, git=desired_commit(desired.root), plan_id=stored.plan_id,
                            sessions={name: c.session_name for name, c in observed.clusters.items()},
                            stop_timeout=options.stop_timeout, echo=typer.echo, observed=observed,
-                           keep_finished=options.keep_finished,
+                           keep_finished=options.keep_finished, fetch_timeout=options.fetch_timeout,
                            reviewed={"reviewed_commit": stored.commit, "desired_digest": stored.desired_digest})
         return _execute(fresh, ctx)
 

@@ -26,11 +26,12 @@ def connect(desired: DesiredState, timeout: float) -> dict[str, RayClient]:
 
 
 def observe_and_plan(desired: DesiredState, ray: dict[str, RayClient], options: PlanOptions | None = None,
-                     verify_snapshots: bool = False) -> tuple[ObservedState, Plan]:
+                     verify_snapshots: bool = False, fetch_timeout: float | None = None) -> tuple[ObservedState, Plan]:
     from reconcile.planner import plan
     from state.observe import observe
+    from state.sources import DEFAULT_FETCH_TIMEOUT
 
-    observed = observe(desired, ray, verify_snapshots)
+    observed = observe(desired, ray, verify_snapshots, fetch_timeout or DEFAULT_FETCH_TIMEOUT)
     return observed, plan(desired, observed, options)
 
 

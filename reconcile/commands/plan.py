@@ -24,6 +24,7 @@ class PlanCommand:
     out: Path | None = None
     verify_snapshots: bool = False
     options: PlanOptions = PlanOptions()
+    fetch_timeout: float | None = None
 
 
 def run(directory: Path, command: PlanCommand) -> int:
@@ -34,7 +35,7 @@ def run(directory: Path, command: PlanCommand) -> int:
     desired = load(directory)
     check_addresses(desired, command.options)
     _, plan = observe_and_plan(desired, connect(desired, command.timeout), command.options,
-                               command.verify_snapshots)
+                               command.verify_snapshots, command.fetch_timeout)
     typer.echo(show(plan, command.output_format, command.colour))
     if command.out is not None:
         save(command.out, desired, plan)

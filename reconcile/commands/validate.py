@@ -12,7 +12,7 @@ from reconcile.model import Diagnostic
 from reconcile.render import render_diagnostics
 
 
-def run(directory: Path, deep: bool = False) -> int:
+def run(directory: Path, deep: bool = False, fetch_timeout: float | None = None) -> int:
     desired = load(directory)
     typer.echo(f"Valid: workspace {desired.workspace.name!r}, {len(desired.clusters)} cluster(s), "
                f"{len(desired.snapshots)} code snapshot(s), {len(desired.jobs)} job(s).")
@@ -20,7 +20,7 @@ def run(directory: Path, deep: bool = False) -> int:
         return 0
     from state.verl_checks import offline_checks
 
-    findings = offline_checks(desired, cache_dir())
+    findings = offline_checks(desired, cache_dir(), fetch_timeout)
     diagnostics = [Diagnostic(severity=f.severity, address=address, where=desired.source(address).at(f.field),
                               message=f.message) for address, items in findings.items() for f in items]
     checked = sum(a.startswith("job.") for a in findings)
