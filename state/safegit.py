@@ -110,7 +110,7 @@ def quarantine(objects: Path, *, borrow: bool = False, packed_refs: bytes = b"",
             (root / "objects" / "info").mkdir(parents=True)
             (root / "objects" / "info" / "alternates").write_text(f"{_alternate_line(objects)}\n")
         else:
-            os.symlink(objects, root / "objects")
+            os.symlink(os.path.abspath(objects), root / "objects")
         yield root
 
 

@@ -79,7 +79,7 @@ def entries(snapshot: CodeSnapshot, source: SourceState, workspace_root: str, sh
                 return
             with safegit.ObjectReader(repo) as reader:
                 yield from safegit.commit_files(reader, source.commit or "")
-    except (safegit.GitError, NotAWorkingCopy) as err:
+    except (safegit.GitError, NotAWorkingCopy, OSError) as err:
         raise ArgusError(f"code.{snapshot.name}: cannot read its source ({err}); run `argus plan` again") from err
 
 
