@@ -146,3 +146,14 @@ def test_plan_formats_on_a_real_cluster(workspace, argus):
     assert "| `+` | `job.shown` | submit |" in markdown
     status = json.loads(argus("status", workspace.root, "--format", "json").out)
     assert status["jobs"] == [{"address": "job.shown", "sync": "missing", "health": None, "submission_id": None}]
+
+
+def test_a_replace_plan_applied_twice_asks_for_one_new_attempt(workspace, argus, tmp_path):
+    workspace.job("again", QUICK)
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    save(argus, workspace, tmp_path / "plan.json", "--replace", "job.again")
+    for _ in range(2):  # a CI re-run of the apply job
+        applied = argus("apply", tmp_path / "plan.json", "--dir", workspace.root)
+        assert applied.code == 0, applied.out + applied.err
+    attempts = sorted(j.metadata["argus.attempt"] for j in jobs_of(workspace.address, workspace.name))
+    assert attempts == ["1", "2"] and "No changes." in applied.out

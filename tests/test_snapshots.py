@@ -113,15 +113,18 @@ def test_tampering_is_detected_and_blocks_jobs(workspace, argus):
     assert jobs_of(workspace.address, workspace.name) == []
 
 
-def test_a_moved_ref_is_refused(workspace, argus):
+def test_a_materialized_snapshot_is_never_fetched_again_and_its_source_is_fixed(workspace, argus):
     repo = make_marker_repo(workspace.root.parent / "marker")
     snapshot_spec(workspace, "code-a", f"git:\n  url: {repo}\n  ref: v1")
     assert argus("apply", workspace.root, "--auto-approve").code == 0
-    git(repo, "tag", "-f", "v1", "v2")
+    made = git(repo, "rev-parse", "v1")
+    git(repo, "tag", "-f", "v1", "v2")  # the tag moves upstream: the snapshot keeps what it holds
     plan = argus("plan", workspace.root)
-    assert plan.code == 1
-    assert "code/code-a.yaml:6: code.code-a now resolves to" in plan.out
-    assert "snapshots are immutable: give the new version a new name" in plan.out
+    assert plan.code == 0 and f"materialized at commit {made[:12]}" in plan.out, plan.out
+    snapshot_spec(workspace, "code-a", f"git:\n  url: {repo}\n  ref: v2")
+    moved = argus("plan", workspace.root)
+    assert moved.code == 1 and "code/code-a.yaml:6: code.code-a was materialized from" in moved.out, moved.out
+    assert "snapshots are immutable: give the new source a new name" in moved.out
 
 
 def test_prune_deletes_only_snapshots_no_unfinished_run_uses(workspace, argus):

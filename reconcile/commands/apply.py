@@ -19,6 +19,7 @@ from specs.errors import ArgusError
 
 if TYPE_CHECKING:
     from reconcile.saved import SavedPlan
+    from state.observed import ObservedState
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,11 @@ def run(directory: Path, options: ApplyOptions) -> int:
 def run_saved(plan_file: Path, directory: Path, options: ApplyOptions) -> int:
     """Apply what was reviewed: plan again, and execute the fresh steps only if no decision changed."""
     from reconcile import saved
+    from reconcile.planner import plan
     from state import lock
     from state.gitinfo import desired_commit
+    from state.observe import observe
+    from state.sources import DEFAULT_FETCH_TIMEOUT
 
     stored = saved.read(plan_file)
     desired = load(directory)
@@ -71,7 +75,8 @@ def run_saved(plan_file: Path, directory: Path, options: ApplyOptions) -> int:
     roots = list(desired.shared_roots.values())
     with lock.held(roots, desired.workspace.name, stored.plan_id, options.lock_timeout):
         ray = connect(desired, options.timeout)
-        observed, fresh = observe_and_plan(desired, ray, stored.plan.options, fetch_timeout=options.fetch_timeout)
+        observed = observe(desired, ray, fetch_timeout=options.fetch_timeout or DEFAULT_FETCH_TIMEOUT)
+        fresh = plan(desired, observed, _options_now(stored.plan, observed))
         _refuse_unless_reviewed(plan_file, stored, fresh)
         note = _content_note(stored, desired)
         if note:
@@ -83,6 +88,16 @@ def run_saved(plan_file: Path, directory: Path, options: ApplyOptions) -> int:
                            keep_finished=options.keep_finished, fetch_timeout=options.fetch_timeout,
                            reviewed={"reviewed_commit": stored.commit, "desired_digest": stored.desired_digest})
         return _execute(fresh, ctx)
+
+
+def _options_now(reviewed: Plan, observed: ObservedState) -> PlanOptions:
+    """The reviewed options, less each `--replace` whose new attempt already exists: applying the
+    plan again must not ask for yet another attempt."""
+    from reconcile.reviewed import replacements_done
+
+    known = set(observed.records) | {j.submission_id for c in observed.clusters.values() for j in c.jobs}
+    done = replacements_done(reviewed, known)
+    return reviewed.options.model_copy(update={"replace": tuple(a for a in reviewed.options.replace if a not in done)})
 
 
 def _refuse_unless_reviewed(plan_file: Path, stored: SavedPlan, fresh: Plan) -> None:
