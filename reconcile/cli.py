@@ -132,7 +132,8 @@ def schema() -> int:
 def init(directory: Path = DIR,
          address: str = typer.Option("http://127.0.0.1:8265", "--address", help="The cluster's Ray dashboard."),
          shared_root: str = typer.Option(".shared", "--shared-root", help="The NFS mount every node sees.")) -> int:
-    """Scaffold a workspace: argus.yaml, a cluster, a job and .gitignore. Never overwrites."""
+    """Scaffold a workspace (argus.yaml, a cluster, a job, .gitignore) and its CI at the git repository's root.
+    Never overwrites."""
     from reconcile.commands import init as command
 
     return _run(lambda: command.run(directory, address, shared_root))
