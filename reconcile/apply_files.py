@@ -10,6 +10,7 @@ from specs.desired import DesiredState
 from specs.errors import ArgusError
 from specs.submission import CodeRef, expand
 from state import snapshots
+from state.cache import cache_root
 from state.sources import DEFAULT_FETCH_TIMEOUT, resolve_source
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ def make_snapshot(step: SnapshotStep, ctx: ApplyContext) -> str:
     """Re-resolve the source and export exactly the commit and digest the plan showed."""
     spec = ctx.desired.snapshots[step.name]
     shared_root = ctx.desired.shared_root(step.cluster)
-    source = resolve_source(spec, ctx.desired.root, shared_root, ctx.fetch_timeout or DEFAULT_FETCH_TIMEOUT)
+    source = resolve_source(spec, ctx.desired.root, cache_root(), ctx.fetch_timeout or DEFAULT_FETCH_TIMEOUT)
     if source.error or (source.commit, source.digest) != (step.commit, step.digest):
         raise ArgusError(f"code.{step.name}: the source no longer matches the plan "
                          f"({source.error or 'now commit ' + str(source.commit)[:12]}); run `argus plan` again")

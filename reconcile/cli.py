@@ -86,7 +86,7 @@ def plan(directory: Path = DIR, timeout: float = TIMEOUT,
          verify_snapshots: bool = typer.Option(False, "--verify-snapshots",
                                                help="Re-hash every snapshot's files against its digest."),
          fetch_timeout: float = FETCH_TIMEOUT) -> int:
-    """Show what apply would do. Read-only (it may fill argus's git cache on the shared root)."""
+    """Show what apply would do. Read-only (it may fill argus's private cache, never the shared root)."""
     from reconcile.commands import plan as command
 
     spec = command.PlanCommand(detailed_exitcode=detailed_exitcode, timeout=timeout, colour=is_tty(),

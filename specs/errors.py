@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 
@@ -24,7 +25,7 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}"
+        where = f"{printable(self.file)}:{self.line}"
         return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
 
 
@@ -37,3 +38,9 @@ class SpecError(ArgusError):
         count = len(self.problems)
         noun = "problem" if count == 1 else "problems"
         super().__init__(f"The desired state has {count} {noun}:\n{lines}")
+
+
+def printable(text: str) -> str:
+    """A name from the workspace as one visible line: a file named with a line break or a terminal
+    escape must not forge lines of argus's output (or of a pull-request comment)."""
+    return text if text.isprintable() else json.dumps(text)[1:-1]

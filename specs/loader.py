@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from specs import rules
@@ -173,7 +173,7 @@ def _walk(node: Any, loc: tuple[Any, ...], missing: bool) -> tuple[str, int]:
 
 def _child_line(node: Any, part: Any) -> int | None:
     if isinstance(node, CommentedMap) and part in node:
-        position = node.lc.data.get(part)  # absent for keys merged in with `<<:`
+        position = (node.lc.data or {}).get(part)  # absent for keys merged in with `<<:`
         return position[0] + 1 if position else _line(node)
     if isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
         return node.lc.item(part)[0] + 1
@@ -217,6 +217,8 @@ def _plain(node: Any) -> Any:
         return [_plain(v) for v in node]
     if isinstance(node, bool) or node is None:
         return node
+    if isinstance(node, TaggedScalar):  # `!!str 007`: the only tagged scalar specs.safe_yaml lets through
+        return str(node.value)
     for kind in (int, float, str):
         if isinstance(node, kind):
             return kind(node)

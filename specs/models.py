@@ -17,6 +17,10 @@ ADDRESS_PATTERN = r"^https?://[^/\s]+/?$"
 NO_OPTION_PATTERN = r"^[^-\s]\S*$"
 """For editors (JSON Schema): the loader's own checks of git sources are stricter and explain themselves."""
 
+MAX_COUNT = 2**53
+"""Every integer of a spec stays below this: a 5,000-digit hex number would pass YAML and pydantic,
+then break hashing and JSON later (Python refuses to print ints over 4,300 digits)."""
+
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 Resources = dict[str, Annotated[float, Field(ge=0)]]
 
@@ -38,7 +42,7 @@ class NodeExpectation(Spec):
     """What the cluster is expected to have; checked against alive nodes, never created."""
 
     role: Literal["head", "worker"]
-    count: int = Field(ge=0)
+    count: int = Field(ge=0, le=MAX_COUNT)
     resources: Resources = {}
 
 
@@ -47,7 +51,7 @@ class JobDefaults(Spec):
 
     entrypoint_num_cpus: float | None = Field(default=None, ge=0)
     entrypoint_num_gpus: float | None = Field(default=None, ge=0)
-    entrypoint_memory: int | None = Field(default=None, ge=0)
+    entrypoint_memory: int | None = Field(default=None, ge=0, le=MAX_COUNT)
     entrypoint_resources: Resources = {}
     """Custom resources the driver needs, e.g. {worker_node: 1} to keep it off the head."""
     env: dict[str, str] = {}
@@ -235,12 +239,12 @@ class Data(Spec):
 class Trainer(Spec):
     """The verl trainer settings argus types (and checks); everything else goes in `overrides:`."""
 
-    nnodes: int = Field(default=1, ge=1, strict=True)
-    n_gpus_per_node: int = Field(default=1, ge=1, strict=True)
-    total_training_steps: int | None = Field(default=None, ge=1, strict=True)
-    total_epochs: int | None = Field(default=None, ge=1, strict=True)
-    save_freq: int | None = Field(default=None, strict=True)
-    test_freq: int | None = Field(default=None, strict=True)
+    nnodes: int = Field(default=1, ge=1, le=MAX_COUNT, strict=True)
+    n_gpus_per_node: int = Field(default=1, ge=1, le=MAX_COUNT, strict=True)
+    total_training_steps: int | None = Field(default=None, ge=1, le=MAX_COUNT, strict=True)
+    total_epochs: int | None = Field(default=None, ge=1, le=MAX_COUNT, strict=True)
+    save_freq: int | None = Field(default=None, ge=-MAX_COUNT, le=MAX_COUNT, strict=True)
+    test_freq: int | None = Field(default=None, ge=-MAX_COUNT, le=MAX_COUNT, strict=True)
     logger: list[str] | None = None
     project: str | None = None
     """trainer.project_name; defaults to the workspace name."""
@@ -261,7 +265,7 @@ class Retry(Spec):
     config_error, import_error, user_code and stopped are never retried: they would fail the same way.
     """
 
-    max_attempts: int = Field(ge=1, strict=True)
+    max_attempts: int = Field(ge=1, le=MAX_COUNT, strict=True)
     """Attempts in all, the first one included."""
     on: list[RetryableClass] = Field(min_length=1)
 
@@ -296,13 +300,13 @@ class Job(Spec):
         return check_env_references(env)
     entrypoint_num_cpus: float | None = Field(default=None, ge=0)
     entrypoint_num_gpus: float | None = Field(default=None, ge=0)
-    entrypoint_memory: int | None = Field(default=None, ge=0)
+    entrypoint_memory: int | None = Field(default=None, ge=0, le=MAX_COUNT)
     entrypoint_resources: Resources | None = None
     """Replaces (not merges) the cluster default when given."""
     state: Literal["running", "stopped"] = "running"
     protect: bool = Field(default=False, strict=True)
     """When true, any plan that would stop or replace this job's run is an error."""
-    run: int = Field(default=1, ge=1, strict=True)
+    run: int = Field(default=1, ge=1, le=MAX_COUNT, strict=True)
     """Bump to ask for a new run of an otherwise unchanged spec."""
     retry: Retry | None = None
 

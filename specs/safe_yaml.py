@@ -27,6 +27,11 @@ TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep: argus specs are shallow; 
 _BRACKET_RUN = re.compile(r"[\[{](?:\s*[\[{]){" + str(MAX_DEPTH) + "}")
 
 
+CORE_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq"))
+"""Explicit tags a spec may carry (`!!str 007`); others (`!!python/...`, `!!binary`, `!custom`) mean
+something argus would silently drop or turn into another type."""
+
+
 class Refused(MarkedYAMLError):
     """YAML that parses but is not allowed in a spec; `problem` is the whole message for the user."""
 
@@ -54,6 +59,10 @@ class _SpecComposer(Composer):
         if isinstance(event, AliasEvent):
             raise Refused(problem=f"YAML aliases (*{event.anchor}) are not allowed in argus specs: write the "
                                   "value out", problem_mark=event.start_mark)
+        tag = getattr(event, "tag", None)
+        if tag is not None and tag not in CORE_TAGS:
+            raise Refused(problem=f"YAML tags ({tag}) are not allowed in argus specs: write a plain value",
+                          problem_mark=event.start_mark)
         if self._nesting >= MAX_DEPTH:
             raise Refused(problem=TOO_DEEP, problem_mark=event.start_mark)
         self._nesting += 1

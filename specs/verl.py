@@ -90,6 +90,9 @@ def override_key(override: str) -> str:
 def typed_override(override: str, workload: str) -> str | None:
     """The typed field to use instead, when an override sets a key argus owns."""
     key = override_key(override)
+    if key.startswith(("hydra.", "hydra/")) and key != "hydra.run.dir":
+        # hydra.searchpath and hydra's config groups can make composing import modules at plan time.
+        return "(argus keeps Hydra's own settings: hydra.* cannot be overridden)"
     return TYPED_KEYS.get(key) or (GRPO_KEYS.get(key) if workload == "grpo" else None)
 
 

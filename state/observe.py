@@ -6,6 +6,7 @@ from pathlib import Path
 
 from specs.desired import DesiredState
 from state import snapshots
+from state.cache import cache_root
 from state.observed import LAYOUT, Finding, ObservedState, RunRecord, SnapshotState, SourceState
 from state.ray_client import DEFAULT_TIMEOUT, RayClient
 from state.records import read_records
@@ -68,7 +69,7 @@ def workload_checks(desired: DesiredState, states: dict[str, SnapshotState],
                     absent: tuple[str, ...]) -> dict[str, tuple[Finding, ...]]:
     from state.verl_checks import check_job  # Hydra is imported only when there are verl jobs
 
-    return {name: check_job(desired, job, states[job.code], desired.shared_root(job.cluster))
+    return {name: check_job(desired, job, states[job.code], cache_root())
             for name, job in sorted(desired.jobs.items())
             if job.workload != "command" and job.code in states and job.cluster not in absent}
 
@@ -88,7 +89,6 @@ def observe_snapshot(desired: DesiredState, name: str, verify: bool, absent: tup
     again (no network, nothing of the source's runs); the planner compares the spec's source as
     written with the manifest's. A `path:` source is still read (locally) to report a copy that moved on."""
     spec = desired.snapshots[name]
-    shared_root = desired.shared_root(spec.cluster)
     if spec.cluster in absent:
         return SnapshotState(source=SourceState(error=f"cluster {spec.cluster!r} has no shared root here",
                                                 error_field="cluster"))
@@ -99,5 +99,5 @@ def observe_snapshot(desired: DesiredState, name: str, verify: bool, absent: tup
         source = SourceState(commit=manifest.commit, digest=manifest.digest, files=manifest.files,
                              bytes=manifest.bytes, dirty=manifest.dirty)
     else:
-        source = resolve_source(spec, desired.root, shared_root, fetch_timeout)
+        source = resolve_source(spec, desired.root, cache_root(), fetch_timeout)
     return SnapshotState(source=source, manifest=manifest, problem=problem)

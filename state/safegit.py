@@ -42,6 +42,12 @@ _KEPT_GIT_ENV = ("GIT_SSH", "GIT_SSL_", "GIT_HTTP_", "GIT_CURL_", "GIT_TRACE", "
 """GIT_* variables of the runner that only say how to reach a server or how to debug; every other
 one (GIT_DIR, GIT_INDEX_FILE, GIT_CONFIG_PARAMETERS, ... set by a hook that runs argus) is dropped."""
 
+MAX_FILES = 100_000
+MAX_OBJECT = 256 << 20
+MAX_BYTES = 2 << 30
+"""A code snapshot is code: a source past these (a tree bomb of nested trees, a 10 GB blob) is
+refused before it exhausts time or memory on the machine running argus."""
+
 QUARANTINE_CONFIG = b"[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
 OID = re.compile(r"^[0-9a-f]{40}$")
 _TREE_ENTRY = re.compile(rb"(?P<mode>[0-7]{5,6}) (?P<name>[^/\0]+)\0(?P<oid>.{20})", re.DOTALL)
@@ -137,6 +143,8 @@ class ObjectReader:
         if len(header) != 3:
             raise GitError(f"object {oid} is missing from the repository")
         kind, size = header[1], int(header[2])
+        if size > MAX_OBJECT:
+            raise GitError(f"object {oid} is {size} bytes, over argus's limit of {MAX_OBJECT} for code")
         data = self._proc.stdout.read(size)
         self._proc.stdout.read(1)  # the newline after each object
         if hashlib.sha1(b"%s %d\0" % (kind, size) + data).hexdigest() != oid:
@@ -169,6 +177,7 @@ def last_line(text: str) -> str:
 
 def _walk(reader: ObjectReader, tree: str, prefix: str) -> Iterator[Entry]:
     pending = [(tree, prefix)]  # a stack, not recursion: a tree can nest deeper than Python's stack
+    files = total = 0
     while pending:
         oid, where = pending.pop()
         for mode, name, child in _tree_items(reader, oid):
@@ -178,6 +187,10 @@ def _walk(reader: ObjectReader, tree: str, prefix: str) -> Iterator[Entry]:
                 kind, data = reader.read(child)
                 if kind != "blob":
                     raise GitError(f"{where}{name} should be a file but is a {kind}")
+                files, total = files + 1, total + len(data)
+                if files > MAX_FILES or total > MAX_BYTES:
+                    raise GitError(f"the source holds over {MAX_FILES} files or {MAX_BYTES >> 30} GiB: too large "
+                                   "for a code snapshot")
                 yield f"{where}{name}", git_mode(int(mode, 8)), data
 
 

@@ -25,6 +25,7 @@ from specs.errors import ArgusError
 from specs.models import CodeSnapshot
 from state import beneath
 from state.audit import actor
+from state.cache import cache_root
 from state.observed import Manifest, SourceState
 from state.records import now
 from state.sources import digest_of, directory_entries, entries
@@ -86,7 +87,7 @@ def materialize(snapshot: CodeSnapshot, source: SourceState, workspace: str, wor
         remove_tree(stale)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{snapshot.name}.", dir=target.parent))
     try:
-        written = _export(entries(snapshot, source, workspace_root, shared_root), tmp, Path(shared_root),
+        written = _export(entries(snapshot, source, workspace_root, cache_root()), tmp, Path(shared_root),
                           lambda n: progress and progress(f"  exported {n}/{source.files} files"))
         if digest_of(written) != source.digest:
             raise ArgusError(f"code.{snapshot.name}: the source changed since the plan; run `argus plan` again")
@@ -156,12 +157,17 @@ def _stored_object(shared_root: Path, sha: str, mode: str, data: bytes) -> Path:
     An existing object is re-hashed before reuse: a write through any hard link changes it for
     every snapshot, and a damaged object must not spread into a new one.
     """
-    path = shared_root / ".argus" / "objects" / sha[:2] / f"{sha}.{mode}"
+    store, expected = shared_root / ".argus" / "objects", shared_root.resolve() / ".argus" / "objects"
+    path = store / sha[:2] / f"{sha}.{mode}"
+    if store.resolve() == expected:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    if path.parent.resolve() != expected / sha[:2] or path.is_symlink():
+        raise ArgusError(f"{path.parent} leads outside argus's object store (a symlink planted on the shared "
+                         "filesystem?): not writing there. Remove it and apply again.")
     if path.exists() and hashlib.sha256(path.read_bytes()).hexdigest() == sha:
         return path
     if path.exists():
         os.replace(path, path.with_name(f"{path.name}.damaged-{os.getpid()}"))
-    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".incoming-")
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)

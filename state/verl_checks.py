@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 from pathlib import Path
 
 from specs import verl
@@ -45,6 +46,9 @@ def compose(config_dir: Path, job: Job, desired: DesiredState, cache_root: str, 
     name = verl.WORKLOADS[job.workload].config
     key = hashlib.sha256(json.dumps([digest, name, overrides, _hydra_version()]).encode()).hexdigest()
     cache = Path(cache_root) / ".argus" / "hydra-checks" / f"{key}.json"
+    if _extends_search_path(config_dir):
+        return Finding(severity="error", field="code", message=f"code.{job.code}'s Hydra config sets hydra.searchpath, "
+                       "which can load modules or files from anywhere: argus does not compose it")
     if digest and cache.exists():
         error = json.loads(cache.read_text())["error"]
     else:
@@ -53,6 +57,12 @@ def compose(config_dir: Path, job: Job, desired: DesiredState, cache_root: str, 
             write_json(cache, {"error": error})
     return None if error is None else Finding(severity="error", field=_blamed_field(job, error),
                                               message=f"Hydra rejects the job's config: {error}")
+
+
+def _extends_search_path(config_dir: Path) -> bool:
+    """verl's configs never set it; a source that does could make composing import any installed module."""
+    return any(b"searchpath" in path.read_bytes() for path in config_dir.rglob("*.yaml")
+               if path.is_file() and not path.is_symlink())
 
 
 def _compose_error(config_dir: Path, name: str, overrides: list[str]) -> tuple[str | None, bool]:
@@ -110,12 +120,12 @@ def _code_files(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_
         return None
     extracted = Path(cache_root) / ".argus" / "verl-code" / source.digest
     if not extracted.exists():
-        tmp = extracted.with_name(extracted.name + ".partial")
+        extracted.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{source.digest}.", dir=extracted.parent))
         for rel, _mode, data in entries(spec, source, desired.root, cache_root):
             if rel.startswith(CONFIG_DIR + "/") or rel.startswith("verl/trainer/") and rel.endswith(".py"):
                 (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                 (tmp / rel).write_bytes(data)
-        tmp.mkdir(parents=True, exist_ok=True)
         tmp.rename(extracted)
     return extracted
 

@@ -16,9 +16,11 @@ from state import local
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No test may reach a cluster through the environment or write into the real home."""
-    for name in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", "GITHUB_ACTOR", "GITLAB_USER_LOGIN", "ARGUS_ACTOR"):
+    for name in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", "GITHUB_ACTOR", "GITLAB_USER_LOGIN", "ARGUS_ACTOR",
+                 "ARGUS_PLAN_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ARGUS_LOCAL_DIR", str(tmp_path / "local-cluster"))
+    monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path / "argus-cache"))
 
 
 def start_cluster(state_dir: Path) -> local.LocalCluster:

@@ -12,6 +12,7 @@ import pytest
 from specs.errors import ArgusError
 from specs.models import CodeSnapshot
 from state import beneath, snapshots
+from state.cache import cache_root
 from state.sources import resolve_source
 
 
@@ -43,7 +44,7 @@ def test_a_planted_leftover_symlink_is_removed_not_followed(tmp_path: Path, vict
     parent = shared / "common" / "code" / "src"
     parent.mkdir(parents=True)
     os.symlink(victim, parent / ".tmp-foo.planted")
-    source = resolve_source(spec, str(shared), str(shared))
+    source = resolve_source(spec, str(shared), cache_root())
     assert snapshots.materialize(spec, source, "ws", str(shared), str(shared), parent / "foo") == "created"
     assert untouched(victim) and not (parent / ".tmp-foo.planted").exists()
 
@@ -54,7 +55,7 @@ def test_an_export_through_a_symlinked_repo_directory_is_refused(tmp_path: Path,
     os.symlink(victim, shared / "common" / "code" / "src")
     spec = CodeSnapshot(kind="CodeSnapshot", name="foo", cluster="c", path=str(tmp_path))
     with pytest.raises(ArgusError, match="leads outside the shared root"):
-        snapshots.materialize(spec, resolve_source(spec, str(tmp_path), str(shared)), "ws", str(tmp_path),
+        snapshots.materialize(spec, resolve_source(spec, str(tmp_path), cache_root()), "ws", str(tmp_path),
                               str(shared), shared / "common" / "code" / "src" / "foo")
     assert untouched(victim) and sorted(p.name for p in victim.iterdir()) == ["inner", "keep.txt"]
 
@@ -91,3 +92,20 @@ def test_stored_snapshots_ignore_symlinks_odd_names_and_mismatched_manifests(tmp
     (victim / ".argus-snapshot.json").write_text(json.dumps(manifest))
     os.symlink(victim, base / "r" / "linked")
     assert list(snapshots.stored(str(shared))) == ["common/code/r/s"]
+
+
+def test_a_symlinked_object_store_is_refused(tmp_path: Path, victim: Path):
+    repo = tmp_path / "src"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    (repo / "a.py").write_text("A = 1\n")
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "c"], cwd=repo, check=True)
+    shared = tmp_path / "shared"
+    (shared / ".argus").mkdir(parents=True)
+    os.symlink(victim, shared / ".argus" / "objects")  # planted by a job: exports would land in victim
+    spec = CodeSnapshot(kind="CodeSnapshot", name="foo", cluster="c", git={"url": str(repo), "ref": "main"})
+    with pytest.raises(ArgusError, match="leads outside argus's object store"):
+        snapshots.materialize(spec, resolve_source(spec, str(shared), cache_root()), "ws", str(shared),
+                              str(shared), shared / "common" / "code" / "src" / "foo")
+    assert sorted(p.name for p in victim.iterdir()) == ["inner", "keep.txt"] and untouched(victim)

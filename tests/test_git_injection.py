@@ -208,15 +208,16 @@ def test_a_planted_git_cache_is_discarded_not_used(kind, tmp_path, marker, sourc
     assert not (cache / "hooks").exists() and not any((cache / "objects" / "info").iterdir())
 
 
-def test_plan_discards_a_planted_cache(workspace, argus, marker, source):
+def test_plan_discards_a_planted_cache_and_keeps_none_on_the_shared_root(workspace, argus, marker, source):
     workspace.write("code/src.yaml", snapshot_yaml(str(source)))
-    cache = _cache_of(workspace.shared, str(source))
+    cache = _cache_of(Path(os.environ["ARGUS_CACHE_DIR"]), str(source))
     cache.parent.mkdir(parents=True)
     _plant(cache, "foreign-config", marker, str(source))
     planned = argus("plan", workspace.root)
     assert planned.code == 0, planned.out + planned.err
     assert "+ code.evil" in planned.out
-    assert not marker.exists()
+    assert not marker.exists() and (cache / "config").read_bytes() == sources.CACHE_CONFIG
+    assert not (workspace.shared / ".argus" / "git").exists()  # plan writes nothing on the shared root
 
 
 def test_a_hostile_local_source_repository_runs_nothing(tmp_path, marker, source):
@@ -423,3 +424,28 @@ def test_a_fetch_that_never_answers_is_stopped_at_the_deadline(command, workspac
         assert "code/evil.yaml:5: git fetch did not finish within 2 s" in result.out
         assert elapsed < 15
         assert _processes_naming(f"127.0.0.1:{port}") == []  # git-remote-https went with it
+
+
+def test_a_tree_bomb_is_refused_not_walked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Twelve objects, a million files: nested trees of ten entries each, reading all would never end."""
+    from state import safegit
+
+    repo = tmp_path / "bomb"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input="x", capture_output=True,
+                          text=True, check=True).stdout.strip()
+    entry, kind = blob, "100644 blob"
+    for _ in range(6):
+        listing = "".join(f"{kind} {entry}\tn{i}\n" for i in range(10))
+        entry = subprocess.run(["git", "mktree"], cwd=repo, input=listing, capture_output=True, text=True,
+                               check=True).stdout.strip()
+        kind = "040000 tree"
+    commit = git(repo, "commit-tree", entry, "-m", "bomb").stdout.strip()
+    git(repo, "update-ref", "refs/heads/main", commit)
+    git(repo, "tag", "v1")
+    monkeypatch.setattr(safegit, "MAX_FILES", 2000)  # the real cap (100,000) is only slower to reach
+    started = time.monotonic()
+    state = resolve_source(unchecked(str(repo)), str(tmp_path), str(tmp_path / "cache"))
+    assert state.error is not None and "too large for a code snapshot" in state.error, state
+    assert time.monotonic() - started < 30

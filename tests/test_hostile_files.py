@@ -110,10 +110,32 @@ def values_python_refuses(ws: Workspace) -> str:
     return "jobs/values.yaml:3: invalid YAML: cannot read the value '2024-13-45': month must be in 1..12"
 
 
+def python_object_tag(ws: Workspace) -> str:
+    ws.write("jobs/tagged.yaml", JOB.replace("entrypoint: [python3, train.py]",
+                                             f"entrypoint: !!python/object/apply:os.system ['touch {ws.root}/X']"))
+    return "jobs/tagged.yaml:5: YAML tags (tag:yaml.org,2002:python/object/apply:os.system) are not allowed"
+
+
+def custom_tag_on_a_mapping(ws: Workspace) -> str:
+    ws.write("jobs/custom.yaml", JOB + "env: !custom {a: b}\n")
+    return "jobs/custom.yaml:6: YAML tags (!custom) are not allowed in argus specs"
+
+
+def an_integer_too_large_to_print(ws: Workspace) -> str:
+    ws.write("jobs/big.yaml", JOB + f"entrypoint_memory: 0x{'f' * 5000}\n")
+    return "jobs/big.yaml:6: entrypoint_memory: Input should be less than or equal to 9007199254740992"
+
+
+def a_file_name_that_forges_output_lines(ws: Workspace) -> str:
+    ws.write("jobs/x\nargus: all good.yaml", "kind: Job\n")
+    return "jobs/x\\nargus: all good.yaml:1: name: required field is missing"
+
+
 CASES: list[Callable[[Workspace], str]] = [
     fifo, symlink_to_dev_zero, symlink_outside, dangling_symlink, symlink_into_a_hidden_directory, huge_file,
     alias_bomb, nested_100000_deep, nested_deep_under_the_cap, nested_deep_block, directory_symlink,
-    values_python_refuses]
+    values_python_refuses, python_object_tag, custom_tag_on_a_mapping, an_integer_too_large_to_print,
+    a_file_name_that_forges_output_lines]
 
 
 @pytest.mark.parametrize("plant", CASES, ids=[c.__name__ for c in CASES])
@@ -144,6 +166,13 @@ def test_all_problems_are_reported_together(ws: Workspace, tmp_path: Path, argus
         assert "jobs/typo.yaml:6: entrypont: unknown key" in out
     assert done.returncode == result.code == 1
     assert listing(tmp_path) == before
+
+
+def test_merge_keys_inside_a_value_and_core_tags_load(ws: Workspace) -> None:
+    ws.write("jobs/merged.yaml", JOB.replace("name: train", "name: merged") + "env:\n  <<: [{A: '1'}, {B: '2'}]\n"
+             "description: !!str plain\n")
+    job = load_workspace(ws.root).jobs["merged"]
+    assert job.env == {"A": "1", "B": "2"} and job.description == "plain"
 
 
 def test_safe_links_and_inline_merge_keys_still_load(ws: Workspace) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from specs.models import CodeSnapshot
 from state import snapshots, sources
+from state.cache import cache_root
 from state.sources import resolve_source
 
 
@@ -45,7 +46,7 @@ def spec(name: str, url: Path, ref: str = "v1") -> CodeSnapshot:
 
 
 def make(snapshot: CodeSnapshot, shared: Path) -> Path:
-    source = resolve_source(snapshot, str(shared), str(shared))
+    source = resolve_source(snapshot, str(shared), cache_root())
     assert source.error is None, source.error
     target = shared / "common" / "code" / snapshot.repo_dir / snapshot.name
     assert snapshots.materialize(snapshot, source, "ws", str(shared), str(shared), target) == "created"

@@ -178,6 +178,15 @@ def test_plan_checks_files_capacity_and_checkpoints_on_a_cluster_with_gpus(tmp_p
            "like job.clash" in plan.out
     assert "Warning: cluster.yaml:7: expected 2 alive worker node(s) with GPU=4, worker_node=1; 1 found" in plan.out
     assert "job.fits can never fit" not in plan.out and "jobs/fits.yaml:9" not in plan.out
+    written = sorted(p.relative_to(ws.shared).as_posix() for p in ws.shared.rglob("*") if p.is_file())
+    assert written == ["datasets/gsm8k/train.parquet", "models/qwen/config.json"]  # plan wrote nothing there
+
+
+def test_hydra_settings_and_search_paths_are_never_composed(h20: Path, argus):
+    edit(h20 / "jobs.yaml", "overrides: [", "overrides: ['hydra.searchpath=[pkg://this]', ")
+    refused = argus("validate", h20)
+    assert refused.code == 1 and "hydra.* cannot be overridden" in refused.err, refused.err
+    assert "The Zen of Python" not in refused.out + refused.err
 
 
 def test_a_second_check_does_not_compose_again(h20: Path, argus, monkeypatch: pytest.MonkeyPatch):
@@ -191,3 +200,17 @@ def test_a_second_check_does_not_compose_again(h20: Path, argus, monkeypatch: py
     monkeypatch.setattr(verl_checks, "_compose_error", must_not_compose)
     again = argus("validate", "--deep", h20)
     assert again.code == 0, again.out + again.err
+
+
+def test_a_snapshot_whose_config_extends_the_search_path_is_not_composed(h20: Path, tmp_path: Path, capsys):
+    from specs.loader import load_workspace
+    from state import verl_checks
+
+    desired = load_workspace(h20)
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "ppo_trainer.yaml").write_text("hydra:\n  searchpath: [pkg://this]\n")
+    job = next(j for j in desired.jobs.values() if j.workload == "ppo")
+    found = verl_checks.compose(config, job, desired, str(tmp_path / "cache"), "d" * 64)
+    assert found is not None and found.severity == "error" and "hydra.searchpath" in found.message
+    assert "The Zen of Python" not in capsys.readouterr().out  # `import this` never ran

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
@@ -18,16 +17,12 @@ def run(directory: Path, deep: bool = False, fetch_timeout: float | None = None)
                f"{len(desired.snapshots)} code snapshot(s), {len(desired.jobs)} job(s).")
     if not deep:
         return 0
+    from state.cache import cache_root
     from state.verl_checks import offline_checks
 
-    findings = offline_checks(desired, cache_dir(), fetch_timeout)
+    findings = offline_checks(desired, cache_root(), fetch_timeout)
     diagnostics = [Diagnostic(severity=f.severity, address=address, where=desired.source(address).at(f.field),
                               message=f.message) for address, items in findings.items() for f in items]
     checked = sum(a.startswith("job.") for a in findings)
     typer.echo(render_diagnostics(diagnostics) or f"Deep: {checked} verl job(s) compose against their code.")
     return 1 if any(d.severity == "error" for d in diagnostics) else 0
-
-
-def cache_dir() -> str:
-    """Where validate --deep keeps fetched sources and Hydra results (no shared root needed)."""
-    return os.environ.get("ARGUS_CACHE_DIR") or str(Path.home() / ".cache" / "argus")

@@ -20,13 +20,17 @@ if [ "$mode" != apply ]; then  # a self-hosted runner keeps its work directory: 
   rm -f "$out/plan.json" "$out/plan.md" "$out/plan.err" "$out/comment.md" "$out/validate.txt"
 fi
 
+pre() {  # argus's own text, HTML-escaped in <pre>: a file name can't close a code fence and become markdown
+  echo '<pre>'; sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' -e 's/`/\&#96;/g'; echo '</pre>'
+}
+
 comment() {  # header + body; GitHub refuses comments over 65,536 characters (argus keeps plans under 60,000)
   { echo "$marker"; cat; } > "$out/comment.md"
 }
 
 validated() {
   "$argus" validate "$dir" > "$out/validate.txt" 2>&1 && return 0
-  { echo "### argus validate failed"; echo; echo '```'; cat "$out/validate.txt"; echo '```'; } | comment
+  { echo "### argus validate failed"; echo; pre < "$out/validate.txt"; } | comment
   return 1
 }
 
@@ -35,7 +39,7 @@ case "$mode" in
     validated || exit 1
     "$argus" plan "$dir" -o "$out/plan.json" --format markdown > "$out/plan.md" 2> "$out/plan.err"
     code=$?
-    { cat "$out/plan.md"; [ -s "$out/plan.err" ] && { echo; echo '```'; cat "$out/plan.err"; echo '```'; }; } | comment
+    { cat "$out/plan.md"; [ -s "$out/plan.err" ] && { echo; pre < "$out/plan.err"; }; } | comment
     exit "$code"
     ;;
   validate)
@@ -50,7 +54,7 @@ case "$mode" in
   drift)
     "$argus" plan "$dir" --detailed-exitcode --format markdown > "$out/plan.md" 2> "$out/plan.err"
     code=$?
-    { cat "$out/plan.md"; [ -s "$out/plan.err" ] && { echo; echo '```'; cat "$out/plan.err"; echo '```'; }; } | comment
+    { cat "$out/plan.md"; [ -s "$out/plan.err" ] && { echo; pre < "$out/plan.err"; }; } | comment
     exit "$code"
     ;;
   *)
