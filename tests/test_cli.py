@@ -102,7 +102,7 @@ def test_bugs_exit_3_and_interrupts_exit_130(tmp_path: Path, argus, monkeypatch:
 
     ws = make_workspace(tmp_path, "boundary", "http://127.0.0.1:9")
 
-    def boom(_directory, _deep):
+    def boom(*_args):
         raise ZeroDivisionError("oops")
 
     monkeypatch.setattr(validate, "run", boom)
@@ -111,7 +111,7 @@ def test_bugs_exit_3_and_interrupts_exit_130(tmp_path: Path, argus, monkeypatch:
     assert "Traceback" not in result.err
     assert "Traceback" in argus("--debug", "validate", ws.root).err
 
-    def interrupted(_directory, _deep):
+    def interrupted(*_args):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(validate, "run", interrupted)
