@@ -27,18 +27,23 @@ def victim(tmp_path: Path) -> Path:
     return path
 
 
-def untouched(victim: Path) -> bool:
-    modes = {victim.stat().st_mode & 0o777, (victim / "inner").stat().st_mode & 0o777}
-    return modes == {0o700} and (victim / "keep.txt").read_text() == "mine\n"
-
-
-def test_a_planted_leftover_symlink_is_removed_not_followed(tmp_path: Path, victim: Path):
+def source_repo(tmp_path: Path) -> Path:
     repo = tmp_path / "src"
     repo.mkdir()
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
     (repo / "a.py").write_text("A = 1\n")
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "c"], cwd=repo, check=True)
+    return repo
+
+
+def untouched(victim: Path) -> bool:
+    modes = {victim.stat().st_mode & 0o777, (victim / "inner").stat().st_mode & 0o777}
+    return modes == {0o700} and (victim / "keep.txt").read_text() == "mine\n"
+
+
+def test_a_planted_leftover_symlink_is_removed_not_followed(tmp_path: Path, victim: Path):
+    repo = source_repo(tmp_path)
     shared = tmp_path / "shared"
     spec = CodeSnapshot(kind="CodeSnapshot", name="foo", cluster="c", git={"url": str(repo), "ref": "main"})
     parent = shared / "common" / "code" / "src"
@@ -95,12 +100,7 @@ def test_stored_snapshots_ignore_symlinks_odd_names_and_mismatched_manifests(tmp
 
 
 def test_a_symlinked_object_store_is_refused(tmp_path: Path, victim: Path):
-    repo = tmp_path / "src"
-    repo.mkdir()
-    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
-    (repo / "a.py").write_text("A = 1\n")
-    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "c"], cwd=repo, check=True)
+    repo = source_repo(tmp_path)
     shared = tmp_path / "shared"
     (shared / ".argus").mkdir(parents=True)
     os.symlink(victim, shared / ".argus" / "objects")  # planted by a job: exports would land in victim

@@ -42,6 +42,19 @@ def repository(tmp_path: Path, name: str, address: str):
     return repo, ws
 
 
+def reviewed_pull_request(tmp_path: Path, argus, name: str, address: str):
+    """main applied; branch `pr` adds job `feature`; its plan saved outside the checkout."""
+    repo, ws = repository(tmp_path, name, address)
+    assert argus("apply", ws.root, "--auto-approve").code == 0
+    git(repo, "checkout", "-q", "-b", "pr")
+    ws.job("feature", QUICK)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "Add the feature job")
+    plan_file = tmp_path / "plan.json"
+    assert argus("plan", ws.root, "-o", plan_file).code == 0
+    return repo, ws, plan_file
+
+
 def merge(repo: Path, how: str) -> None:
     git(repo, "checkout", "-q", "main")
     if how == "merge-commit":
@@ -93,14 +106,7 @@ def test_the_reviewed_plan_applies_after_every_kind_of_merge(tmp_path, argus, ra
 
 
 def test_a_job_changed_differently_on_main_is_refused_naming_it(tmp_path, argus, ray_cluster):
-    repo, ws = repository(tmp_path, "merges-conflict", ray_cluster.address)
-    assert argus("apply", ws.root, "--auto-approve").code == 0
-    git(repo, "checkout", "-q", "-b", "pr")
-    ws.job("feature", QUICK)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "Add the feature job")
-    plan_file = tmp_path / "plan.json"
-    assert argus("plan", ws.root, "-o", plan_file).code == 0
+    repo, ws, plan_file = reviewed_pull_request(tmp_path, argus, "merges-conflict", ray_cluster.address)
 
     git(repo, "checkout", "-q", "main")
     ws.job("base", QUICK, extra="run: 2\n")  # someone asked main for a new run of base meanwhile
@@ -114,14 +120,7 @@ def test_a_job_changed_differently_on_main_is_refused_naming_it(tmp_path, argus,
 
 
 def test_a_description_changed_on_main_is_noted_but_decides_nothing(tmp_path, argus, ray_cluster):
-    repo, ws = repository(tmp_path, "merges-cosmetic", ray_cluster.address)
-    assert argus("apply", ws.root, "--auto-approve").code == 0
-    git(repo, "checkout", "-q", "-b", "pr")
-    ws.job("feature", QUICK)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "Add the feature job")
-    plan_file = tmp_path / "plan.json"
-    assert argus("plan", ws.root, "-o", plan_file).code == 0
+    repo, ws, plan_file = reviewed_pull_request(tmp_path, argus, "merges-cosmetic", ray_cluster.address)
     git(repo, "checkout", "-q", "main")
     ws.job("base", QUICK, extra="description: the first job\n")
     git(repo, "commit", "-qam", "Describe base")
