@@ -201,7 +201,10 @@ class Walk:
                            "split it into several files")
 
     def _holds_other_workspace(self, folder: Path) -> bool:
-        return any(os.path.lexists(folder / name) for name in (WORKSPACE_FILE, STATE_DIR))
+        """Its own argus.yaml (a file), or argus's state directory: an empty `.argus` file or an
+        `argus.yaml` directory is no reason to drop the specs beside it."""
+        marker, state = folder / WORKSPACE_FILE, folder / STATE_DIR
+        return (os.path.lexists(marker) and not marker.is_dir()) or (state.is_dir() and not state.is_symlink())
 
     def _pruned(self, folder: Path) -> bool:
         """Whether a walk from the root skips `folder` (resolved): it, or a directory above it, is pruned."""

@@ -307,3 +307,11 @@ def spy_on_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(reading.Walk, "read", spy)
     return read
+
+
+def test_an_empty_argus_file_or_an_argus_yaml_directory_hides_no_spec(ws: Workspace) -> None:
+    ws.write("jobs/.argus", "")
+    (ws.root / "jobs" / "more").mkdir()
+    (ws.root / "jobs" / "more" / "argus.yaml").mkdir()
+    ws.write("jobs/more/other.yaml", JOB.replace("name: train", "name: other"))
+    assert sorted(load_workspace(ws.root).jobs) == ["other", "train"]
