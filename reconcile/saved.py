@@ -2,7 +2,7 @@
 
 `argus plan -o plan.json` writes a SavedPlan. `argus apply plan.json` plans again from the desired
 state at hand and the world now, and executes the *fresh* steps only when their decisions are
-the reviewed ones (reconcile.reviewed). Nothing in the file is ever executed: a hand-edited file
+the reviewed ones (reconcile.plan.reviewed). Nothing in the file is ever executed: a hand-edited file
 is refused as such. A forger who recomputes a plain seal can at most make apply do what `argus
 apply` of the desired state at hand would do with the options the file records (--prune,
 --replace, ...); with ARGUS_PLAN_KEY set where plans are made and applied, not even that.

@@ -1,4 +1,4 @@
-"""Entrypoints shown as the argv each command receives, and argv-level diffs (reconcile/argv_view)."""
+"""Entrypoints shown as the argv each command receives, and argv-level diffs (reconcile/views/argv.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconcile.argv_view import argv_diff, argv_lines, field_argv_diff, show_item, split
+from reconcile.views.argv import argv_diff, argv_lines, field_argv_diff, show_item, split
 
 SNAPSHOT = "${shared_root}/common/code/verl/verl-v091"
 

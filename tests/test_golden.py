@@ -23,8 +23,8 @@ from reconcile.model import (
     SubmitStep,
     UnmanagedJob,
 )
-from reconcile.render import render_plan
-from reconcile.views import plan_json, plan_markdown
+from reconcile.views.human import render_plan
+from reconcile.views.machine import plan_json, plan_markdown
 from specs.submission import Submission
 
 GOLDEN = Path(__file__).parent / "golden"

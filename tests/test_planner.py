@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reconcile.model import Action, StopStep, SubmitStep
-from reconcile.planner import plan
+from reconcile.plan.planner import plan
 from specs.desired import DesiredState, Source
 from specs.models import Cluster, Job, Workspace
 from specs.submission import resolve, spec_hash, submission_id

@@ -13,7 +13,7 @@ from reconcile.model import (
     StopStep,
     SubmitStep,
 )
-from reconcile.reviewed import decision_differences
+from reconcile.plan.reviewed import decision_differences
 from specs.submission import Submission
 
 SUB = Submission(workspace="ws", cluster="c", shared_root=".shared", job="a", run=1, entrypoint="true", env_vars={},
@@ -115,7 +115,7 @@ def test_a_reviewed_stop_of_a_run_the_fresh_plan_keeps_running_is_missing():
 
 def test_a_replacement_already_carried_out_is_not_asked_again():
     from reconcile.model import PlanOptions
-    from reconcile.reviewed import replacements_done
+    from reconcile.plan.reviewed import replacements_done
 
     reviewed = plan(change("job.a", Action.SUBMIT, submit("ws.a.aaaaaaaaaaaa.2", attempt=2))).model_copy(
         update={"options": PlanOptions(replace=("job.a",))})

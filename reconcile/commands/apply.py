@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from reconcile.apply import ApplyContext, apply_plan, refresh_records
 from reconcile.boundary import EXIT_ERROR, EXIT_OK
 from reconcile.commands.common import check_addresses, connect, load, observe_and_plan
+from reconcile.execute.applier import ApplyContext, apply_plan, refresh_records
 from reconcile.model import Plan, PlanOptions
-from reconcile.render import render_outcomes, render_plan
+from reconcile.views.human import render_outcomes, render_plan
 from specs.desired import DesiredState
 from specs.errors import ArgusError
 
@@ -60,7 +60,7 @@ def run(directory: Path, options: ApplyOptions) -> int:
 def run_saved(plan_file: Path, directory: Path, options: ApplyOptions) -> int:
     """Apply what was reviewed: plan again, and execute the fresh steps only if no decision changed."""
     from reconcile import saved
-    from reconcile.planner import plan
+    from reconcile.plan.planner import plan
     from state import lock
     from state.gitinfo import desired_commit
     from state.observe import observe
@@ -93,7 +93,7 @@ def run_saved(plan_file: Path, directory: Path, options: ApplyOptions) -> int:
 def _options_now(reviewed: Plan, observed: ObservedState) -> PlanOptions:
     """The reviewed options, less each `--replace` whose new attempt already exists: applying the
     plan again must not ask for yet another attempt."""
-    from reconcile.reviewed import replacements_done
+    from reconcile.plan.reviewed import replacements_done
 
     known = set(observed.records) | {j.submission_id for c in observed.clusters.values() for j in c.jobs}
     done = replacements_done(reviewed, known)
@@ -101,8 +101,8 @@ def _options_now(reviewed: Plan, observed: ObservedState) -> PlanOptions:
 
 
 def _refuse_unless_reviewed(plan_file: Path, stored: SavedPlan, fresh: Plan) -> None:
-    from reconcile.render import render_diagnostics
-    from reconcile.reviewed import decision_differences
+    from reconcile.plan.reviewed import decision_differences
+    from reconcile.views.human import render_diagnostics
 
     if fresh.errors:
         raise ArgusError(f"The desired state or the clusters now have errors, so {plan_file} is not applied:\n"

@@ -27,7 +27,7 @@ def connect(desired: DesiredState, timeout: float) -> dict[str, RayClient]:
 
 def observe_and_plan(desired: DesiredState, ray: dict[str, RayClient], options: PlanOptions | None = None,
                      verify_snapshots: bool = False, fetch_timeout: float | None = None) -> tuple[ObservedState, Plan]:
-    from reconcile.planner import plan
+    from reconcile.plan.planner import plan
     from state.observe import observe
     from state.sources import DEFAULT_FETCH_TIMEOUT
 

@@ -11,7 +11,7 @@ import typer
 from reconcile.boundary import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
 from reconcile.commands.common import check_addresses, connect, load, observe_and_plan
 from reconcile.model import Plan, PlanOptions
-from reconcile.render import render_plan
+from reconcile.views.human import render_plan
 from specs.desired import DesiredState
 
 
@@ -46,7 +46,7 @@ def run(directory: Path, command: PlanCommand) -> int:
 
 
 def show(plan: Plan, output_format: str, colour: bool) -> str:
-    from reconcile import views
+    from reconcile.views import machine as views
 
     if output_format == "json":
         return views.plan_json(plan)

@@ -9,7 +9,7 @@ import typer
 
 from reconcile.boundary import EXIT_OK, is_tty
 from reconcile.commands.common import connect, load, observe_and_plan
-from reconcile.render import render_status
+from reconcile.views.human import render_status
 
 
 def run(directory: Path, timeout: float, output_format: str = "human", watch: float | None = None) -> int:
@@ -28,7 +28,7 @@ def run(directory: Path, timeout: float, output_format: str = "human", watch: fl
 
 def show(plan, desired_jobs: set[str], output_format: str) -> None:
     if output_format == "json":
-        from reconcile.views import status_json
+        from reconcile.views.machine import status_json
 
         typer.echo(status_json(plan, desired_jobs))
     elif output_format == "markdown":

@@ -8,7 +8,7 @@ import typer
 
 from reconcile.commands.common import load
 from reconcile.model import Diagnostic
-from reconcile.render import render_diagnostics
+from reconcile.views.human import render_diagnostics
 
 
 def run(directory: Path, deep: bool = False, fetch_timeout: float | None = None) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from reconcile.diff import field_diff
 from reconcile.model import (
     Action,
     Change,
@@ -22,8 +21,9 @@ from reconcile.model import (
     SubmitStep,
     UnmanagedJob,
 )
-from reconcile.plan_code import code_ref, plan_dirs, plan_prune, plan_snapshots
-from reconcile.plan_verl import verl_diagnostics
+from reconcile.plan.code import code_ref, plan_dirs, plan_prune, plan_snapshots
+from reconcile.plan.diff import field_diff
+from reconcile.plan.verl import verl_diagnostics
 from specs.desired import DesiredState, Source, address_of
 from specs.models import Job
 from specs.submission import SUBMISSION_ID_PATTERN, Submission, resolve, spec_hash, submission_id

@@ -14,7 +14,7 @@ from state.cache import cache_root
 from state.sources import DEFAULT_FETCH_TIMEOUT, resolve_source
 
 if TYPE_CHECKING:
-    from reconcile.apply import ApplyContext
+    from reconcile.execute.applier import ApplyContext
 
 
 def make_dir(step: MkdirStep, ctx: ApplyContext) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reconcile.argv_view import argv_lines, field_argv_diff
 from reconcile.model import Action, Change, FieldChange, Plan
-from reconcile.render import render_step, shows_submission, summary, sync_of
+from reconcile.views.argv import argv_lines, field_argv_diff
+from reconcile.views.human import render_step, shows_submission, summary, sync_of
 
 JSON_FORMAT_VERSION = 1
 MARKDOWN_LIMIT = 60_000

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconcile import apply_files
+from reconcile.execute import files as apply_files
 from reconcile.model import Change, DeleteSnapshotStep, MkdirStep, Plan, SnapshotStep, Step, StopStep, SubmitStep
-from reconcile.render import render_step
+from reconcile.views.human import render_step
 from specs.desired import DesiredState
 from specs.errors import ArgusError
 from specs.submission import expand, labels, secret_refs

@@ -8,7 +8,6 @@ from typing import Any
 
 import typer
 
-from reconcile.argv_view import argv_lines, field_argv_diff
 from reconcile.model import (
     Action,
     Change,
@@ -22,6 +21,7 @@ from reconcile.model import (
     StopStep,
     SubmitStep,
 )
+from reconcile.views.argv import argv_lines, field_argv_diff
 
 _COLOURS = {Action.CREATE: "green", Action.SUBMIT: "green", Action.RETRY: "green", Action.STOP: "red",
             Action.REPLACE: "yellow", Action.DELETE: "red", Action.NOOP: None}

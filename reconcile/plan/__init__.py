@@ -1,0 +1,1 @@
+"""Pure planning: (desired, observed) to a Plan; nothing here touches disk or network (a test walks it)."""
