@@ -209,3 +209,20 @@ def test_a_retryable_failure_gets_a_new_attempt_up_to_the_limit():
     assert plan(desired(spec), exhausted).changes[0].action is Action.NOOP
     lost = record_of(run_of(spec, "RUNNING"), "RUNNING", session_name="s0")
     assert plan(desired(spec), observed(records=(lost,))).changes[0].action is Action.RETRY
+
+
+def test_spec_hashes_and_submission_ids_of_existing_runs_never_change():
+    """Pinned values: if these move, every run argus already made looks like another spec and is replaced."""
+    from specs.submission import CodeRef
+
+    command = resolve(WS, CLUSTER, job())
+    assert spec_hash(command) == "cbf1c50a18b244e7297e75faa7d32cbe6c478d31149705cdcf8e9db12213b5f5"
+    assert submission_id("team", "j", spec_hash(command), 1) == "team.j.cbf1c50a18b2.1"
+    ppo = Job(kind="Job", name="ppo", cluster="c", workload="ppo", code="verl", model="/m", data={"train": "/d"},
+              trainer={"nnodes": 1, "n_gpus_per_node": 4}, env={"K": "${env:K}"})
+    code = CodeRef(snapshot="verl", path="${shared_root}/common/code/verl/verl", commit="c0" * 20, digest="d0" * 32)
+    verl_run = resolve(WS, CLUSTER, ppo, code)
+    assert spec_hash(verl_run) == "0d3b16c73fd55c16655400e4cfcbfab58a991750bade31697736e7ac830ee3f0"
+    assert submission_id("team", "ppo", spec_hash(verl_run), 3) == "team.ppo.0d3b16c73fd5.3"
+    [change] = plan(desired(job()), observed()).changes
+    assert (change.steps[0].spec_hash, change.steps[0].submission_id) == (spec_hash(command), "team.j.cbf1c50a18b2.1")
