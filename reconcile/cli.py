@@ -1,18 +1,18 @@
 """The argus command line: thin commands that parse options and hand off to reconcile.commands.
 
-Nothing here imports ray: `argus --help` and `argus validate` must start fast.
+Each command returns its exit code; main() runs the dispatch inside the one error boundary
+(reconcile.boundary). Nothing here imports ray: `argus --help` and `argus validate` must start fast.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 
 import typer
 
-from reconcile.boundary import EXIT_ERROR, EXIT_INTERRUPTED, is_tty, run_command
+from reconcile.boundary import EXIT_OK, Invocation, guarded, is_tty
 
 app = typer.Typer(help="Declarative, GitOps-style reconciler for Ray training clusters.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -22,7 +22,6 @@ app.add_typer(local_app, name="local")
 audit_app = typer.Typer(help="The workspace's tamper-evident audit log.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
 
-_debug = {"on": False}
 DIR = typer.Argument(Path("."), help="The workspace directory (holding argus.yaml).")
 TIMEOUT = typer.Option(10.0, "--timeout", help="Seconds to wait for each request to a Ray dashboard.")
 FETCH_TIMEOUT = typer.Option(300.0, "--fetch-timeout", min=1.0,
@@ -36,12 +35,8 @@ LOCAL_DIR = typer.Option(Path.home() / ".argus" / "local", "--state-dir", envvar
 
 
 @app.callback()
-def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors.")) -> None:
-    _debug["on"] = debug
-
-
-def _run(body: Callable[[], int]) -> int:
-    return run_command(body, _debug["on"])
+def _root(ctx: typer.Context, debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors.")) -> None:
+    ctx.ensure_object(Invocation).debug = debug
 
 
 @app.command()
@@ -52,7 +47,7 @@ def validate(directory: Path = DIR,
     """Check the desired state: YAML, schema, names, references. Offline."""
     from reconcile.commands import validate as command
 
-    return _run(lambda: command.run(directory, deep, fetch_timeout))
+    return command.run(directory, deep, fetch_timeout)
 
 
 class Format(str, Enum):
@@ -93,7 +88,7 @@ def plan(directory: Path = DIR, timeout: float = TIMEOUT,
                                output_format="json" if as_json else output_format.value, out=out,
                                verify_snapshots=verify_snapshots, fetch_timeout=fetch_timeout,
                                options=_plan_options(prune, target, replace, allow_empty))
-    return _run(lambda: command.run(directory, spec))
+    return command.run(directory, spec)
 
 
 @app.command()
@@ -116,8 +111,8 @@ def apply(directory: Path = APPLY_TARGET, workspace_dir: Path = WORKSPACE_DIR,
                                    colour=is_tty(), lock_timeout=lock_timeout, keep_finished=keep_finished,
                                    fetch_timeout=fetch_timeout, plan=_plan_options(prune, target, replace, allow_empty))
     if directory.is_file():
-        return _run(lambda: command.run_saved(directory, workspace_dir, options))
-    return _run(lambda: command.run(directory, options))
+        return command.run_saved(directory, workspace_dir, options)
+    return command.run(directory, options)
 
 
 @app.command()
@@ -125,7 +120,8 @@ def schema() -> int:
     """Print the JSON Schema of every kind (also committed as schema/argus.schema.json)."""
     from specs.schema import schema_text
 
-    return _run(lambda: typer.echo(schema_text(), nl=False) or 0)
+    typer.echo(schema_text(), nl=False)
+    return EXIT_OK
 
 
 @app.command()
@@ -136,7 +132,7 @@ def init(directory: Path = DIR,
     Never overwrites."""
     from reconcile.commands import init as command
 
-    return _run(lambda: command.run(directory, address, shared_root))
+    return command.run(directory, address, shared_root)
 
 
 @app.command()
@@ -145,7 +141,7 @@ def unlock(lock_id: str = typer.Argument(..., help="The id printed by the apply 
     """Break the apply lock of a dead apply; the audit log records it."""
     from reconcile.commands import unlock as command
 
-    return _run(lambda: command.run(directory, lock_id))
+    return command.run(directory, lock_id)
 
 
 @app.command()
@@ -155,7 +151,7 @@ def status(directory: Path = DIR, timeout: float = TIMEOUT, output_format: Forma
     """Per job: in sync / changed / missing, and the health of its run on Ray."""
     from reconcile.commands import status as command
 
-    return _run(lambda: command.run(directory, timeout, "json" if as_json else output_format.value, watch))
+    return command.run(directory, timeout, "json" if as_json else output_format.value, watch)
 
 
 @app.command()
@@ -165,7 +161,7 @@ def logs(job: str = typer.Argument(..., help="Job name."), directory: Path = DIR
     """Print the driver log of a job's current run."""
     from reconcile.commands import logs as command
 
-    return _run(lambda: command.run(directory, job, timeout, follow, as_json))
+    return command.run(directory, job, timeout, follow, as_json)
 
 
 @audit_app.command("verify")
@@ -173,7 +169,7 @@ def audit_verify(directory: Path = DIR) -> int:
     """Check the hash chain: name any edited, removed, inserted or reordered record (exit 1)."""
     from reconcile.commands import audit as command
 
-    return _run(lambda: command.verify(directory))
+    return command.verify(directory)
 
 
 @audit_app.command("show")
@@ -183,7 +179,7 @@ def audit_show(directory: Path = DIR, as_json: bool = typer.Option(False, "--jso
     """Read the audit log: what ran, from which commit, by whom."""
     from reconcile.commands import audit as command
 
-    return _run(lambda: command.show(directory, as_json, job, since))
+    return command.show(directory, as_json, job, since)
 
 
 @local_app.command("up")
@@ -192,7 +188,7 @@ def local_up(state_dir: Path = LOCAL_DIR,
     """Start the local cluster and print its dashboard address."""
     from reconcile.commands import local as command
 
-    return _run(lambda: command.up(state_dir, dashboard_port))
+    return command.up(state_dir, dashboard_port)
 
 
 @local_app.command("down")
@@ -200,7 +196,7 @@ def local_down(state_dir: Path = LOCAL_DIR) -> int:
     """Stop exactly the processes `argus local up` started."""
     from reconcile.commands import local as command
 
-    return _run(lambda: command.down(state_dir))
+    return command.down(state_dir)
 
 
 @local_app.command("status")
@@ -208,23 +204,20 @@ def local_status(state_dir: Path = LOCAL_DIR, as_json: bool = JSON) -> int:
     """Show the local cluster's address and processes."""
     from reconcile.commands import local as command
 
-    return _run(lambda: command.status(state_dir, as_json))
+    return command.status(state_dir, as_json)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point. Typer's own exit handling is replaced: usage errors exit 1, not 2, which
-    `plan --detailed-exitcode` reserves for "changes present"."""
-    try:
-        result = app(args=argv, prog_name="argus", standalone_mode=False)
-    except typer.Exit as done:  # --help, --version
-        return done.exit_code
-    except typer.Abort:
-        return EXIT_INTERRUPTED
-    except typer.TyperException as err:  # a bad flag, a missing argument
-        show = getattr(err, "show", None)
-        show() if show else typer.echo(f"Error: {err.format_message()}", err=True)
-        return EXIT_ERROR
-    return result if isinstance(result, int) else 0
+    """Entry point: the whole dispatch, parsing included, inside the one error boundary. Typer's own
+    exit handling is not used: usage errors exit 1, not 2, which `plan --detailed-exitcode` reserves
+    for "changes present", and a ^C reaches the boundary as itself."""
+    return guarded(lambda invocation: _dispatch(sys.argv[1:] if argv is None else argv, invocation))
+
+
+def _dispatch(args: list[str], invocation: Invocation) -> object:
+    command = typer.main.get_command(app)
+    with command.make_context("argus", list(args), obj=invocation) as ctx:
+        return command.invoke(ctx)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import socket
 import subprocess
 import sys
@@ -109,13 +110,52 @@ def test_bugs_exit_3_and_interrupts_exit_130(tmp_path: Path, argus, monkeypatch:
     result = argus("validate", ws.root)
     assert result.code == 3 and "argus hit a bug: ZeroDivisionError: oops" in result.err
     assert "Traceback" not in result.err
-    assert "Traceback" in argus("--debug", "validate", ws.root).err
+    debugged = argus("--debug", "validate", ws.root)
+    assert debugged.code == 3 and "Traceback" in debugged.err and "ZeroDivisionError: oops" in debugged.err
+    assert "Traceback" not in argus("validate", ws.root).err  # --debug belongs to one run, not the process
 
     def interrupted(*_args):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(validate, "run", interrupted)
-    assert argus("validate", ws.root).code == 130
+    stopped = argus("validate", ws.root)
+    assert (stopped.code, stopped.err) == (130, "Interrupted.\n")
+
+
+def test_user_errors_exit_with_their_code_and_debug_adds_the_traceback(tmp_path: Path, argus,
+                                                                       monkeypatch: pytest.MonkeyPatch):
+    from reconcile.commands import validate
+    from specs.errors import ArgusError
+
+    class Refused(ArgusError):
+        exit_code = 1
+
+    def refuse(*_args):
+        raise Refused("job.x is protected")
+
+    monkeypatch.setattr(validate, "run", refuse)
+    ws = make_workspace(tmp_path, "refused", "http://127.0.0.1:9")
+    plain = argus("validate", ws.root)
+    assert (plain.code, plain.err) == (1, "Error: job.x is protected\n")
+    debugged = argus("--debug", "validate", ws.root)
+    assert debugged.code == 1 and "Traceback" in debugged.err
+    assert debugged.err.endswith("Error: job.x is protected\n")
+
+
+def test_only_the_boundary_catches_to_choose_an_exit_code():
+    """Commands raise; reconcile.boundary alone turns errors into exit codes."""
+    broad = {"Exception", "BaseException", "ArgusError", "KeyboardInterrupt"}
+    files = [ROOT / "reconcile" / "cli.py", *sorted((ROOT / "reconcile" / "commands").glob("*.py"))]
+    found = [f"{path.name}:{handler.lineno}" for path in files for handler in ast.walk(ast.parse(path.read_text()))
+             if isinstance(handler, ast.ExceptHandler) and _caught(handler) & broad]
+    assert found == []
+
+
+def _caught(handler: ast.ExceptHandler) -> set[str]:
+    if handler.type is None:
+        return {"BaseException"}
+    names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return {n.attr if isinstance(n, ast.Attribute) else getattr(n, "id", "") for n in names}
 
 
 def _unused_port() -> int:
