@@ -21,21 +21,30 @@ Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]*$")]
 
 
 class Action(str, Enum):
-    CREATE = "create"
-    """A directory or a code snapshot on the shared filesystem."""
-    SUBMIT = "submit"
-    STOP = "stop"
-    REPLACE = "replace"
-    RETRY = "retry"
-    """A new attempt of a failed run of the same spec."""
-    DELETE = "delete"
-    NOOP = "no-op"
+    """What a change does. Each member carries its rendering (Terraform's + - -/+), its place in
+    the order apply executes changes, and its colour on a terminal."""
 
-    @property
-    def symbol(self) -> str:
-        """The rendering is the action: Terraform's + - -/+."""
-        return {"create": "+", "submit": "+", "retry": "+", "stop": "-", "replace": "-/+", "delete": "-",
-                "no-op": " "}[self.value]
+    symbol: str
+    order: int
+    """Files first (jobs need their code), then stops, so a renamed job's old run ends before its new
+    one starts; snapshots are pruned last, after the runs that used them have stopped."""
+    colour: str | None
+
+    def __new__(cls, value: str, symbol: str, order: int, colour: str | None) -> Action:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.symbol, member.order, member.colour = symbol, order, colour
+        return member
+
+    CREATE = "create", "+", 0, "green"
+    """A directory or a code snapshot on the shared filesystem."""
+    SUBMIT = "submit", "+", 3, "green"
+    STOP = "stop", "-", 1, "red"
+    REPLACE = "replace", "-/+", 2, "yellow"
+    RETRY = "retry", "+", 3, "green"
+    """A new attempt of a failed run of the same spec."""
+    DELETE = "delete", "-", 4, "red"
+    NOOP = "no-op", " ", 5, None
 
 
 class SubmitStep(Frozen):

@@ -29,10 +29,6 @@ from specs.models import Job
 from specs.submission import SUBMISSION_ID_PATTERN, Submission, resolve, spec_hash, submission_id
 from state.observed import ACTIVE, MAYBE_RUNNING, ObservedState, RayJob, RunRecord
 
-# Files first (jobs need their code), then stops, so a renamed job's old run ends before its new
-# one starts; snapshots are pruned last, after the runs that used them have stopped.
-EXECUTION_ORDER = {Action.CREATE: 0, Action.STOP: 1, Action.REPLACE: 2, Action.SUBMIT: 3, Action.RETRY: 3,
-                   Action.DELETE: 4, Action.NOOP: 5}
 Submissions = Mapping[str, dict]
 
 
@@ -52,7 +48,7 @@ def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | 
     prune_changes, prune_diagnostics = plan_prune(desired, observed, runs, submissions, options.prune)
     changes += prune_changes
     diagnostics += prune_diagnostics + _empty_guard(desired, changes, options)
-    changes.sort(key=lambda c: (EXECUTION_ORDER[c.action], c.address))
+    changes.sort(key=lambda c: (c.action.order, c.address))
     result = Plan(workspace=desired.workspace.name, changes=tuple(changes), diagnostics=tuple(diagnostics),
                   unmanaged=_unmanaged(desired.workspace.name, observed), options=options)
     return targeted(result, desired) if options.targets else result

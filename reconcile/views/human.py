@@ -23,8 +23,6 @@ from reconcile.model import (
 )
 from reconcile.views.argv import argv_lines, field_argv_diff
 
-_COLOURS = {Action.CREATE: "green", Action.SUBMIT: "green", Action.RETRY: "green", Action.STOP: "red",
-            Action.REPLACE: "yellow", Action.DELETE: "red", Action.NOOP: None}
 _MARK_COLOURS = {"-": "red", "+": "green"}
 
 
@@ -109,7 +107,7 @@ def _change_lines(change: Change, colour: bool) -> list[str]:
     symbol = change.action.symbol
     head = f"{symbol:>3} {change.address}"
     if colour:
-        head = typer.style(head, fg=_COLOURS[change.action], bold=True)
+        head = typer.style(head, fg=change.action.colour, bold=True)
     if change.action is Action.RETRY:  # + retry job.NAME (attempt 2/3: nccl_timeout)
         head = head.replace(change.address, f"retry {change.address}")
     lines = [f"{head}  ({change.action.value}: {change.reason})"]
