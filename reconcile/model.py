@@ -10,7 +10,7 @@ from pydantic import Field, StringConstraints
 from specs.base import Frozen
 from specs.models import Name
 from specs.submission import SUBMISSION_ID_PATTERN, Submission
-from state.observed import LAYOUT, MAYBE_RUNNING
+from state.observed import LAYOUT, MAYBE_RUNNING, RunStatus
 
 SNAPSHOT_PATH_PATTERN = r"^common/code/[a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9-]{0,62}$"
 SubmissionId = Annotated[str, StringConstraints(pattern=SUBMISSION_ID_PATTERN.pattern)]
@@ -102,7 +102,7 @@ class RunView(Frozen):
     cluster: str
     spec_hash: str
     attempt: int
-    status: str
+    status: RunStatus
     """The Ray status; for a run Ray forgot, the last status argus recorded."""
     on_ray: bool
     """False when Ray no longer knows the run (head restart, delete_job)."""
@@ -111,6 +111,9 @@ class RunView(Frozen):
     started_at: float = 0.0
     """Epoch seconds of the submit (Ray's start time, or argus's record): orders a job's runs."""
     protect: bool = False
+    submission: Submission | None = Field(default=None, exclude=True)
+    """What the run was asked to run, from argus's record; None when unknown. Left out of plan
+    JSON and saved plans, whose format does not carry it."""
 
     @property
     def finished(self) -> bool:
@@ -119,7 +122,8 @@ class RunView(Frozen):
     @property
     def health(self) -> str:
         if self.on_ray:
-            return f"{self.status} ({self.failure})" if self.failure and self.status == "FAILED" else self.status
+            failed = self.failure and self.status is RunStatus.FAILED
+            return f"{self.status} ({self.failure})" if failed else self.status.value
         if self.status in MAYBE_RUNNING:
             return f"lost (last seen {self.status})"
         return f"forgotten ({self.status})"
@@ -157,7 +161,7 @@ class Diagnostic(Frozen):
 class UnmanagedJob(Frozen):
     cluster: str
     submission_id: str
-    status: str
+    status: RunStatus
     owner: str | None
     """The other workspace that owns it, or None when submitted by hand."""
 

@@ -10,14 +10,30 @@ import hashlib
 import json
 import re
 import shlex
-from typing import Any
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from pydantic import Field, StringConstraints, ValidationError
 
 from specs import verl
 from specs.base import Frozen
-from specs.models import SECRET_REF_PATTERN, Cluster, Job, Trainer, Workspace
+from specs.models import SECRET_REF_PATTERN, Cluster, Job, Name, Trainer, Workspace
 
 SUBMISSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 SHARED_ROOT_PLACEHOLDER = "${shared_root}"
+SpecHash = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+"""sha256 of a canonical Submission, in hex."""
+
+LABEL_WORKSPACE = "argus.workspace"
+LABEL_JOB = "argus.job"
+LABEL_SPEC_HASH = "argus.spec_hash"
+LABEL_ATTEMPT = "argus.attempt"
+LABEL_COMMIT = "argus.commit"
+LABEL_PLAN = "argus.plan"
+_IDENTITY_LABELS = {"workspace": LABEL_WORKSPACE, "job": LABEL_JOB, "spec_hash": LABEL_SPEC_HASH,
+                    "attempt": LABEL_ATTEMPT}
+_ATTEMPT = re.compile(r"[1-9][0-9]{0,8}")
+"""As str(int) writes a positive attempt: no sign, no leading zero, no spaces or underscores."""
 
 
 class CodeRef(Frozen):
@@ -122,16 +138,54 @@ def submission_id(workspace: str, job: str, digest: str, attempt: int) -> str:
     return sid
 
 
-def labels(sub: Submission, digest: str, attempt: int, commit: str, plan_id: str) -> dict[str, str]:
+class RunId(Frozen):
+    """Which run: one job's spec at one content (its spec hash), and which attempt of it.
+
+    Everything argus stamps on a Ray job and names on NFS derives from these four values.
+    """
+
+    workspace: Name
+    job: Name
+    spec_hash: SpecHash
+    attempt: Annotated[int, Field(ge=1)]
+    """1 for the first run of a spec; a retry or `--replace` asks for the next."""
+
+    @classmethod
+    def of(cls, submission: Submission, attempt: int = 1) -> RunId:
+        return cls(workspace=submission.workspace, job=submission.job, spec_hash=spec_hash(submission),
+                   attempt=attempt)
+
+    @property
+    def submission_id(self) -> str:
+        return submission_id(self.workspace, self.job, self.spec_hash, self.attempt)
+
+    def with_attempt(self, attempt: int) -> RunId:
+        return RunId(workspace=self.workspace, job=self.job, spec_hash=self.spec_hash, attempt=attempt)
+
+
+def labels(run: RunId, commit: str, plan_id: str) -> dict[str, str]:
     """Metadata stamped on the Ray job: a few hundred bytes, enough to find its spec again."""
     return {
-        "argus.workspace": sub.workspace,
-        "argus.job": sub.job,
-        "argus.spec_hash": digest,
-        "argus.attempt": str(attempt),
-        "argus.commit": commit,
-        "argus.plan": plan_id,
+        LABEL_WORKSPACE: run.workspace,
+        LABEL_JOB: run.job,
+        LABEL_SPEC_HASH: run.spec_hash,
+        LABEL_ATTEMPT: str(run.attempt),
+        LABEL_COMMIT: commit,
+        LABEL_PLAN: plan_id,
     }
+
+
+def parse_labels(metadata: Mapping[str, Any]) -> RunId | None:
+    """The run a Ray job's metadata names, or None for anything `labels` could not have written
+    (a missing key, an attempt like "one" or "01", a name or hash out of shape). Never raises:
+    metadata is whatever anyone submitted to the cluster."""
+    values = {key: metadata.get(label) for key, label in _IDENTITY_LABELS.items()}
+    if not all(isinstance(v, str) for v in values.values()) or not _ATTEMPT.fullmatch(values["attempt"]):
+        return None
+    try:
+        return RunId.model_validate(values)
+    except ValidationError:
+        return None
 
 
 def secret_refs(env: dict[str, str]) -> dict[str, str]:

@@ -2,24 +2,45 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, field_validator
 
 from specs.base import Frozen
+from specs.models import Name
+from specs.submission import RunId, Submission, parse_labels
 
-TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
-ACTIVE = frozenset({"PENDING", "RUNNING"})
-# Record-only states: argus wrote its intent, Ray never confirmed the job. SUBMITTING means the
-# outcome is unknown (argus died or the request timed out); SUBMIT_FAILED means Ray refused it.
-UNCONFIRMED = frozenset({"SUBMITTING", "SUBMIT_FAILED"})
-# A run Ray no longer knows whose last known state was one of these may still have been running.
-MAYBE_RUNNING = ACTIVE | {"SUBMITTING"}
+
+class RunStatus(StrEnum):
+    """Where a run is: Ray's job statuses, and two that only argus's records hold."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    STOPPED = "STOPPED"
+    SUBMITTING = "SUBMITTING"
+    """argus wrote its intent; the outcome of the submit is unknown (argus died, or the request timed out)."""
+    SUBMIT_FAILED = "SUBMIT_FAILED"
+    """Ray refused the submit: the run never existed."""
+
+
+TERMINAL = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.STOPPED})
+ACTIVE = frozenset({RunStatus.PENDING, RunStatus.RUNNING})
+UNCONFIRMED = frozenset({RunStatus.SUBMITTING, RunStatus.SUBMIT_FAILED})
+"""Record-only: argus wrote its intent, Ray never confirmed the job."""
+MAYBE_RUNNING = ACTIVE | {RunStatus.SUBMITTING}
+"""A run Ray no longer knows whose last known status was one of these may still have been running."""
+_RECORDED_BEFORE = {"gone": RunStatus.STOPPED}
+"""Statuses earlier versions wrote into records: a job that vanished from Ray while being stopped."""
 
 
 class RayJob(Frozen):
     """One submission-type job as Ray's job API reports it."""
 
     submission_id: str
-    status: str
+    status: RunStatus
     entrypoint: str = ""
     metadata: dict[str, str] = {}
     message: str = ""
@@ -30,20 +51,29 @@ class RayJob(Frozen):
     driver_exit_code: int | None = None
 
     @property
+    def run_id(self) -> RunId | None:
+        """The run argus stamped on this job; None when its labels are not argus's (by hand, or forged)."""
+        return parse_labels(self.metadata)
+
+    @property
     def workspace(self) -> str | None:
-        return self.metadata.get("argus.workspace")
+        run = self.run_id
+        return run.workspace if run else None
 
     @property
     def job(self) -> str | None:
-        return self.metadata.get("argus.job")
+        run = self.run_id
+        return run.job if run else None
 
     @property
     def spec_hash(self) -> str | None:
-        return self.metadata.get("argus.spec_hash")
+        run = self.run_id
+        return run.spec_hash if run else None
 
     @property
-    def attempt(self) -> int:
-        return int(self.metadata.get("argus.attempt", "1"))
+    def attempt(self) -> int | None:
+        run = self.run_id
+        return run.attempt if run else None
 
 
 class Node(Frozen):
@@ -72,18 +102,20 @@ class RunRecord(Frozen):
     """argus's own record of a run, kept on NFS because Ray forgets (head restart, delete_job)."""
 
     submission_id: str
-    workspace: str
-    job: str
-    cluster: str
+    workspace: Name
+    job: Name
+    """Names as specs allow them: the planner makes the job's address from it."""
+    cluster: Name
     spec_hash: str
-    attempt: int
-    status: str
+    attempt: Annotated[int, Field(ge=1)]
+    status: RunStatus
     """Last status argus saw: SUBMITTING, SUBMIT_FAILED, or a Ray status."""
     submitted_at: str | None = None
     updated_at: str
     plan_id: str
     commit: str
-    submission: dict[str, Any]
+    submission: Submission | None = None
+    """What was submitted, as the planner resolved it; None when the record is too old or damaged to say."""
     protect: bool = False
     """The job's `protect:` at submit time: still guards the run after its spec is deleted."""
     failure: str | None = None
@@ -91,6 +123,27 @@ class RunRecord(Frozen):
     session_name: str | None = None
     """The cluster's Ray session when argus submitted: tells a refused submit from a forgotten one."""
     error: str | None = None
+
+    @classmethod
+    def submitting(cls, run: RunId, submission: Submission, **fields: Any) -> RunRecord:
+        """The intent, written before the submit: a crash after it leaves SUBMITTING behind."""
+        return cls(submission_id=run.submission_id, workspace=run.workspace, job=run.job, cluster=submission.cluster,
+                   spec_hash=run.spec_hash, attempt=run.attempt, status=RunStatus.SUBMITTING, submission=submission,
+                   **fields)
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status_of_earlier_versions(cls, value: Any) -> Any:
+        return _RECORDED_BEFORE.get(value, value) if isinstance(value, str) else value
+
+    @field_validator("submission", mode="wrap")
+    @classmethod
+    def _unreadable_submission_is_unknown(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """Records on NFS are hostile input: a submission of another shape is unknown, not a crash."""
+        try:
+            return handler(value)
+        except ValidationError:
+            return None
 
 
 class SourceState(Frozen):

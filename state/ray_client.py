@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from specs.errors import ArgusError
+from specs.submission import parse_labels
 from state.observed import TERMINAL, ClusterState, Node, RayJob
 
 DEFAULT_TIMEOUT = 10.0
@@ -87,8 +88,8 @@ class RayClient:
             if "already exists" not in err.detail:
                 raise
         existing = self.job(submission_id)
-        ours = payload["metadata"]["argus.spec_hash"]
-        if existing is not None and existing.spec_hash == ours:
+        ours = parse_labels(payload["metadata"])
+        if existing is not None and ours is not None and existing.run_id == ours:
             return "exists"
         raise SubmitConflict(
             f"Job {submission_id} already exists on cluster {self.name!r} with another spec "

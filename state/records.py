@@ -34,7 +34,10 @@ def write_intent(shared_root: str, record: RunRecord, configs: dict[str, Any], p
 
 
 def write_status(shared_root: str, record: RunRecord) -> None:
-    write_json(job_dir(shared_root, record.submission_id) / "status.json", record.model_dump())
+    # Validated again on the way out: model_copy(update=...) does not validate, and what is
+    # written here must read back as the same record.
+    checked = RunRecord.model_validate(dict(record))
+    write_json(job_dir(shared_root, record.submission_id) / "status.json", checked.model_dump(mode="json"))
 
 
 def append_submit_log(shared_root: str, submission_id: str, text: str) -> None:
@@ -74,9 +77,10 @@ def now() -> str:
 
 
 def _read(path: Path) -> RunRecord | None:
+    """A record argus did not write, or cannot read any more, is skipped: never a crash."""
     try:
         return RunRecord.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, ValidationError):
+    except (OSError, ValueError, RecursionError, ValidationError):
         return None
 
 

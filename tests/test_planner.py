@@ -38,7 +38,6 @@ def observed(*jobs: RayJob, records: tuple[RunRecord, ...] = ()) -> ObservedStat
 
 
 def record_of(ray_job: RayJob, status: str, **fields) -> RunRecord:
-    fields.setdefault("submission", {})
     return RunRecord(submission_id=ray_job.submission_id, workspace="team", job=ray_job.job or "",
                      cluster="c", spec_hash=ray_job.spec_hash or "", attempt=1, status=status,
                      updated_at="2026-01-01T00:00:00+00:00", plan_id="p", commit="c", **fields)
@@ -73,7 +72,7 @@ def test_a_changed_spec_replaces_an_active_run_stop_first():
 def test_diff_comes_from_the_old_runs_record():
     old = job()
     ray_job = run_of(old, "RUNNING")
-    rec = record_of(ray_job, "RUNNING").model_copy(update={"submission": resolve(WS, CLUSTER, old).model_dump()})
+    rec = record_of(ray_job, "RUNNING", submission=resolve(WS, CLUSTER, old))
     change = plan(desired(job(entrypoint_num_cpus=2)), observed(ray_job, records=(rec,))).changes[0]
     assert [(d.path, d.before, d.after) for d in change.diff] == [("entrypoint_num_cpus", 1.0, 2.0)]
 
@@ -183,11 +182,12 @@ def test_a_verl_job_that_fits_only_when_others_finish_gets_a_warning_naming_them
     state = DesiredState("/ws", WS, {"c": CLUSTER}, {"ppo": trainer, "j": job()}, {"verl": snapshot}, sources,
                          {"c": "/shared"})
     holder = run_of(job(), "RUNNING")
+    holding = resolve(WS, CLUSTER, job()).model_copy(update={"gpus": 4})
     worker = Node(node_id="w", ip="127.0.0.3", is_head=False, resources={"GPU": 4, "CPU": 16, "worker_node": 1})
     cluster = ClusterState(name="c", address="http://x:1", session_name="s1", ray_version="2.60.0",
                            nodes=(worker,), jobs=(holder,))
     seen = ObservedState(clusters={"c": cluster},
-                         records={holder.submission_id: record_of(holder, "RUNNING", submission={"gpus": 4})},
+                         records={holder.submission_id: record_of(holder, "RUNNING", submission=holding)},
                          snapshots={"verl": SnapshotState(source=SourceState(commit="c0", digest="d0"))})
     [warning] = [d for d in plan(state, seen).diagnostics if d.address == "job.ppo"]
     assert warning.severity == "warning" and warning.where == "jobs/ppo.yaml:9"

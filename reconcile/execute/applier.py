@@ -13,7 +13,7 @@ from reconcile.model import Change, DeleteSnapshotStep, MkdirStep, Plan, Snapsho
 from reconcile.views.human import render_step
 from specs.desired import DesiredState
 from specs.errors import ArgusError
-from specs.submission import expand, labels, secret_refs
+from specs.submission import RunId, expand, labels, secret_refs
 from state import audit, debug, records
 from state.failures import classify, evidence_of
 from state.gitinfo import GitInfo
@@ -187,12 +187,11 @@ def _submit(step: SubmitStep, ctx: ApplyContext) -> str:
     sub = step.submission
     if sub.code is not None:
         apply_files.check_code(sub.code, ctx.desired, step.cluster)
-    payload = _payload(step, root, labels(sub, step.spec_hash, step.attempt, ctx.git.commit, ctx.plan_id))
-    record = RunRecord(submission_id=step.submission_id, workspace=sub.workspace, job=sub.job,
-                       cluster=step.cluster, spec_hash=step.spec_hash, attempt=step.attempt,
-                       status="SUBMITTING", updated_at=records.now(), plan_id=ctx.plan_id,
-                       commit=ctx.git.commit, submission=sub.model_dump(), protect=ctx.desired.jobs[sub.job].protect,
-                       session_name=ctx.sessions.get(step.cluster))
+    run = RunId(workspace=sub.workspace, job=sub.job, spec_hash=step.spec_hash, attempt=step.attempt)
+    payload = _payload(step, root, labels(run, ctx.git.commit, ctx.plan_id))
+    record = RunRecord.submitting(run, sub, updated_at=records.now(), plan_id=ctx.plan_id, commit=ctx.git.commit,
+                                  protect=ctx.desired.jobs[sub.job].protect,
+                                  session_name=ctx.sessions.get(step.cluster))
     configs = {"ray_config": ctx.desired.clusters[step.cluster].model_dump(mode="json"),
                "jobspec": ctx.desired.jobs[sub.job].model_dump(mode="json")}
     records.write_intent(root, record, configs, {"submission_id": step.submission_id, **payload})

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconcile.model import Action, Change, DeleteSnapshotStep, Diagnostic, MkdirStep, RunView, SnapshotStep
-from specs.desired import DesiredState, address_of, snapshot_rel
+from specs.address import Address
+from specs.desired import DesiredState, snapshot_rel
 from specs.models import CodeSnapshot
 from specs.submission import SHARED_ROOT_PLACEHOLDER, CodeRef
 from state.observed import ObservedState, SnapshotState
@@ -19,7 +20,7 @@ def plan_dirs(desired: DesiredState, observed: ObservedState) -> list[Change]:
         root = desired.shared_root(cluster)
         if missing and root not in seen:
             seen.add(root)
-            changes.append(Change(address=f"dirs.{cluster}", action=Action.CREATE,
+            changes.append(Change(address=Address.dirs(cluster), action=Action.CREATE,
                                   reason=f"{len(missing)} directories of the layout missing under {root}",
                                   steps=tuple(MkdirStep(cluster=cluster, path=rel) for rel in missing)))
     return changes
@@ -41,9 +42,9 @@ def plan_snapshots(desired: DesiredState, observed: ObservedState) -> tuple[list
         if change is not None:
             changes.append(change)
         if problem is not None:
-            source = desired.source(address_of("CodeSnapshot", name))
+            address = Address.code(name)
             field, message = problem
-            diagnostics.append(Diagnostic(severity="error", address=f"code.{name}", where=source.at(field),
+            diagnostics.append(Diagnostic(severity="error", address=address, where=desired.source(address).at(field),
                                           message=message))
     return changes, diagnostics
 
@@ -51,7 +52,7 @@ def plan_snapshots(desired: DesiredState, observed: ObservedState) -> tuple[list
 def plan_snapshot(spec: CodeSnapshot, state: SnapshotState,
                   workspace: str) -> tuple[Change | None, tuple[str, str] | None]:
     """One snapshot: create it, leave it, or explain (field, message) why neither is right."""
-    address, source, manifest = f"code.{spec.name}", state.source, state.manifest
+    address, source, manifest = Address.code(spec.name), state.source, state.manifest
     if manifest is None:
         if source.error:
             return None, (source.error_field, source.error)
@@ -94,7 +95,7 @@ def _changed_source(spec: CodeSnapshot, recorded: Mapping[str, Any]) -> tuple[st
         now = f"path {spec.path!r}"
     if not field:
         return None
-    return field, (f"code.{spec.name} was materialized from {_written(recorded)} but its spec now says {now}; "
+    return field, (f"{Address.code(spec.name)} was materialized from {_written(recorded)} but its spec now says {now}; "
                    "snapshots are immutable: give the new source a new name")
 
 
@@ -106,7 +107,7 @@ def _written(recorded: Mapping[str, Any]) -> str:
 
 
 def plan_prune(desired: DesiredState, observed: ObservedState, runs: Mapping[str, list[RunView]],
-               submissions: Mapping[str, dict], prune: bool) -> tuple[list[Change], list[Diagnostic]]:
+               prune: bool) -> tuple[list[Change], list[Diagnostic]]:
     """This workspace's snapshots that no spec names: deleted only with --prune, never while in use."""
     wanted = {(desired.shared_root(s.cluster), snapshot_rel(s)) for s in desired.snapshots.values()}
     changes, diagnostics, seen = [], [], set()
@@ -116,8 +117,8 @@ def plan_prune(desired: DesiredState, observed: ObservedState, runs: Mapping[str
             if manifest.workspace != desired.workspace.name or (root, rel) in wanted | seen:
                 continue
             seen.add((root, rel))
-            address = f"code.{manifest.name}"
-            users = _unfinished_users(rel, runs, submissions)
+            address = Address.code(manifest.name)
+            users = _unfinished_users(rel, runs)
             if not prune:
                 changes.append(Change(address=address, action=Action.NOOP,
                                       reason="no longer in the desired state; kept (`argus plan --prune` deletes it)"))
@@ -131,11 +132,11 @@ def plan_prune(desired: DesiredState, observed: ObservedState, runs: Mapping[str
     return changes, diagnostics
 
 
-def _unfinished_users(rel: str, runs: Mapping[str, list[RunView]], submissions: Mapping[str, dict]) -> list[str]:
+def _unfinished_users(rel: str, runs: Mapping[str, list[RunView]]) -> list[str]:
     path = f"{SHARED_ROOT_PLACEHOLDER}/{rel}"
     return sorted(r.submission_id for job_runs in runs.values() for r in job_runs
-                  if not r.finished and _code_path(submissions.get(r.submission_id)) == path)
+                  if not r.finished and _code_path(r) == path)
 
 
-def _code_path(submission: dict | None) -> str | None:
-    return ((submission or {}).get("code") or {}).get("path")
+def _code_path(run: RunView) -> str | None:
+    return run.submission.code.path if run.submission and run.submission.code else None

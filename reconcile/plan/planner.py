@@ -8,83 +8,69 @@ left to do.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 
-from reconcile.model import (
-    Action,
-    Change,
-    Diagnostic,
-    Plan,
-    PlanOptions,
-    RunView,
-    StopStep,
-    SubmitStep,
-    UnmanagedJob,
-)
+from reconcile.model import Action, Change, Diagnostic, Plan, PlanOptions, RunView, StopStep, SubmitStep
 from reconcile.plan.code import code_ref, plan_dirs, plan_prune, plan_snapshots
 from reconcile.plan.diff import field_diff
+from reconcile.plan.runs import is_active, newest, runs_by_job, unmanaged
 from reconcile.plan.verl import verl_diagnostics
-from specs.desired import DesiredState, Source, address_of
+from specs.address import WORKSPACE, Address, Kind
+from specs.desired import DesiredState, Source
 from specs.models import Job
-from specs.submission import SUBMISSION_ID_PATTERN, Submission, resolve, spec_hash, submission_id
-from state.observed import ACTIVE, MAYBE_RUNNING, ObservedState, RayJob, RunRecord
-
-Submissions = Mapping[str, dict]
+from specs.submission import RunId, Submission, resolve
+from state.observed import MAYBE_RUNNING, ObservedState, RunStatus
 
 
 def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | None = None) -> Plan:
     options = options or PlanOptions()
     runs = runs_by_job(desired.workspace.name, observed)
-    submissions = {sid: r.submission for sid, r in observed.records.items()}
     changes: list[Change] = plan_dirs(desired, observed)
     code_changes, diagnostics = plan_snapshots(desired, observed)
     changes += code_changes
     broken = {d.address for d in diagnostics}
-    job_changes, job_diagnostics = _plan_jobs(desired, observed, runs, submissions, options, broken)
+    job_changes, job_diagnostics = _plan_jobs(desired, observed, runs, options, broken)
     changes += job_changes
     diagnostics += job_diagnostics
     diagnostics += _world_diagnostics(desired, observed)
-    diagnostics += verl_diagnostics(desired, observed, {c.address: c for c in changes}, runs, submissions)
-    prune_changes, prune_diagnostics = plan_prune(desired, observed, runs, submissions, options.prune)
+    diagnostics += verl_diagnostics(desired, observed, {c.address: c for c in changes}, runs)
+    prune_changes, prune_diagnostics = plan_prune(desired, observed, runs, options.prune)
     changes += prune_changes
     diagnostics += prune_diagnostics + _empty_guard(desired, changes, options)
     changes.sort(key=lambda c: (c.action.order, c.address))
     result = Plan(workspace=desired.workspace.name, changes=tuple(changes), diagnostics=tuple(diagnostics),
-                  unmanaged=_unmanaged(desired.workspace.name, observed), options=options)
+                  unmanaged=unmanaged(desired.workspace.name, observed), options=options)
     return targeted(result, desired) if options.targets else result
 
 
 def targeted(plan_: Plan, desired: DesiredState) -> Plan:
     """Only the targets and what they need: a job's code snapshot and its cluster's directories."""
     keep = set(plan_.options.targets)
-    for address in plan_.options.targets:
-        job = desired.jobs.get(address.removeprefix("job.")) if address.startswith("job.") else None
-        spec = job or desired.snapshots.get(address.removeprefix("code."))
+    for target in filter(None, map(Address.parse, plan_.options.targets)):
+        job = desired.jobs.get(target.name) if target.kind is Kind.JOB else None
+        spec = job or (desired.snapshots.get(target.name) if target.kind is Kind.CODE else None)
         if job is not None and job.code:
-            keep.add(f"code.{job.code}")
+            keep.add(Address.code(job.code))
         if spec is not None:
-            keep.add(f"dirs.{spec.cluster}")
+            keep.add(Address.dirs(spec.cluster))
     return plan_.model_copy(update={
         "changes": tuple(c for c in plan_.changes if c.address in keep),
-        "diagnostics": tuple(d for d in plan_.diagnostics if d.address in keep or d.address.startswith("cluster."))})
+        "diagnostics": tuple(d for d in plan_.diagnostics if d.address in keep or _about_a_cluster(d))})
 
 
 def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: Mapping[str, list[RunView]],
-               submissions: Submissions, options: PlanOptions,
-               broken: set[str]) -> tuple[list[Change], list[Diagnostic]]:
+               options: PlanOptions, broken: set[str]) -> tuple[list[Change], list[Diagnostic]]:
     changes, diagnostics = [], []
     for name, job in sorted(desired.jobs.items()):
         code = code_ref(desired, observed, job.code) if job.code else None
         sub = resolve(desired.workspace, desired.cluster_of(job), job, code)
-        forced = f"job.{name}" in options.replace
-        change = plan_job(job, sub, runs.get(name, []), submissions, forced)
+        change = plan_job(job, sub, runs.get(name, []), forced=Address.job(name) in options.replace)
         changes.append(change)
         diagnostics += _job_diagnostics(desired.source(change.address), job, change, runs.get(name, []), observed)
-        if job.code and f"code.{job.code}" in broken and change.action in (Action.SUBMIT, Action.REPLACE):
+        if job.code and Address.code(job.code) in broken and change.action in (Action.SUBMIT, Action.REPLACE):
             diagnostics.append(Diagnostic(severity="error", address=change.address, where=desired.source(
                 change.address).at("code"), message=f"{change.address} runs on code.{job.code}, which has errors"))
     for name in sorted(set(runs) - set(desired.jobs)):
-        change = plan_removed(name, runs[name], submissions)
+        change = plan_removed(name, runs[name])
         if change is not None:
             changes.append(change)
             diagnostics += _protected_removal(change, runs[name])
@@ -93,8 +79,8 @@ def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: Mapping[str
 
 def _world_diagnostics(desired: DesiredState, observed: ObservedState) -> list[Diagnostic]:
     return _runs_on_removed_clusters(observed) + _restarted_heads(observed) + [
-        Diagnostic(severity="error", address=f"cluster.{name}",
-                   where=desired.source(f"cluster.{name}").at("shared_root"),
+        Diagnostic(severity="error", address=Address.cluster(name),
+                   where=desired.source(Address.cluster(name)).at("shared_root"),
                    message=f"shared root {desired.shared_root(name)} does not exist on this machine: mount the NFS "
                            "here, or fix `shared_root`") for name in observed.absent_roots]
 
@@ -104,99 +90,68 @@ def _empty_guard(desired: DesiredState, changes: list[Change], options: PlanOpti
     stops = [c for c in changes if c.action is Action.STOP]
     if desired.jobs or not stops or options.allow_empty:
         return []
-    return [Diagnostic(severity="error", address="workspace",
+    return [Diagnostic(severity="error", address=WORKSPACE,
                        message=f"the desired state has no jobs, so the plan would stop all {len(stops)} active "
                                "job(s) of this workspace; if that is meant, pass --allow-empty")]
 
 
-def plan_job(job: Job, sub: Submission, runs: list[RunView], submissions: Submissions, forced: bool = False) -> Change:
+def plan_job(job: Job, sub: Submission, runs: list[RunView], forced: bool = False) -> Change:
     """Decide one desired job from its observed runs (on Ray or only in argus's records).
 
     forced (--replace): a new attempt of the same spec, even if a run of it already exists.
     """
-    address = address_of("Job", job.name)
-    digest = spec_hash(sub)
-    active = [r for r in runs if _active(r)]
+    address, first = Address.job(job.name), RunId.of(sub)
+    active = [r for r in runs if is_active(r)]
     if job.state == "stopped":
         if active:
-            return _stop(address, active, "state: stopped", submissions)
+            return _stop(address, active, "state: stopped")
         return Change(address=address, action=Action.NOOP, reason="state: stopped, nothing running",
                       current=newest(runs))
-    mine = [r for r in runs if r.spec_hash == digest]
-    older_active = [r for r in active if r.spec_hash != digest]
+    mine = [r for r in runs if r.spec_hash == first.spec_hash]
+    older_active = [r for r in active if r.spec_hash != first.spec_hash]
     if forced and mine:
-        return _submit(address, sub, digest, runs, active, submissions,
-                       attempt=max(r.attempt for r in mine) + 1, why="forced by --replace")
+        again = first.with_attempt(max(r.attempt for r in mine) + 1)
+        return _submit(address, sub, again, runs, active, why="forced by --replace")
     if mine and older_active:
         reason = f"a run of this spec ({newest(mine).submission_id}) exists; an older spec's run is still active"
-        return _stop(address, older_active, reason, submissions)
-    if mine and (retry := _retry(job, sub, digest, mine, submissions)) is not None:
+        return _stop(address, older_active, reason)
+    if mine and (retry := _retry(job, sub, first, mine)) is not None:
         return retry
     if mine:
         current = newest(mine)
         return Change(address=address, action=Action.NOOP, reason=_in_sync_reason(current), current=current,
                       after=sub.model_dump())
-    return _submit(address, sub, digest, runs, older_active, submissions)
+    return _submit(address, sub, first, runs, older_active)
 
 
-def plan_removed(name: str, runs: list[RunView], submissions: Submissions) -> Change | None:
+def plan_removed(name: str, runs: list[RunView]) -> Change | None:
     """A job whose spec is gone: stop what still runs; finished runs are left alone."""
-    active = [r for r in runs if _active(r)]
+    active = [r for r in runs if is_active(r)]
     if not active:
         return None
-    return _stop(address_of("Job", name), active, "spec removed from the desired state", submissions)
+    return _stop(Address.job(name), active, "spec removed from the desired state")
 
 
-def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunView]]:
-    """This workspace's runs: Ray's view where Ray still knows them, else argus's record."""
-    views: dict[str, tuple[str, RunView]] = {}
-    for cluster in observed.clusters.values():
-        for job in cluster.jobs:
-            if _labelled_ours(job, workspace):
-                record = observed.records.get(job.submission_id)
-                views[job.submission_id] = (job.job, RunView(
-                    submission_id=job.submission_id, cluster=cluster.name, spec_hash=job.spec_hash,
-                    attempt=job.attempt, status=job.status, on_ray=True, started_at=(job.start_time or 0) / 1000,
-                    protect=bool(record and record.protect),
-                    failure=(record.failure if record else None) or observed.failures.get(job.submission_id)))
-    for record in observed.records.values():
-        if record.submission_id in views or _never_reached_ray(record, observed):
-            continue
-        views[record.submission_id] = (record.job, RunView(
-            submission_id=record.submission_id, cluster=record.cluster, spec_hash=record.spec_hash,
-            attempt=record.attempt, status=record.status, on_ray=False, protect=record.protect, failure=record.failure,
-            started_at=_epoch(record.submitted_at or record.updated_at)))
-    grouped: dict[str, list[RunView]] = {}
-    for job_name, view in views.values():
-        grouped.setdefault(job_name, []).append(view)
-    return grouped
-
-
-def newest(runs: list[RunView]) -> RunView | None:
-    return max(runs, key=lambda r: (r.started_at, r.attempt, r.submission_id), default=None)
-
-
-def _retry(job: Job, sub: Submission, digest: str, mine: list[RunView], submissions: Submissions) -> Change | None:
+def _retry(job: Job, sub: Submission, first: RunId, mine: list[RunView]) -> Change | None:
     """A new attempt when the newest run of this spec failed in a way its retry policy names."""
     last = newest(mine)
     failure = "lost" if not last.on_ray and last.status in MAYBE_RUNNING else last.failure
     if job.retry is None or failure not in job.retry.on or last.attempt >= job.retry.max_attempts:
         return None
-    if last.on_ray and last.status != "FAILED":
+    if last.on_ray and last.status is not RunStatus.FAILED:
         return None
     attempt = last.attempt + 1
-    change = _submit(f"job.{job.name}", sub, digest, mine, [], submissions, attempt=attempt,
+    change = _submit(Address.job(job.name), sub, first.with_attempt(attempt), mine, [],
                      why=f"attempt {attempt}/{job.retry.max_attempts}: {last.submission_id} {failure}")
     return change.model_copy(update={"action": Action.RETRY})
 
 
-def _submit(address: str, sub: Submission, digest: str, runs: list[RunView], older_active: list[RunView],
-            submissions: Submissions, attempt: int = 1, why: str = "") -> Change:
-    step = SubmitStep(cluster=sub.cluster, submission_id=submission_id(sub.workspace, sub.job, digest, attempt),
-                      spec_hash=digest, attempt=attempt, submission=sub)
+def _submit(address: str, sub: Submission, run: RunId, runs: list[RunView], older_active: list[RunView],
+            why: str = "") -> Change:
+    step = SubmitStep(cluster=sub.cluster, submission_id=run.submission_id, spec_hash=run.spec_hash,
+                      attempt=run.attempt, submission=sub)
     previous = newest(older_active) or newest(runs)
-    before = submissions.get(previous.submission_id) if previous else None
-    after = sub.model_dump()
+    before, after = _submitted(previous), sub.model_dump()
     common = {"address": address, "current": previous, "before": before, "after": after,
               "diff": field_diff(before, after)}
     if older_active:
@@ -207,30 +162,23 @@ def _submit(address: str, sub: Submission, digest: str, runs: list[RunView], old
     return Change(action=Action.SUBMIT, reason=reason, steps=(step,), **common)
 
 
-def _stop(address: str, active: list[RunView], reason: str, submissions: Submissions) -> Change:
+def _stop(address: str, active: list[RunView], reason: str) -> Change:
     current = newest(active)
     return Change(address=address, action=Action.STOP, reason=reason, current=current,
-                  before=submissions.get(current.submission_id), steps=_stop_steps(active))
+                  before=_submitted(current), steps=_stop_steps(active))
+
+
+def _submitted(run: RunView | None) -> dict | None:
+    """What a run was asked to run, as the plan shows it (plan JSON keeps submissions as objects)."""
+    return run.submission.model_dump() if run is not None and run.submission is not None else None
 
 
 def _stop_steps(runs: list[RunView]) -> tuple[StopStep, ...]:
     return tuple(StopStep(cluster=r.cluster, submission_id=r.submission_id) for r in runs)
 
 
-def _active(run: RunView) -> bool:
-    return run.on_ray and run.status in ACTIVE
-
-
-def _never_reached_ray(record: RunRecord, observed: ObservedState) -> bool:
-    """A refused submit, or one whose outcome was unknown while the same Ray session still lacks it."""
-    if record.status == "SUBMIT_FAILED":
-        return True
-    cluster = observed.clusters.get(record.cluster)
-    return record.status == "SUBMITTING" and cluster is not None and cluster.session_name == record.session_name
-
-
 def _in_sync_reason(run: RunView) -> str:
-    if _active(run):
+    if is_active(run):
         return f"{run.submission_id} is {run.status}"
     if run.on_ray:
         return f"{run.submission_id} finished {run.status}; bump `run:` to run it again"
@@ -257,7 +205,7 @@ def _job_diagnostics(source: Source, job: Job, change: Change, runs: list[RunVie
 
 
 def _protected_removal(change: Change, runs: list[RunView]) -> list[Diagnostic]:
-    protected = [r for r in runs if _active(r) and r.protect]
+    protected = [r for r in runs if is_active(r) and r.protect]
     return [Diagnostic(
         severity="error", address=change.address,
         message=f"run {r.submission_id} was submitted with protect: true and its spec is gone; restore the "
@@ -267,7 +215,7 @@ def _protected_removal(change: Change, runs: list[RunView]) -> list[Diagnostic]:
 def _runs_on_removed_clusters(observed: ObservedState) -> list[Diagnostic]:
     """Runs recorded on a cluster the desired state no longer has: argus cannot see or stop them."""
     return [Diagnostic(
-        severity="error", address=f"job.{r.job}",
+        severity="error", address=Address.job(r.job),
         message=f"run {r.submission_id} was {r.status} on cluster {r.cluster!r}, which is no longer in the "
                 f"desired state; put the Cluster back and stop the job first (state: stopped), then remove it")
         for r in observed.records.values() if r.cluster not in observed.clusters and r.status in MAYBE_RUNNING]
@@ -281,30 +229,13 @@ def _restarted_heads(observed: ObservedState) -> list[Diagnostic]:
         earlier = sorted({r.session_name for r in observed.records.values() if r.cluster == name and r.session_name
                           and r.session_name != cluster.session_name and r.submission_id not in on_ray})
         if earlier:
-            found.append(Diagnostic(severity="warning", address=f"cluster.{name}",
+            found.append(Diagnostic(severity="warning", address=Address.cluster(name),
                                     message=f"the head of cluster {name!r} restarted since argus submitted there "
                                             f"(session {earlier[-1]} -> {cluster.session_name}): Ray forgot those "
                                             "jobs; they are shown from argus's records"))
     return found
 
 
-def _epoch(timestamp: str) -> float:
-    try:
-        return datetime.fromisoformat(timestamp).timestamp()
-    except ValueError:
-        return 0.0
-
-
-def _unmanaged(workspace: str, observed: ObservedState) -> tuple[UnmanagedJob, ...]:
-    return tuple(
-        UnmanagedJob(cluster=c.name, submission_id=j.submission_id, status=j.status, owner=j.workspace)
-        for c in observed.clusters.values()
-        for j in c.jobs
-        if not _labelled_ours(j, workspace)
-    )
-
-
-def _labelled_ours(job: RayJob, workspace: str) -> bool:
-    """argus's labels, and an id argus could have made: anything else is never stopped or planned on."""
-    return bool(job.workspace == workspace and job.job and job.spec_hash
-                and SUBMISSION_ID_PATTERN.match(job.submission_id))
+def _about_a_cluster(diagnostic: Diagnostic) -> bool:
+    address = Address.parse(diagnostic.address)
+    return address is not None and address.kind is Kind.CLUSTER

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from reconcile.model import Action, Change, Diagnostic, RunView
 from specs import verl
+from specs.address import Address
 from specs.desired import DesiredState
 from specs.models import Cluster, Job, Trainer
 from specs.submission import driver_needs, resolve
@@ -13,18 +14,19 @@ from state.observed import ClusterState, Node, ObservedState
 
 
 def verl_diagnostics(desired: DesiredState, observed: ObservedState, changes: Mapping[str, Change],
-                     runs: Mapping[str, list[RunView]], submissions: Mapping[str, dict]) -> list[Diagnostic]:
+                     runs: Mapping[str, list[RunView]]) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     for name, findings in sorted(observed.workload_checks.items()):
-        source = desired.source(f"job.{name}")
-        found += [Diagnostic(severity=f.severity, address=f"job.{name}", where=source.at(f.field), message=f.message)
+        address = Address.job(name)
+        found += [Diagnostic(severity=f.severity, address=address, where=desired.source(address).at(f.field),
+                             message=f.message)
                   for f in findings]
     found += _checkpoint_clashes(desired)
     for name, job in sorted(desired.jobs.items()):
         cluster = observed.clusters.get(job.cluster)
         if job.workload != "command" and cluster is not None and job.state == "running":
-            starting = changes[f"job.{name}"].action in (Action.SUBMIT, Action.REPLACE)
-            found += _capacity(desired, job, cluster, starting, runs, submissions)
+            starting = changes[Address.job(name)].action in (Action.SUBMIT, Action.REPLACE)
+            found += _capacity(desired, job, cluster, starting, runs)
     for name, cluster in sorted(desired.clusters.items()):
         if name in observed.clusters:
             found += _node_expectations(desired, cluster, observed.clusters[name])
@@ -40,20 +42,23 @@ def _checkpoint_clashes(desired: DesiredState) -> list[Diagnostic]:
             continue
         key = (desired.shared_root(job.cluster), verl.checkpoint_dir(job))
         if key in first:
-            found.append(Diagnostic(severity="error", address=f"job.{name}",
-                                    where=desired.source(f"job.{name}").at("trainer.checkpoint_dir"),
-                                    message=f"job.{name} writes checkpoints to {key[1]}, like job.{first[key]}; "
+            address = Address.job(name)
+            found.append(Diagnostic(severity="error", address=address,
+                                    where=desired.source(address).at("trainer.checkpoint_dir"),
+                                    message=f"{address} writes checkpoints to {key[1]}, like "
+                                            f"{Address.job(first[key])}; "
                                             "give one of them its own `trainer.checkpoint_dir`"))
         first.setdefault(key, name)
     return found
 
 
 def _capacity(desired: DesiredState, job: Job, cluster: ClusterState, starting: bool,
-              runs: Mapping[str, list[RunView]], submissions: Mapping[str, dict]) -> list[Diagnostic]:
+              runs: Mapping[str, list[RunView]]) -> list[Diagnostic]:
     trainer, per_gpu = job.trainer or Trainer(), verl.WORKLOADS[job.workload].cpus_per_gpu
     gpus, cpus = trainer.n_gpus_per_node, trainer.n_gpus_per_node * per_gpu
     fitting = [n for n in cluster.nodes if n.resources.get("GPU", 0) >= gpus and n.resources.get("CPU", 0) >= cpus]
-    address, where = f"job.{job.name}", desired.source(f"job.{job.name}")
+    address = Address.job(job.name)
+    where = desired.source(address)
     if len(fitting) < trainer.nnodes:
         return [Diagnostic(severity="error", address=address, where=where.at("trainer"),
                            message=f"{address} can never fit on cluster {cluster.name!r}: it needs {trainer.nnodes} "
@@ -65,7 +70,7 @@ def _capacity(desired: DesiredState, job: Job, cluster: ClusterState, starting: 
                            message=f"no alive node of cluster {cluster.name!r} offers the driver's {driver}")]
     if not starting:
         return []
-    holders = _gpu_holders(job, runs, submissions)
+    holders = _gpu_holders(job, runs)
     free = sum(n.resources.get("GPU", 0) for n in fitting) - sum(holders.values())
     if free >= gpus * trainer.nnodes:
         return []
@@ -75,17 +80,19 @@ def _capacity(desired: DesiredState, job: Job, cluster: ClusterState, starting: 
                                "it will wait in PENDING until they finish")]
 
 
-def _gpu_holders(job: Job, runs: Mapping[str, list[RunView]], submissions: Mapping[str, dict]) -> dict[str, int]:
+def _gpu_holders(job: Job, runs: Mapping[str, list[RunView]]) -> dict[str, int]:
     """Active runs of this workspace's other verl jobs on the same cluster, and the GPUs they hold."""
-    return {r.submission_id: (submissions.get(r.submission_id) or {}).get("gpus") or 0
-            for name, job_runs in runs.items() if name != job.name for r in job_runs
-            if r.cluster == job.cluster and r.on_ray and not r.finished
-            and (submissions.get(r.submission_id) or {}).get("gpus")}
+    return {r.submission_id: _gpus(r) for name, job_runs in runs.items() if name != job.name for r in job_runs
+            if r.cluster == job.cluster and r.on_ray and not r.finished and _gpus(r)}
+
+
+def _gpus(run: RunView) -> int:
+    return (run.submission.gpus or 0) if run.submission else 0
 
 
 def _node_expectations(desired: DesiredState, cluster: Cluster, state: ClusterState) -> list[Diagnostic]:
     """The cluster's `nodes:` are expectations: a missing worker or GPU is a warning, never created."""
-    address = f"cluster.{cluster.name}"
+    address = Address.cluster(cluster.name)
     found = []
     for index, expected in enumerate(cluster.nodes):
         have = [n for n in state.nodes if n.is_head == (expected.role == "head") and _offers(n, expected.resources)]
