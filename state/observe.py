@@ -1,13 +1,27 @@
-"""Observe the world once: every cluster, this workspace's records, snapshots and the NFS layout."""
+"""Observe the world once per command, as much of it as the command needs.
+
+plan and apply: every cluster, this workspace's records, snapshots (sources resolved) and the NFS
+layout, verl jobs checked; status: the same without resolving sources or checking configs; logs:
+only the runs and the snapshots' manifests.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from specs.desired import DesiredState
+from specs.models import CodeSnapshot
 from state import snapshots
 from state.cache import cache_root
-from state.observed import LAYOUT, Finding, ObservedState, RunRecord, SnapshotState, SourceState
+from state.observed import (
+    LAYOUT,
+    ClusterState,
+    Finding,
+    ObservedState,
+    RunRecord,
+    SnapshotState,
+    SourceState,
+)
 from state.ray_client import DEFAULT_TIMEOUT, RayClient
 from state.records import read_records
 from state.sources import DEFAULT_FETCH_TIMEOUT, resolve_source
@@ -20,12 +34,42 @@ def clients(desired: DesiredState, timeout: float = DEFAULT_TIMEOUT) -> dict[str
 
 def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: bool = False,
             fetch_timeout: float = DEFAULT_FETCH_TIMEOUT) -> ObservedState:
-    """One snapshot (one list_jobs) per cluster, plus what the shared roots hold."""
+    """What plan and apply need: one snapshot (one list_jobs) per cluster, plus what the shared
+    roots hold, every snapshot's source resolved and every verl job checked against its code."""
     clusters = {name: client.snapshot() for name, client in ray.items()}
-    records = _records(desired)
     absent = absent_roots(desired)
     states = {name: observe_snapshot(desired, name, verify_snapshots, absent, fetch_timeout)
               for name in sorted(desired.snapshots)}
+    return _world(desired, ray, clusters, absent, states, workload_checks(desired, states, absent))
+
+
+def observe_sync(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedState:
+    """What `argus status` needs to tell each job's sync state, and no more: no source is resolved
+    (no git, no working copy read) and no verl file or Hydra check runs.
+
+    A job's spec hash pins what is on disk (reconcile.plan.code.code_ref takes the manifest first),
+    so a materialized snapshot is read from its manifest alone. A snapshot not materialized yet has
+    no digest: a job on it cannot be "in sync" anyway, since none of its runs can have run code
+    that is not there; its source is left unresolved, and such a job shows as changed or missing.
+    """
+    clusters = {name: client.snapshot() for name, client in ray.items()}
+    absent = absent_roots(desired)
+    return _world(desired, ray, clusters, absent, recorded_snapshots(desired, absent), checks={})
+
+
+def observe_runs(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedState:
+    """What `argus logs` needs to name a job's current run: one list_jobs per cluster, this
+    workspace's records, and each snapshot's manifest (a job's spec hash pins its code's digest, so
+    logs names the run status shows). No source resolved, no layout, no failure read from logs."""
+    absent = absent_roots(desired)
+    return ObservedState(clusters={name: client.snapshot() for name, client in ray.items()},
+                         records=_records(desired), absent_roots=absent,
+                         snapshots=recorded_snapshots(desired, absent))
+
+
+def _world(desired: DesiredState, ray: dict[str, RayClient], clusters: dict[str, ClusterState], absent: tuple[str, ...],
+           states: dict[str, SnapshotState], checks: dict[str, tuple[Finding, ...]]) -> ObservedState:
+    records = _records(desired)
     return ObservedState(
         clusters=clusters,
         records=records,
@@ -34,7 +78,7 @@ def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: 
         missing_dirs={name: tuple(d for d in LAYOUT if not (Path(root) / d).is_dir())
                       for name, root in desired.shared_roots.items() if name not in absent},
         absent_roots=absent,
-        workload_checks=workload_checks(desired, states, absent),
+        workload_checks=checks,
         failures=unclassified_failures(desired, ray, clusters, records),
     )
 
@@ -83,6 +127,17 @@ def absent_roots(desired: DesiredState) -> tuple[str, ...]:
                         if Path(desired.clusters[name].shared_root).is_absolute() and not Path(root).is_dir()))
 
 
+def recorded_snapshots(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, SnapshotState]:
+    """Every snapshot as its manifest on disk says, its source left unresolved (see observe_sync)."""
+    return {name: _recorded(desired, spec, absent) for name, spec in sorted(desired.snapshots.items())}
+
+
+def _recorded(desired: DesiredState, spec: CodeSnapshot, absent: tuple[str, ...]) -> SnapshotState:
+    if spec.cluster in absent:
+        return _no_root(spec.cluster)
+    return SnapshotState(source=SourceState(), manifest=snapshots.read_manifest(Path(desired.snapshot_dir(spec))))
+
+
 def observe_snapshot(desired: DesiredState, name: str, verify: bool, absent: tuple[str, ...],
                      fetch_timeout: float = DEFAULT_FETCH_TIMEOUT) -> SnapshotState:
     """A snapshot already on disk is planned from its manifest: its `git:` source is not fetched
@@ -90,8 +145,7 @@ def observe_snapshot(desired: DesiredState, name: str, verify: bool, absent: tup
     written with the manifest's. A `path:` source is still read (locally) to report a copy that moved on."""
     spec = desired.snapshots[name]
     if spec.cluster in absent:
-        return SnapshotState(source=SourceState(error=f"cluster {spec.cluster!r} has no shared root here",
-                                                error_field="cluster"))
+        return _no_root(spec.cluster)
     target = Path(desired.snapshot_dir(spec))
     manifest = snapshots.read_manifest(target)
     problem = snapshots.verify(target, manifest) if verify and manifest else None
@@ -101,3 +155,8 @@ def observe_snapshot(desired: DesiredState, name: str, verify: bool, absent: tup
     else:
         source = resolve_source(spec, desired.root, cache_root(), fetch_timeout)
     return SnapshotState(source=source, manifest=manifest, problem=problem)
+
+
+def _no_root(cluster: str) -> SnapshotState:
+    return SnapshotState(source=SourceState(error=f"cluster {cluster!r} has no shared root here",
+                                            error_field="cluster"))

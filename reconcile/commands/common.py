@@ -1,4 +1,4 @@
-"""Steps several commands share: load the desired state, observe once, plan."""
+"""Steps several commands share: load the desired state, observe once (as much as the command needs), plan."""
 
 from __future__ import annotations
 
@@ -33,6 +33,15 @@ def observe_and_plan(desired: DesiredState, ray: dict[str, RayClient], options: 
 
     observed = observe(desired, ray, verify_snapshots, fetch_timeout or DEFAULT_FETCH_TIMEOUT)
     return observed, plan(desired, observed, options)
+
+
+def plan_sync(desired: DesiredState, ray: dict[str, RayClient]) -> Plan:
+    """A plan good for telling each job's sync state (status), from an observation that fetches no
+    source and checks no verl config (state.observe.observe_sync says what that leaves out)."""
+    from reconcile.plan.planner import plan
+    from state.observe import observe_sync
+
+    return plan(desired, observe_sync(desired, ray))
 
 
 def check_addresses(desired: DesiredState, options: PlanOptions) -> None:

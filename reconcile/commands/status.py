@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from reconcile.boundary import EXIT_OK, is_tty
-from reconcile.commands.common import connect, load, observe_and_plan
+from reconcile.commands.common import connect, load, plan_sync
 from reconcile.views.human import render_status
 
 
@@ -16,7 +16,7 @@ def run(directory: Path, timeout: float, output_format: str = "human", watch: fl
     desired = load(directory)
     ray = connect(desired, timeout)
     while True:
-        _, plan = observe_and_plan(desired, ray)
+        plan = plan_sync(desired, ray)
         if watch and is_tty():
             typer.clear()
         show(plan, set(desired.jobs), output_format)
