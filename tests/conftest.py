@@ -5,20 +5,41 @@ from __future__ import annotations
 import os
 import textwrap
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
-from state import local
+from state import audit, local
+
+T = TypeVar("T")
+
+
+UNSET = ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", "ARGUS_PLAN_KEY", *audit.CI_ACTOR_VARIABLES)
+"""Would reach another cluster, seal plans with a real key, or name a CI actor in audit entries."""
+GIT_KEPT = ("GIT_SSL_CAINFO", "GIT_SSL_CAPATH")
+"""Every other GIT_* variable could point git at another repository, config or object store."""
+GITCONFIG = "[user]\n\tname = argus-tests\n\temail = tests@localhost\n"
+"""The test home's only git config: commits in test repositories work without the real one."""
 
 
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No test may reach a cluster through the environment or write into the real home."""
-    for name in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", "GITHUB_ACTOR", "GITLAB_USER_LOGIN", "ARGUS_ACTOR",
-                 "ARGUS_PLAN_KEY"):
+    """No test may reach a cluster through the environment, read the real git config or write into
+    the real home or cache: every test runs with these set, so none can forget."""
+    for name in UNSET:
         monkeypatch.delenv(name, raising=False)
+    for name in [n for n in os.environ if n.startswith("GIT_") and n not in GIT_KEPT]:
+        monkeypatch.delenv(name)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(GITCONFIG)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("ARGUS_LOCAL_DIR", str(tmp_path / "local-cluster"))
     monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path / "argus-cache"))
 
@@ -123,16 +144,24 @@ def sdk(address: str):
     return JobSubmissionClient(address)
 
 
+def until(check: Callable[[], T], what: str, timeout: float = 60.0, every: float = 0.25) -> T:
+    """Poll the condition itself until it holds (returns something truthy), and return that."""
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what}: still not so after {timeout:g}s")
+        time.sleep(every)
+    return value
+
+
 def wait_for(address: str, submission_id: str, statuses: set[str], timeout: float = 60.0) -> str:
     client = sdk(address)
-    deadline = time.monotonic() + timeout
-    status = ""
-    while time.monotonic() < deadline:
+
+    def status_wanted() -> str | None:
         status = str(client.get_job_status(submission_id).value)
-        if status in statuses:
-            return status
-        time.sleep(0.25)
-    raise AssertionError(f"{submission_id} still {status} after {timeout}s, wanted {statuses}")
+        return status if status in statuses else None
+
+    return until(status_wanted, f"{submission_id} in {sorted(statuses)}", timeout)
 
 
 def jobs_of(address: str, workspace: str) -> list:
