@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from types import SimpleNamespace
 
+import pytest
 from conftest import QUICK, SLEEP, jobs_of, sdk, wait_for
 
 from state import audit
@@ -48,7 +51,9 @@ def test_submission_carries_labels_and_driver_lands_on_worker_node(workspace, ar
     info = sdk(workspace.address).get_job_info(job.submission_id)
     meta = info.metadata
     assert meta["argus.job"] == "where" and meta["argus.attempt"] == "1"
-    assert len(meta["argus.spec_hash"]) == 64 and meta["argus.plan"] and meta["argus.commit"]
+    [start] = [e for e in audit.read(str(workspace.shared), workspace.name) if e["event"] == "apply.start"]
+    assert re.fullmatch("[0-9a-f]{64}", meta["argus.spec_hash"])
+    assert (meta["argus.plan"], meta["argus.commit"]) == (start["plan_id"], "none")  # the workspace is not in git
     assert job.submission_id == f"{workspace.name}.where.{meta['argus.spec_hash'][:12]}.1"
     nodes = {n.node_id: n for n in _nodes(ray_cluster.address)}
     assert "worker_node" in nodes[info.driver_node_id].resources
@@ -116,7 +121,7 @@ def test_jobs_of_others_are_never_touched(workspace, argus, tmp_path):
     workspace.job("shared-name", QUICK)
     plan = argus("plan", workspace.root)
     unmanaged = re.search(r"Not managed by this workspace \(never touched\): (\d+) on local", plan.out)
-    assert unmanaged and int(unmanaged.group(1)) >= 2  # at least ours by hand and the other workspace's
+    assert unmanaged is not None and int(unmanaged.group(1)) >= 2  # at least ours by hand and the other workspace's
     assert "+ job.shared-name" in plan.out and "no run of this spec yet" in plan.out
     assert argus("apply", workspace.root, "--auto-approve").code == 0
     workspace.remove("jobs/shared-name.yaml")
@@ -174,20 +179,30 @@ def test_status_and_logs(workspace, argus):
     workspace.job("talker", QUICK)
     workspace.job("later", SLEEP, extra="state: stopped\n")
     status = argus("status", workspace.root)
-    assert "job.talker" in status.out and "missing" in status.out
+    assert _row(status.out, "job.talker") == ["job.talker", "missing", "-", "-"]
     assert argus("apply", workspace.root, "--auto-approve").code == 0
     [job] = jobs_of(workspace.address, workspace.name)
     wait_for(workspace.address, job.submission_id, {"SUCCEEDED"})
     status = argus("status", workspace.root)
-    line = next(x for x in status.out.splitlines() if x.startswith("job.talker"))
-    assert "in sync" in line and "SUCCEEDED" in line
+    assert _row(status.out, "job.talker") == ["job.talker", "in sync", "SUCCEEDED", job.submission_id]
+    assert _row(status.out, "job.later") == ["job.later", "in sync", "-", "-"]  # stopped, and nothing runs
     logs = argus("logs", "talker", workspace.root)
     assert logs.code == 0 and "hello from argus" in logs.out
     as_json = json.loads(argus("logs", "talker", workspace.root, "--json").out)
-    assert as_json["status"] == "SUCCEEDED" and "hello from argus" in as_json["logs"]
-    assert json.loads(argus("status", workspace.root, "--json").out)["jobs"][0]["sync"] in ("in sync", "missing")
+    assert (as_json["address"], as_json["submission_id"], as_json["status"]) == (
+        "job.talker", job.submission_id, "SUCCEEDED")
+    assert "hello from argus" in as_json["logs"]
+    assert json.loads(argus("status", workspace.root, "--json").out)["jobs"] == [
+        {"address": "job.later", "sync": "in sync", "health": None, "submission_id": None},
+        {"address": "job.talker", "sync": "in sync", "health": "SUCCEEDED", "submission_id": job.submission_id}]
     missing = argus("logs", "later", workspace.root)
-    assert missing.code == 1 and "has no run yet" in missing.err
+    assert missing.code == 1 and "job.later has no run yet" in missing.err
+
+
+def _row(table: str, address: str) -> list[str]:
+    """One job's row of `argus status`: its columns (JOB, SYNC, HEALTH, RUN)."""
+    [line] = [x for x in table.splitlines() if x.startswith(address + " ")]
+    return re.split(r"\s{2,}", line.strip())
 
 
 def _nodes(address: str):
@@ -196,11 +211,28 @@ def _nodes(address: str):
     return RayClient("local", address).alive_nodes()
 
 
-def test_status_watch_ends_when_runs_finish_and_logs_follow_streams(workspace, argus):
+def test_status_watch_ends_when_runs_finish_and_logs_follow_streams(workspace, argus, tmp_path,
+                                                                   monkeypatch: pytest.MonkeyPatch):
+    from reconcile.commands import status as status_command
+
+    release = tmp_path / "release"  # the gate job runs until this file exists
     workspace.job("ticker", ["python3", "-c",
                              "import time; [print('tick', i, flush=True) or time.sleep(1) for i in range(3)]"])
+    workspace.job("gate", ["python3", "-c", "import os, time; "
+                           f"[time.sleep(0.1) for _ in iter(lambda: os.path.exists({str(release)!r}), True)]"])
     assert argus("apply", workspace.root, "--auto-approve").code == 0
     followed = argus("logs", "ticker", workspace.root, "--follow")
     assert followed.code == 0 and all(f"tick {i}" in followed.out for i in range(3))
+
+    def open_the_gate(seconds: float) -> None:  # between the watch's first and second look
+        release.touch()
+        time.sleep(seconds)
+
+    monkeypatch.setattr(status_command, "time", SimpleNamespace(sleep=open_the_gate))
     watched = argus("status", workspace.root, "--watch", "0.5")
-    assert watched.code == 0 and "SUCCEEDED" in watched.out.splitlines()[-1] + watched.out
+    assert watched.code == 0
+    tables = watched.out.split("-- refreshing every 0.5s until every run has finished (^C to stop) --")
+    assert len(tables) >= 2  # it looked again after the gate opened
+    assert _row(tables[0], "job.gate")[2] in ("PENDING", "RUNNING")
+    assert _row(tables[-1], "job.gate")[1:3] == ["in sync", "SUCCEEDED"]
+    assert _row(tables[-1], "job.ticker")[1:3] == ["in sync", "SUCCEEDED"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 from conftest import QUICK, SLEEP, jobs_of
@@ -24,21 +23,27 @@ def test_a_second_apply_is_refused_naming_the_holder(workspace, argus):
     assert not lock.lock_path(str(workspace.shared), workspace.name).exists()
 
 
-def test_lock_timeout_waits_for_the_holder(workspace, argus):
+def test_lock_timeout_waits_for_the_holder(workspace, argus, monkeypatch):
     workspace.job("waiter", QUICK)
-    release = threading.Event()
+    taken, refused = threading.Event(), threading.Event()
+    found_held = lock._holder_died_here  # asked each time the lock file is found taken
+
+    def held_and_noticed(*args) -> bool:
+        refused.set()
+        return found_held(*args)
 
     def hold() -> None:
         with lock.held([str(workspace.shared)], workspace.name, "plan-y"):
-            release.wait(10)
+            taken.set()
+            refused.wait(30)  # release only once the apply has found the lock held
 
+    monkeypatch.setattr(lock, "_holder_died_here", held_and_noticed)
     holder = threading.Thread(target=hold)
     holder.start()
-    time.sleep(0.5)
-    threading.Timer(2.0, release.set).start()
+    assert taken.wait(30)
     waited = argus("apply", workspace.root, "--auto-approve", "--lock-timeout", "30")
     holder.join()
-    assert waited.code == 0, waited.err
+    assert refused.is_set() and waited.code == 0, waited.err
     assert len(jobs_of(workspace.address, workspace.name)) == 1
 
 
@@ -47,8 +52,9 @@ def test_two_applies_started_together_submit_once(workspace):
     argus_bin = Path(sys.executable).with_name("argus")
     racers = [subprocess.Popen([argus_bin, "apply", workspace.root, "--auto-approve"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    results = [(r.wait(), r.stderr.read()) for r in racers]
+    results = [(r.returncode, err) for r in racers for _, err in [r.communicate()]]
     assert len(jobs_of(workspace.address, workspace.name)) == 1
+    assert 0 in [code for code, _ in results], results  # one of them applied
     for code, err in results:
         assert code == 0 or (code == 1 and "Another apply holds the lock" in err), err
     assert not lock.lock_path(str(workspace.shared), workspace.name).exists()
