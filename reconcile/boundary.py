@@ -35,21 +35,16 @@ def guarded(dispatch: Callable[[Invocation], object]) -> int:
         result = dispatch(invocation)
     except typer.Exit as done:  # --help, --version
         return done.exit_code
-    except (KeyboardInterrupt, typer.Abort):  # typer turns a ^C inside a command into Abort
+    except (KeyboardInterrupt, typer.Abort):  # ^C, or a prompt typer aborted
         typer.echo("Interrupted.", err=True)
         return EXIT_INTERRUPTED
     except TyperException as err:  # a bad flag, a missing argument: 1, not 2 (2 means "changes present")
         _usage(err)
         return EXIT_ERROR
     except ArgusError as err:
-        _traceback(invocation)
-        typer.echo(typer.style("Error: ", fg="red", bold=True) + str(err), err=True)
-        return err.exit_code
+        return _user_error(err, invocation)
     except Exception as err:  # noqa: BLE001 - this is the boundary
-        if not _traceback(invocation):
-            typer.echo(f"argus hit a bug: {type(err).__name__}: {err}\n"
-                       "Run again with --debug for the traceback, and report it.", err=True)
-        return EXIT_BUG
+        return _bug(err, invocation)
     return result if isinstance(result, int) else EXIT_OK
 
 
@@ -62,7 +57,17 @@ def _usage(err: TyperException) -> None:
     show() if show else typer.echo(f"Error: {err}", err=True)
 
 
-def _traceback(invocation: Invocation) -> bool:
+def _user_error(err: ArgusError, invocation: Invocation) -> int:
     if invocation.debug:
         traceback.print_exc()
-    return invocation.debug
+    typer.echo(typer.style("Error: ", fg="red", bold=True) + str(err), err=True)
+    return err.exit_code
+
+
+def _bug(err: Exception, invocation: Invocation) -> int:
+    if invocation.debug:
+        traceback.print_exc()
+    else:
+        typer.echo(f"argus hit a bug: {type(err).__name__}: {err}\n"
+                   "Run again with --debug for the traceback, and report it.", err=True)
+    return EXIT_BUG
