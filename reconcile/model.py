@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from enum import Enum
 from typing import Annotated, Any, Literal
 
@@ -47,7 +48,16 @@ class Action(str, Enum):
     NOOP = "no-op", " ", 5, None
 
 
-class SubmitStep(Frozen):
+class StepModel(Frozen, ABC):
+    """One thing apply does. `describe()` is how plan and apply show it; how it is carried out lives in
+    reconcile.execute's step table, which must name every member of `Step` (a test checks both)."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """One line for people, the same in the plan and in apply's progress. Pure."""
+
+
+class SubmitStep(StepModel):
     """Submit one run; idempotent because the submission id is deterministic."""
 
     kind: Literal["submit"] = "submit"
@@ -57,16 +67,22 @@ class SubmitStep(Frozen):
     attempt: int
     submission: Submission
 
+    def describe(self) -> str:
+        return f"submit {self.submission_id} to cluster {self.cluster}"
 
-class StopStep(Frozen):
+
+class StopStep(StepModel):
     """Stop one run and wait until Ray reports it terminal, so a replacement never overlaps."""
 
     kind: Literal["stop"] = "stop"
     cluster: Name
     submission_id: SubmissionId
 
+    def describe(self) -> str:
+        return f"stop {self.submission_id} on cluster {self.cluster} and wait until it has stopped"
 
-class MkdirStep(Frozen):
+
+class MkdirStep(StepModel):
     """Create a directory of the NFS layout (and its parents)."""
 
     kind: Literal["mkdir"] = "mkdir"
@@ -74,8 +90,11 @@ class MkdirStep(Frozen):
     path: LayoutDir
     """Relative to the cluster's shared root."""
 
+    def describe(self) -> str:
+        return f"create directory {self.path} on the shared root of {self.cluster}"
 
-class SnapshotStep(Frozen):
+
+class SnapshotStep(StepModel):
     """Export a code snapshot into place atomically; refused if the source moved since the plan."""
 
     kind: Literal["snapshot"] = "snapshot"
@@ -84,12 +103,20 @@ class SnapshotStep(Frozen):
     commit: Hex
     digest: Hex
 
+    def describe(self) -> str:
+        return f"export commit {self.commit[:12]} as snapshot {self.name} (digest {self.digest[:12]})"
 
-class DeleteSnapshotStep(Frozen):
+
+class DeleteSnapshotStep(StepModel):
+    """Delete a snapshot of this workspace that no spec names (--prune)."""
+
     kind: Literal["delete-snapshot"] = "delete-snapshot"
     cluster: Name
     path: SnapshotPath
     """Relative to the cluster's shared root."""
+
+    def describe(self) -> str:
+        return f"delete snapshot {self.path} from the shared root of {self.cluster}"
 
 
 Step = Annotated[SubmitStep | StopStep | MkdirStep | SnapshotStep | DeleteSnapshotStep, Field(discriminator="kind")]

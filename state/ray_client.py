@@ -49,8 +49,7 @@ class RayClient:
         """Version, alive nodes and every submission job: one list_jobs for the whole plan."""
         version = self._get_json("/api/version")
         rows = self.node_rows()
-        details = self._read(self._list_jobs)
-        jobs = tuple(_ray_job(d) for d in details if str(_enum_value(d.type)) == "SUBMISSION")
+        jobs = self.jobs()
         return ClusterState(
             name=self.name,
             address=self.address,
@@ -60,6 +59,11 @@ class RayClient:
             dead_nodes=sum(r.get("state") == "DEAD" for r in rows),
             jobs=jobs,
         )
+
+    def jobs(self) -> tuple[RayJob, ...]:
+        """Every submission job on the cluster, and nothing else: one list_jobs."""
+        details = self._read(self._list_jobs)
+        return tuple(_ray_job(d) for d in details if str(_enum_value(d.type)) == "SUBMISSION")
 
     def _list_jobs(self) -> list[Any]:
         with self._errors("list jobs"):

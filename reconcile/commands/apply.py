@@ -11,7 +11,8 @@ import typer
 
 from reconcile.boundary import EXIT_ERROR, EXIT_OK
 from reconcile.commands.common import check_addresses, connect, load, observe_and_plan
-from reconcile.execute.applier import ApplyContext, apply_plan, refresh_records
+from reconcile.execute.applier import ApplyContext, apply_plan
+from reconcile.execute.refresh import refresh_records
 from reconcile.model import Plan, PlanOptions
 from reconcile.views.human import render_outcomes, render_plan
 from specs.desired import DesiredState
@@ -20,6 +21,7 @@ from specs.errors import ArgusError
 if TYPE_CHECKING:
     from reconcile.saved import SavedPlan
     from state.observed import ObservedState
+    from state.ray_client import RayClient
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,6 @@ class ApplyOptions:
 def run(directory: Path, options: ApplyOptions) -> int:
     """Lock first, then observe and plan: a plan made before another apply finished is never run."""
     from state import lock
-    from state.gitinfo import desired_commit
 
     desired = load(directory)
     check_addresses(desired, options.plan)
@@ -50,11 +51,7 @@ def run(directory: Path, options: ApplyOptions) -> int:
             return EXIT_ERROR
         if plan.actionable and not options.auto_approve:
             _confirm()
-        ctx = ApplyContext(desired=desired, clients=ray, git=desired_commit(desired.root), plan_id=plan_id,
-                           sessions={name: c.session_name for name, c in observed.clusters.items()},
-                           stop_timeout=options.stop_timeout, echo=typer.echo, observed=observed,
-                           keep_finished=options.keep_finished, fetch_timeout=options.fetch_timeout)
-        return _execute(plan, ctx)
+        return _execute(plan, _context(desired, ray, observed, plan_id, options))
 
 
 def run_saved(plan_file: Path, directory: Path, options: ApplyOptions) -> int:
@@ -62,7 +59,6 @@ def run_saved(plan_file: Path, directory: Path, options: ApplyOptions) -> int:
     from reconcile import saved
     from reconcile.plan.planner import plan
     from state import lock
-    from state.gitinfo import desired_commit
     from state.observe import observe
     from state.sources import DEFAULT_FETCH_TIMEOUT
 
@@ -82,12 +78,8 @@ def run_saved(plan_file: Path, directory: Path, options: ApplyOptions) -> int:
         if note:
             typer.echo(note, err=True)
         typer.echo(render_plan(fresh, colour=options.colour))
-        ctx = ApplyContext(desired=desired, clients=ray, git=desired_commit(desired.root), plan_id=stored.plan_id,
-                           sessions={name: c.session_name for name, c in observed.clusters.items()},
-                           stop_timeout=options.stop_timeout, echo=typer.echo, observed=observed,
-                           keep_finished=options.keep_finished, fetch_timeout=options.fetch_timeout,
-                           reviewed={"reviewed_commit": stored.commit, "desired_digest": stored.desired_digest})
-        return _execute(fresh, ctx)
+        reviewed = {"reviewed_commit": stored.commit, "desired_digest": stored.desired_digest}
+        return _execute(fresh, _context(desired, ray, observed, stored.plan_id, options, reviewed))
 
 
 def _options_now(reviewed: Plan, observed: ObservedState) -> PlanOptions:
@@ -123,11 +115,19 @@ def _content_note(stored: SavedPlan, desired: DesiredState) -> str:
             "specs), but no decision changed; applying the reviewed decisions.")
 
 
-def _execute(plan: Plan, ctx: ApplyContext) -> int:
-    from state.observe import observe
+def _context(desired: DesiredState, ray: dict[str, RayClient], observed: ObservedState, plan_id: str,
+             options: ApplyOptions, reviewed: dict[str, str] | None = None) -> ApplyContext:
+    from state.gitinfo import desired_commit
 
-    apply_plan(plan, ctx)
-    refresh_records(ctx, observe(ctx.desired, ctx.clients))
+    return ApplyContext(desired, ray, desired_commit(desired.root), plan_id, observed=observed, echo=typer.echo,
+                        stop_timeout=options.stop_timeout, keep_finished=options.keep_finished,
+                        reviewed=reviewed or {}, fetch_timeout=options.fetch_timeout)
+
+
+def _execute(plan: Plan, ctx: ApplyContext) -> int:
+    """Apply, then bring the records up to date from the same observation and what apply did."""
+    world = apply_plan(plan, ctx)
+    refresh_records(world, ctx.observed.clusters if ctx.observed else {}, ctx.keep_finished)
     if plan.actionable:
         typer.echo(f"\nApply complete (plan {ctx.plan_id}):\n" + render_outcomes(ctx.outcomes))
     return EXIT_OK

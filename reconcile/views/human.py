@@ -8,19 +8,7 @@ from typing import Any
 
 import typer
 
-from reconcile.model import (
-    Action,
-    Change,
-    DeleteSnapshotStep,
-    Diagnostic,
-    FieldChange,
-    MkdirStep,
-    Plan,
-    SnapshotStep,
-    Step,
-    StopStep,
-    SubmitStep,
-)
+from reconcile.model import Action, Change, Diagnostic, FieldChange, Plan
 from reconcile.views.argv import argv_lines, field_argv_diff
 
 _MARK_COLOURS = {"-": "red", "+": "green"}
@@ -51,20 +39,6 @@ def summary(plan: Plan) -> str:
     shown = [a for a in (Action.CREATE, Action.SUBMIT, Action.RETRY, Action.REPLACE, Action.STOP, Action.DELETE)
              if counts[a] or a in (Action.SUBMIT, Action.REPLACE, Action.STOP)]
     return f"Plan: {', '.join(f'{counts[a]} to {a.value}' for a in shown)}."
-
-
-def render_step(step: Step) -> str:
-    if isinstance(step, SubmitStep):
-        return f"submit {step.submission_id} to cluster {step.cluster}"
-    if isinstance(step, StopStep):
-        return f"stop {step.submission_id} on cluster {step.cluster} and wait until it has stopped"
-    if isinstance(step, MkdirStep):
-        return f"create directory {step.path} on the shared root of {step.cluster}"
-    if isinstance(step, SnapshotStep):
-        return f"export commit {step.commit[:12]} as snapshot {step.name} (digest {step.digest[:12]})"
-    if isinstance(step, DeleteSnapshotStep):
-        return f"delete snapshot {step.path} from the shared root of {step.cluster}"
-    raise TypeError(f"unknown step type {type(step).__name__}")
 
 
 def render_outcomes(rows: list[tuple[str, str, str]]) -> str:
@@ -115,7 +89,7 @@ def _change_lines(change: Change, colour: bool) -> list[str]:
         lines.extend(_field_lines(d, colour))
     if shows_submission(change):
         lines.extend(_submission_lines(change.after))
-    lines.extend(f"      step: {render_step(step)}" for step in change.steps)
+    lines.extend(f"      step: {step.describe()}" for step in change.steps)
     lines.append("")
     return lines
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from reconcile.model import Action, Change, FieldChange, Plan
 from reconcile.views.argv import argv_lines, field_argv_diff
-from reconcile.views.human import render_step, shows_submission, summary, sync_of
+from reconcile.views.human import shows_submission, summary, sync_of
 
 JSON_FORMAT_VERSION = 1
 MARKDOWN_LIMIT = 60_000
@@ -67,7 +67,7 @@ def _detail_lines(plan: Plan) -> list[str]:
         lines += [line for d in change.diff for line in _field_lines(d)]
         if shows_submission(change):
             lines += ["    entrypoint:", *(f"        {line}" for line in argv_lines(change.after["entrypoint"]))]
-        lines += [f"    {render_step(step)}" for step in change.steps]
+        lines += [f"    {step.describe()}" for step in change.steps]
     return lines
 
 

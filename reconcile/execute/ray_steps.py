@@ -1,0 +1,65 @@
+"""Executors of the steps that change a cluster's job table: submit a run, stop a run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reconcile.execute.world import Done, Outcome, World
+from reconcile.model import StopStep, SubmitStep
+from specs.errors import ArgusError
+from specs.submission import expand
+from state.observed import RunStatus
+
+
+def submit(step: SubmitStep, world: World) -> Done:
+    """Record the intent, submit, record the outcome: a crash in between leaves SUBMITTING behind."""
+    root, client = world.roots[step.cluster], world.clients[step.cluster]
+    if step.submission.code is not None:
+        world.code.check(step.submission.code, step.cluster)
+    payload = payload_of(step, root, world.runs.labels(step))
+    record = world.runs.open(step, payload)
+    try:
+        said = client.submit(step.submission_id, _with_secrets(payload, world))
+    except ArgusError as err:
+        world.runs.refused(record, err)
+        clean = world.secrets.scrub(err)  # Ray's error may echo the env it was sent
+        if clean is err:
+            raise
+        raise clean from None  # the original must not travel along: it holds the secret
+    world.runs.accepted(record, f"{said} to {client.address}")
+    world.journal.touched.add(step.cluster)
+    return Done(Outcome(said))
+
+
+def stop(step: StopStep, world: World) -> Done:
+    """Stop, then wait until Ray says the run ended, so a replacement never runs beside it."""
+    client = world.clients[step.cluster]
+    client.stop(step.submission_id)
+    world.journal.touched.add(step.cluster)
+    final = client.wait_terminal(step.submission_id, world.stop_timeout, progress=world.echo)
+    record = world.runs.get(step.submission_id)
+    if record is not None:  # a run Ray forgot while stopping did stop: its record says so
+        world.runs.update(record, status=final.status if final else RunStatus.STOPPED)
+    return Done(Outcome.STOPPED, ended_as=final.status if final else "gone")
+
+
+def payload_of(step: SubmitStep, shared_root: str, labels: dict[str, str]) -> dict[str, Any]:
+    """What goes to Ray, secrets still as references: this is also what is written to NFS."""
+    sub = step.submission
+    env = {k: expand(v, shared_root, step.submission_id) for k, v in sub.env_vars.items()}
+    return {
+        "entrypoint": expand(sub.entrypoint, shared_root, step.submission_id),
+        "runtime_env": {"env_vars": env} if env else None,
+        "metadata": labels,
+        "entrypoint_num_cpus": sub.entrypoint_num_cpus,
+        "entrypoint_num_gpus": sub.entrypoint_num_gpus,
+        "entrypoint_memory": sub.entrypoint_memory,
+        "entrypoint_resources": dict(sub.entrypoint_resources) or None,
+    }
+
+
+def _with_secrets(payload: dict[str, Any], world: World) -> dict[str, Any]:
+    env = (payload.get("runtime_env") or {}).get("env_vars")
+    if not env:
+        return payload
+    return {**payload, "runtime_env": {"env_vars": world.secrets.fill(env)}}

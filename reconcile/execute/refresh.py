@@ -1,0 +1,74 @@
+"""After apply: argus's records brought up to date from the plan's observation and what apply did.
+
+Only the clusters apply changed are read again, with one list_jobs each: the runs it submitted or
+stopped moved since the observation; every other cluster's job list is still the observation's.
+No git, no snapshot, no verl check runs here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from reconcile.execute.world import World
+from state import debug, records
+from state.failures import classify, evidence_of
+from state.observed import TERMINAL, ClusterState, RayJob, RunRecord
+
+
+def refresh_records(world: World, observed: Mapping[str, ClusterState], keep_finished: int = 3) -> int:
+    """Copy Ray's status into argus's records, so a later head restart loses nothing; keep the driver
+    log of each run seen finished. Returns how many records changed."""
+    clusters = after_apply(observed, world)
+    for record in world.runs.submitted:  # seed 001's `ray job list` after the submit
+        records.write_debug(world.roots[record.cluster], record.submission_id, "ray_job_list_post.txt",
+                            debug.job_list(clusters[record.cluster]))
+    updated = 0
+    for cluster in clusters.values():
+        forget_old_runs(world, cluster, keep_finished)
+        for job in cluster.jobs:
+            record = world.runs.get(job.submission_id)
+            if record is not None and _behind(world, record, job):
+                _record_progress(world, record, job)
+                updated += 1
+    return updated
+
+
+def after_apply(observed: Mapping[str, ClusterState], world: World) -> dict[str, ClusterState]:
+    """The observed clusters, with the job list of each cluster apply touched read again."""
+    return {name: cluster.model_copy(update={"jobs": world.clients[name].jobs()})
+            if name in world.journal.touched else cluster for name, cluster in observed.items()}
+
+
+def forget_old_runs(world: World, cluster: ClusterState, keep_finished: int) -> None:
+    """Delete this workspace's oldest finished jobs from Ray's table, keeping the newest few per job:
+    list_jobs returns every job ever, so an unpruned table makes every plan slower. Only runs whose
+    driver log is already kept on NFS are deleted."""
+    root = world.roots[cluster.name]
+    finished: dict[str, list[RayJob]] = {}
+    for job in cluster.jobs:
+        if (job.workspace == world.workspace and job.status in TERMINAL
+                and records.has_log(root, job.submission_id, "driver.log")):
+            finished.setdefault(job.job or "", []).append(job)
+    for runs in finished.values():
+        for old in sorted(runs, key=lambda j: j.start_time or 0)[:-keep_finished]:
+            world.clients[cluster.name].delete(old.submission_id)
+
+
+def _behind(world: World, record: RunRecord, job: RayJob) -> bool:
+    unkept = job.status in TERMINAL and not records.has_log(world.roots[record.cluster], job.submission_id,
+                                                            "driver.log")
+    return record.status != job.status or unkept
+
+
+def _record_progress(world: World, record: RunRecord, job: RayJob) -> None:
+    """A run seen finished for the first time: keep its driver log (Ray keeps it on one node's
+    disk only), classify a failure, and say so in the audit log."""
+    if job.status not in TERMINAL:
+        world.runs.update(record, status=job.status)
+        return
+    logs = world.clients[record.cluster].logs(job.submission_id)
+    records.write_log(world.roots[record.cluster], job.submission_id, "driver.log", logs)
+    failure = classify(evidence_of(job, logs))
+    world.runs.update(record, status=job.status, failure=failure)
+    world.audit.append(record.cluster, {"event": "run.finished", "address": f"job.{record.job}",
+                                        "submission_id": job.submission_id, "status": job.status, "failure": failure})

@@ -1,0 +1,90 @@
+"""The run book: argus's records of this workspace's runs while one apply runs.
+
+It starts from the records the plan's observation read and keeps every record apply writes, so
+bringing the records up to date after apply needs no second observation (execute.refresh).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from reconcile.model import SubmitStep
+from specs.desired import DesiredState
+from specs.errors import ArgusError
+from specs.submission import RunId, labels
+from state import debug, records
+from state.observed import ClusterState, RunRecord, RunStatus
+from state.ray_client import ClusterUnreachable
+
+
+class RunBook:
+    """Writes each run's record and files on its cluster's shared root, and remembers what it wrote."""
+
+    def __init__(self, desired: DesiredState, known: Mapping[str, RunRecord], clusters: Mapping[str, ClusterState],
+                 plan_id: str, commit: str, redact: Callable[[str], str] = str) -> None:
+        self._desired = desired
+        self._known = dict(known)
+        self._clusters = clusters
+        """The clusters as observed before apply: each submit's ray_status_pre.txt comes from here."""
+        self._plan_id, self._commit = plan_id, commit
+        self._redact = redact
+        self.submitted: list[RunRecord] = []
+        """Runs Ray accepted during this apply, in order."""
+
+    def get(self, submission_id: str) -> RunRecord | None:
+        """The run's record: as observed, or as this apply last wrote it."""
+        return self._known.get(submission_id)
+
+    def labels(self, step: SubmitStep) -> dict[str, str]:
+        """The metadata stamped on the Ray job: which run it is, and which commit and plan sent it."""
+        return labels(_run_of(step), self._commit, self._plan_id)
+
+    def open(self, step: SubmitStep, payload: dict[str, Any]) -> RunRecord:
+        """Before the submit: configs, payload (secrets as references) and status SUBMITTING on NFS."""
+        sub, root = step.submission, self._root(step.cluster)
+        record = RunRecord.submitting(_run_of(step), sub, updated_at=records.now(), plan_id=self._plan_id,
+                                      commit=self._commit, protect=self._desired.jobs[sub.job].protect,
+                                      session_name=self._session(step.cluster))
+        configs = {"ray_config": self._desired.clusters[step.cluster].model_dump(mode="json"),
+                   "jobspec": self._desired.jobs[sub.job].model_dump(mode="json")}
+        records.write_intent(root, record, configs, {"submission_id": step.submission_id, **payload})
+        if step.cluster in self._clusters:
+            records.write_debug(root, step.submission_id, "ray_status_pre.txt",
+                                debug.cluster_status(self._clusters[step.cluster]))
+        self._known[record.submission_id] = record
+        return record
+
+    def refused(self, record: RunRecord, err: ArgusError) -> None:
+        """SUBMIT_FAILED when Ray refused the submit; SUBMITTING when the request was lost on the way,
+        since Ray may have accepted it (the next observation tells)."""
+        status = RunStatus.SUBMITTING if isinstance(err, ClusterUnreachable) else RunStatus.SUBMIT_FAILED
+        self.update(record, status=status, error=self._redact(str(err)))
+        self.note(record, f"submit failed: {err}")
+
+    def accepted(self, record: RunRecord, note: str) -> None:
+        stamp = records.now()
+        self.submitted.append(self.update(record, status=RunStatus.PENDING, submitted_at=stamp, updated_at=stamp))
+        self.note(record, note)
+
+    def update(self, record: RunRecord, **changes: Any) -> RunRecord:
+        """Write the record with these fields changed (and a fresh updated_at), and remember it."""
+        changed = record.model_copy(update={"updated_at": records.now(), **changes})
+        records.write_status(self._root(record.cluster), changed)
+        self._known[changed.submission_id] = changed
+        return changed
+
+    def note(self, record: RunRecord, text: str) -> None:
+        records.append_submit_log(self._root(record.cluster), record.submission_id, self._redact(text))
+
+    def _root(self, cluster: str) -> str:
+        return self._desired.shared_root(cluster)
+
+    def _session(self, cluster: str) -> str | None:
+        observed = self._clusters.get(cluster)
+        return observed.session_name if observed else None
+
+
+def _run_of(step: SubmitStep) -> RunId:
+    sub = step.submission
+    return RunId(workspace=sub.workspace, job=sub.job, spec_hash=step.spec_hash, attempt=step.attempt)

@@ -1,0 +1,38 @@
+"""The step table: for each member of `reconcile.model.Step`, the function that carries it out.
+
+Plan and apply show a step by its own `describe()`; apply runs it through this table. A test holds
+the table to the `Step` union, so no step type can be shown but not run, or run but not shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, get_args
+
+from reconcile.execute import files, ray_steps
+from reconcile.execute.world import Done, World
+from reconcile.model import DeleteSnapshotStep, MkdirStep, SnapshotStep, Step, StepModel, StopStep, SubmitStep
+
+Executor = Callable[[Any, World], Done]
+
+EXECUTORS: Mapping[type[StepModel], Executor] = MappingProxyType({
+    SubmitStep: ray_steps.submit,
+    StopStep: ray_steps.stop,
+    MkdirStep: files.make_dir,
+    SnapshotStep: files.make_snapshot,
+    DeleteSnapshotStep: files.delete_snapshot,
+})
+
+
+def execute(step: Step, world: World) -> Done:
+    executor = EXECUTORS.get(type(step))
+    if executor is None:  # a programming error, never a user's: steps come from the planner
+        raise TypeError(f"no executor for step type {type(step).__name__}: add it to reconcile.execute.steps")
+    return executor(step, world)
+
+
+def step_types() -> tuple[type[StepModel], ...]:
+    """Every member of the `Step` union."""
+    union = get_args(Step)[0]
+    return get_args(union)

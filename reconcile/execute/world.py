@@ -1,0 +1,151 @@
+"""What a step may touch while apply runs it, and what it reports back.
+
+The executors in the step table see only a `World`: a Ray client and a shared root per cluster, the
+audit trail, the run book, the code shelf, the secrets to send and echo. Nothing else of the apply
+(options, the desired state, the plan) reaches them, so a unit test builds one from fakes and
+real directories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from specs.errors import ArgusError
+from specs.submission import secret_refs
+from state import audit
+
+if TYPE_CHECKING:
+    from reconcile.execute.code import CodeShelf
+    from reconcile.execute.runbook import RunBook
+    from state.ray_client import RayClient
+
+DEFAULT_STOP_TIMEOUT = 120.0
+
+
+class Outcome(str, Enum):
+    """What one step did (controller-runtime's OperationResult). The values are the words of apply's
+    summary table and of the audit log's `outcome`."""
+
+    CREATED = "created"
+    EXISTS = "exists"
+    """Already there as planned, nothing changed: a directory, a snapshot, a run Ray already had."""
+    SUBMITTED = "submitted"
+    STOPPED = "stopped"
+    DELETED = "deleted"
+    ALREADY_GONE = "already gone"
+
+
+@dataclass(frozen=True)
+class Done:
+    """A step's outcome, and for a stop the status the run ended in ("gone": Ray forgot it meanwhile)."""
+
+    outcome: Outcome
+    ended_as: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.outcome.value} ({self.ended_as})" if self.ended_as else self.outcome.value
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Who asked for this apply and from what: stamped on every audit record, run record and Ray job."""
+
+    plan_id: str
+    commit: str
+    """Git commit of the desired state ("none" outside git)."""
+    dirty: bool
+    reviewed: Mapping[str, str] = field(default_factory=dict)
+    """For a saved plan: the reviewed commit and desired-state digest."""
+
+    def audit_fields(self) -> dict[str, Any]:
+        return {"plan_id": self.plan_id, "commit": self.commit, "dirty": self.dirty, **self.reviewed}
+
+
+@dataclass(frozen=True)
+class Secrets:
+    """The values of the `${env:NAME}` references this plan's jobs use, read once before anything runs."""
+
+    values: Mapping[str, str] = field(default_factory=dict)
+
+    def fill(self, env: Mapping[str, str]) -> dict[str, str]:
+        """env as Ray must get it: each reference replaced by its value. Only the request carries these."""
+        refs = secret_refs(dict(env))
+        return {key: self.values[refs[key]] if key in refs else value for key, value in env.items()}
+
+    def redact(self, text: str) -> str:
+        """Errors can echo what was sent: no secret value may reach a record, a log or the audit trail."""
+        for value in self.values.values():
+            if value:
+                text = text.replace(value, "***")
+        return text
+
+    def scrub(self, err: ArgusError) -> ArgusError:
+        """err itself, or, when its text holds a secret value, a copy of the same kind with the value
+        redacted (raise it `from None`: a --debug traceback must not print the original)."""
+        text = self.redact(str(err))
+        if text == str(err):
+            return err
+        clean = type(err).__new__(type(err))
+        ArgusError.__init__(clean, text)
+        clean.__dict__.update({k: self.redact(v) if isinstance(v, str) else v for k, v in vars(err).items()})
+        return clean
+
+
+@dataclass(frozen=True)
+class AuditTrail:
+    """The workspace's audit log on each shared root; every record stamped with the provenance and
+    every string in it redacted."""
+
+    roots: Mapping[str, str]
+    """Shared root by cluster."""
+    workspace: str
+    provenance: Provenance
+    secrets: Secrets = Secrets()
+
+    def append(self, cluster: str, event: dict[str, Any]) -> None:
+        audit.append(self.roots[cluster], self.workspace, self._stamped(event))
+
+    def everywhere(self, event: dict[str, Any]) -> None:
+        """Once on each shared root: clusters may share one, and its log must not repeat the event."""
+        for root in sorted(set(self.roots.values())):
+            audit.append(root, self.workspace, self._stamped(event))
+
+    def error_text(self, err: BaseException) -> str:
+        """An error as the audit log keeps it: a bug names its type, and no secret value survives."""
+        return self.secrets.redact(str(err) if isinstance(err, ArgusError) else f"{type(err).__name__}: {err}")
+
+    def _stamped(self, event: dict[str, Any]) -> dict[str, Any]:
+        stamped = {**self.provenance.audit_fields(), **event}
+        return {k: self.secrets.redact(v) if isinstance(v, str) else v for k, v in stamped.items()}
+
+
+@dataclass
+class Journal:
+    """What this apply did, in order: the summary table, and the clusters whose job table it changed
+    (only those are read again afterwards to bring the records up to date)."""
+
+    rows: list[tuple[str, str, str]] = field(default_factory=list)
+    """(address, action, outcomes) of every change applied."""
+    touched: set[str] = field(default_factory=set)
+    """Clusters where a run was submitted or stopped."""
+
+
+@dataclass(frozen=True)
+class World:
+    """All a step may touch. Built once per apply from the observation the plan was made from."""
+
+    clients: Mapping[str, RayClient]
+    roots: Mapping[str, str]
+    """Shared root by cluster."""
+    workspace: str
+    """This workspace's name: only what carries it is argus's to touch."""
+    audit: AuditTrail
+    runs: RunBook
+    code: CodeShelf
+    secrets: Secrets
+    echo: Callable[[str], None] = print
+    journal: Journal = field(default_factory=Journal)
+    stop_timeout: float = DEFAULT_STOP_TIMEOUT
