@@ -1,0 +1,194 @@
+"""The applier's failure paths, as unit tests of its own logic.
+
+Only Ray's SDK is faked (under a real RayClient, so Ray's errors are translated as in production);
+the plan comes from the real planner, and the records and the audit log are real files in tmp_path.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import requests
+
+from reconcile.execute.applier import ApplyContext, apply_plan
+from reconcile.model import Plan, SubmitStep
+from reconcile.plan.planner import plan
+from specs.desired import DesiredState
+from specs.loader import load_workspace
+from state import audit, ray_client, records
+from state.gitinfo import GitInfo
+from state.observed import ClusterState, Node, ObservedState, RunStatus
+from state.ray_client import ClusterRequestFailed, ClusterUnreachable, RayClient, SubmitConflict
+
+SECRET = "hunter2-never-print-me"
+ADDRESS = "http://127.0.0.1:9"  # never reached: the SDK is fake
+
+
+class FakeSdk:
+    """Ray's JobSubmissionClient as far as RayClient uses it. `refuse` makes submit_job raise."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.sent: list[dict[str, Any]] = []
+        self.jobs: dict[str, SimpleNamespace] = {}
+        self.refuse: Any = None
+
+    def submit_job(self, submission_id: str, **payload: Any) -> str:
+        self.calls.append(("submit", submission_id))
+        self.sent.append(payload)
+        if self.refuse is not None:
+            raise self.refuse(submission_id, payload)
+        self.jobs[submission_id] = ray_job(submission_id, payload["metadata"])
+        return submission_id
+
+    def get_job_info(self, submission_id: str) -> SimpleNamespace:
+        self.calls.append(("get", submission_id))
+        if submission_id not in self.jobs:
+            raise RuntimeError(f"Request failed with status code 404: Job {submission_id} does not exist.")
+        return self.jobs[submission_id]
+
+    def stop_job(self, submission_id: str) -> bool:
+        self.calls.append(("stop", submission_id))
+        return True
+
+    def delete_job(self, submission_id: str) -> bool:
+        self.calls.append(("delete", submission_id))
+        return True
+
+
+def ray_job(submission_id: str, metadata: dict[str, str], status: str = "RUNNING") -> SimpleNamespace:
+    return SimpleNamespace(submission_id=submission_id, job_id=None, status=status, entrypoint="", metadata=metadata,
+                           message="", start_time=1, end_time=None, type="SUBMISSION", driver_node_id=None,
+                           error_type=None, driver_exit_code=None)
+
+
+@pytest.fixture
+def sdk(monkeypatch: pytest.MonkeyPatch) -> FakeSdk:
+    fake = FakeSdk()
+    monkeypatch.setattr(ray_client, "_make_sdk", lambda address, timeout: fake)
+    return fake
+
+
+@pytest.fixture
+def desired(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> DesiredState:
+    """Two command jobs, alpha and beta; alpha's env holds a secret reference."""
+    monkeypatch.setenv("ARGUS_UNIT_SECRET", SECRET)
+    files = {
+        "argus.yaml": "kind: Workspace\nname: unit\n",
+        "cluster.yaml": f"kind: Cluster\nname: local\naddress: {ADDRESS}\nshared_root: .shared\n",
+        "jobs/alpha.yaml": "kind: Job\nname: alpha\ncluster: local\nworkload: command\nentrypoint: [sleep, '9']\n"
+                           "env: {TOKEN: '${env:ARGUS_UNIT_SECRET}'}\n",
+        "jobs/beta.yaml": "kind: Job\nname: beta\ncluster: local\nworkload: command\nentrypoint: [sleep, '9']\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / "ws" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "ws" / rel).write_text(text)
+    (tmp_path / "ws" / ".shared").mkdir()
+    return load_workspace(tmp_path / "ws")
+
+
+def observed_empty() -> ObservedState:
+    nodes = (Node(node_id="head", ip="127.0.0.1", is_head=True, resources={"CPU": 8.0}),)
+    cluster = ClusterState(name="local", address=ADDRESS, session_name="s1", ray_version="2.60.0", nodes=nodes, jobs=())
+    return ObservedState(clusters={"local": cluster}, records={}, missing_dirs={"local": ()})
+
+
+def planned(desired: DesiredState) -> tuple[Plan, ApplyContext, list[SubmitStep]]:
+    observed = observed_empty()
+    fresh = plan(desired, observed)
+    assert not fresh.errors, fresh.errors
+    submits = [s for s in fresh.steps() if isinstance(s, SubmitStep)]
+    assert [s.submission.job for s in submits] == ["alpha", "beta"]
+    ctx = ApplyContext(desired, {"local": RayClient("local", ADDRESS)}, GitInfo("abc", False), "plan1",
+                       observed=observed, echo=lambda _: None)
+    return fresh, ctx, submits
+
+
+def shared(desired: DesiredState) -> Path:
+    return Path(desired.shared_root("local"))
+
+
+def status_of(desired: DesiredState, submission_id: str) -> dict[str, Any]:
+    return json.loads((records.job_dir(str(shared(desired)), submission_id) / "status.json").read_text())
+
+
+def audit_events(desired: DesiredState) -> list[dict[str, Any]]:
+    return audit.read(str(shared(desired)), "unit")
+
+
+def refused_with(message: str):
+    """A submit Ray answers with HTTP 400 and this text (Ray's SDK raises RuntimeError then)."""
+    return lambda sid, payload: RuntimeError(f"Request failed with status code 400: {message.format(**payload)}")
+
+
+def test_a_refused_submit_is_recorded_and_later_steps_are_not_attempted(desired, sdk):
+    fresh, ctx, (alpha, beta) = planned(desired)
+    sdk.refuse = refused_with("ValueError: entrypoint_resources: unknown resource 'worker_nod'")
+    with pytest.raises(ClusterRequestFailed, match="refused to submit"):
+        apply_plan(fresh, ctx)
+
+    record = status_of(desired, alpha.submission_id)
+    assert record["status"] == RunStatus.SUBMIT_FAILED and "unknown resource 'worker_nod'" in record["error"]
+    assert sdk.calls == [("submit", alpha.submission_id)]
+    assert not records.job_dir(str(shared(desired)), beta.submission_id).exists()
+    events = audit_events(desired)
+    [action] = [e for e in events if e["event"] == "action"]
+    assert (action["submission_id"], action["outcome"]) == (alpha.submission_id, "failed")
+    assert (events[-1]["event"], events[-1]["outcome"]) == ("apply.end", "failed")
+    log = (records.job_dir(str(shared(desired)), alpha.submission_id) / "logs" / "submit.out").read_text()
+    assert "submit failed: " in log and "worker_nod" in log
+
+
+def test_a_lost_submit_leaves_the_record_submitting(desired, sdk):
+    """The connection broke mid-request: Ray may have the job, so the record must not say it failed."""
+    fresh, ctx, (alpha, beta) = planned(desired)
+    sdk.refuse = lambda sid, payload: requests.ConnectionError("Connection aborted: RemoteDisconnected")
+    with pytest.raises(ClusterUnreachable):
+        apply_plan(fresh, ctx)
+
+    record = status_of(desired, alpha.submission_id)
+    assert record["status"] == RunStatus.SUBMITTING and "Cannot reach the Ray dashboard" in record["error"]
+    assert record["session_name"] == "s1"  # the next plan tells "never reached Ray" from "Ray forgot it" by this
+    assert sdk.calls == [("submit", alpha.submission_id)]  # a write is never retried
+    [action] = [e for e in audit_events(desired) if e["event"] == "action"]
+    assert action["outcome"] == "failed"
+
+
+def test_a_conflicting_submission_id_is_never_stopped_or_taken_over(desired, sdk):
+    fresh, ctx, (alpha, beta) = planned(desired)
+    theirs = {"argus.workspace": "unit", "argus.job": "alpha", "argus.spec_hash": "f" * 64, "argus.attempt": "1"}
+    sdk.jobs[alpha.submission_id] = ray_job(alpha.submission_id, theirs)
+    sdk.refuse = refused_with("ValueError: Job with submission_id {metadata[argus.job]} already exists. "
+                              "Please use a different submission_id.")
+    with pytest.raises(SubmitConflict, match="another spec"):
+        apply_plan(fresh, ctx)
+
+    assert sdk.calls == [("submit", alpha.submission_id), ("get", alpha.submission_id)]
+    assert sdk.jobs[alpha.submission_id].metadata == theirs
+    record = status_of(desired, alpha.submission_id)
+    assert record["status"] == RunStatus.SUBMIT_FAILED and "f" * 12 in record["error"]
+    assert not records.job_dir(str(shared(desired)), beta.submission_id).exists()
+    [action] = [e for e in audit_events(desired) if e["event"] == "action"]
+    assert action["outcome"] == "failed" and "argus will not touch it" in action["error"]
+
+
+def test_a_secret_in_rays_error_reaches_no_record_log_audit_or_message(desired, sdk):
+    fresh, ctx, (alpha, _) = planned(desired)
+    sdk.refuse = refused_with("ValueError: runtime_env {runtime_env} is invalid")
+    with pytest.raises(ClusterRequestFailed) as raised:
+        apply_plan(fresh, ctx)
+
+    assert sdk.sent[0]["runtime_env"]["env_vars"]["TOKEN"] == SECRET  # Ray got the value, and echoed it
+    printed = "".join(traceback.format_exception(raised.value))
+    assert SECRET not in printed and "***" in str(raised.value)
+    assert SECRET not in raised.value.detail
+    written = [p for p in shared(desired).rglob("*") if p.is_file()]
+    assert {p.name for p in written} >= {"status.json", "submit.out", "unit.jsonl", "submit_payload.json"}
+    for path in written:
+        assert SECRET not in path.read_text(errors="replace"), path
+    assert "***" in status_of(desired, alpha.submission_id)["error"]
