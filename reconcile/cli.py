@@ -30,7 +30,7 @@ FETCH_TIMEOUT = typer.Option(300.0, "--fetch-timeout", min=1.0,
 APPLY_TARGET = typer.Argument(Path("."), help="The workspace directory, or a plan file saved by `argus plan -o` "
                                              "(then the workspace is --dir).")
 WORKSPACE_DIR = typer.Option(Path("."), "--dir", help="The workspace, when applying a plan file.")
-LOCAL_DIR = typer.Option(Path.home() / ".argus" / "local", "--state-dir", envvar="ARGUS_LOCAL_DIR",
+LOCAL_DIR = typer.Option(Path("~/.argus/local"), "--state-dir", envvar="ARGUS_LOCAL_DIR",
                          help="Where the local cluster records its processes.")
 
 

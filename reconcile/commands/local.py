@@ -1,4 +1,8 @@
-"""argus local up|down|status: the embedded dev cluster."""
+"""argus local up|down|status: the embedded dev cluster.
+
+The state directory arrives as typed (its default is `~/.argus/local`): `~` is expanded here, when
+the command runs, not when the CLI module is imported.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from state import local
 
 
 def up(state_dir: Path, dashboard_port: int) -> int:
+    state_dir = state_dir.expanduser()
     cluster = local.up(state_dir, dashboard_port=dashboard_port)
     typer.echo(f"Local Ray cluster is up: dashboard {cluster.address} (head {local.HEAD_IP}, "
                f"worker {local.WORKER_IP} with worker_node={local.WORKER_NODE_SLOTS:g}).")
@@ -19,12 +24,14 @@ def up(state_dir: Path, dashboard_port: int) -> int:
 
 
 def down(state_dir: Path) -> int:
+    state_dir = state_dir.expanduser()
     pids = local.down(state_dir)
     typer.echo(f"Stopped {len(pids)} process(es) of the local cluster." if pids else "No local cluster is up.")
     return 0
 
 
 def status(state_dir: Path, as_json: bool = False) -> int:
+    state_dir = state_dir.expanduser()
     cluster = local.load(state_dir)
     if cluster is None:
         typer.echo(json.dumps({"up": False}) if as_json else "No local cluster is up. Start one with `argus local up`.")
