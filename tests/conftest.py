@@ -171,4 +171,10 @@ def jobs_of(address: str, workspace: str) -> list:
 SLEEP = ["python3", "-c", "import time; time.sleep(120)"]
 QUICK = ["python3", "-c", "print('hello from argus')"]
 
+
+def gated(gate: Path) -> list[str]:
+    """A job that runs until the test creates `gate`: "finished between review and merge" without racing a sleep."""
+    wait = f"[time.sleep(0.1) for _ in iter(lambda: os.path.exists({str(gate)!r}), True)]"
+    return ["python3", "-c", f"import os, time; {wait}"]
+
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

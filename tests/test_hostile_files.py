@@ -40,7 +40,7 @@ def ws(tmp_path: Path) -> Workspace:
     ws.write("cluster.yaml", "kind: Cluster\nname: h20\naddress: http://10.0.0.1:8265\nshared_root: shared\n")
     ws.write("jobs/train.yaml", JOB)
     for scratch in ("tmp", "home"):  # the subprocess's TMPDIR and HOME: listed too, must stay empty
-        (tmp_path / scratch).mkdir()
+        (tmp_path / scratch).mkdir(exist_ok=True)
     return ws
 
 

@@ -8,9 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import QUICK, jobs_of, make_workspace, wait_for
-
-SLOW = ["python3", "-c", "import time; time.sleep(4)"]
+from conftest import QUICK, gated, jobs_of, make_workspace, wait_for
 
 
 def git(repo: Path, *args: str) -> str:
@@ -35,7 +33,7 @@ def repository(tmp_path: Path, name: str, address: str):
           entrypoint_resources: {{worker_node: 1}}
         """)
     ws.job("base", QUICK)
-    ws.job("slow", SLOW)
+    ws.job("slow", gated(tmp_path / "gate"))
     (repo / "README.md").write_text("infra\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "main")
@@ -88,6 +86,7 @@ def test_the_reviewed_plan_applies_after_every_kind_of_merge(tmp_path, argus, ra
     git(repo, "checkout", "-q", "main")  # main moves on with something that is not a spec
     (repo / "README.md").write_text("infra, reviewed\n")
     git(repo, "commit", "-qam", "Unrelated change on main")
+    (tmp_path / "gate").touch()
     wait_for(ws.address, slow.submission_id, {"SUCCEEDED"})  # a run finishes between review and merge
     merge(repo, how)
     merged_commit = git(repo, "rev-parse", "HEAD")

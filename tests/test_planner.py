@@ -162,7 +162,10 @@ def test_an_unconfirmed_submit_is_retried_only_while_the_same_ray_session_lacks_
     restarted = same_session.model_copy(update={"session_name": "s0"})
     result = plan(desired(spec), observed(records=(restarted,)))
     assert result.changes[0].action is Action.NOOP
-    assert "lost (last seen SUBMITTING)" in result.changes[0].reason and result.diagnostics
+    assert "lost (last seen SUBMITTING)" in result.changes[0].reason
+    lost, restart = result.diagnostics
+    assert (lost.severity, lost.address, restart.address) == ("warning", "job.j", "cluster.c")
+    assert "no longer knows it (head restarted?)" in lost.message and "session s0 -> s1" in restart.message
 
 
 def test_a_job_with_our_workspace_label_but_no_spec_hash_is_unmanaged():

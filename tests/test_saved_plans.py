@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import QUICK, SLEEP, jobs_of, wait_for
+from conftest import QUICK, SLEEP, gated, jobs_of, wait_for
 
 from reconcile import saved
 from specs.submission import spec_hash, submission_id
@@ -39,12 +39,14 @@ def test_a_saved_plan_applies_without_asking_and_again_changes_nothing(workspace
 
 
 def test_a_run_finishing_between_review_and_apply_changes_no_decision(workspace, argus, tmp_path):
-    workspace.job("short", ["python3", "-c", "import time; time.sleep(3)"])
+    gate = workspace.root.parent / "gate"
+    workspace.job("short", gated(gate))
     assert argus("apply", workspace.root, "--auto-approve").code == 0
     [short] = jobs_of(workspace.address, workspace.name)
     wait_for(workspace.address, short.submission_id, {"RUNNING"})
     workspace.job("later", QUICK)
     save(argus, workspace, tmp_path / "plan.json")
+    gate.touch()
     wait_for(workspace.address, short.submission_id, {"SUCCEEDED"})
     applied = argus("apply", tmp_path / "plan.json", "--dir", workspace.root)
     assert applied.code == 0, applied.out + applied.err
