@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from state import audit, local  # noqa: E402
+from state.audit_events import StepCarriedOut  # noqa: E402
 
 ARGUS = str(Path(sys.executable).with_name("argus"))
 
@@ -94,7 +95,8 @@ def edits(base: Path, trials: int) -> dict:
     for trial in range(trials):
         shared = base / "edits" / str(trial)
         for number in range(6):
-            audit.append(str(shared), "edits", {"event": "action", "address": f"job.j{number}", "outcome": "ok"})
+            audit.append(str(shared), "edits", StepCarriedOut(address=f"job.j{number}", action="submit",
+                                                                    step="submit", outcome="ok"))
         path = audit.audit_path(str(shared), "edits")
         lines = path.read_text().splitlines()
         kind = ["edit", "remove", "duplicate", "swap"][trial % 4]

@@ -14,6 +14,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from state.audit_events import AuditEvent
 from state.files import append_line
 from state.records import now
 
@@ -28,9 +29,11 @@ def audit_path(shared_root: str, workspace: str) -> Path:
 GENESIS = "0" * 64
 
 
-def append(shared_root: str, workspace: str, event: dict[str, Any]) -> None:
+def append(shared_root: str, workspace: str, event: AuditEvent, stamp: dict[str, Any] | None = None) -> None:
+    """One record: who, where, when, the caller's stamp (plan id, commit...), the event, the chain."""
     path = audit_path(shared_root, workspace)
-    entry = {"time": now(), "actor": actor(), "host": socket.gethostname(), **event, "prev": _last_hash(path)}
+    body = {**(stamp or {}), **event.model_dump(mode="json", exclude_none=True)}
+    entry = {"time": now(), "actor": actor(), "host": socket.gethostname(), **body, "prev": _last_hash(path)}
     entry["hash"] = record_hash(entry)
     append_line(path, json.dumps(entry, sort_keys=True))
 

@@ -112,9 +112,10 @@ def _holder_died_here(path: Path, workspace: str) -> bool:
         return False
     path.unlink(missing_ok=True)
     from state import audit
+    from state.audit_events import LockBroken
 
-    audit.append(str(path.parents[2]), workspace, {"event": "unlock", "reason": "holder process is gone",
-                                                   "lock": holder.model_dump()})
+    audit.append(str(path.parents[2]), workspace, LockBroken(reason="holder process is gone",
+                                                             lock=holder.model_dump()))
     return True
 
 

@@ -9,13 +9,15 @@ import pytest
 from conftest import make_workspace
 
 from state import audit
+from state.audit_events import StepCarriedOut
 
 
 @pytest.fixture
 def logged(tmp_path: Path):
     ws = make_workspace(tmp_path / "ws", "audited", "http://127.0.0.1:9")
     for number in range(5):
-        audit.append(str(ws.shared), ws.name, {"event": "action", "address": f"job.j{number}", "outcome": "ok"})
+        audit.append(str(ws.shared), ws.name, StepCarriedOut(address=f"job.j{number}", action="submit",
+                                                                step="submit", outcome="ok"))
     return ws, audit.audit_path(str(ws.shared), ws.name)
 
 

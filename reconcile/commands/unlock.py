@@ -13,6 +13,7 @@ from specs.errors import ArgusError
 
 def run(directory: Path, lock_id: str) -> int:
     from state import audit, lock
+    from state.audit_events import LockBroken
 
     desired = load(directory)
     broken = [(root, info) for root in sorted(set(desired.shared_roots.values()))
@@ -21,7 +22,7 @@ def run(directory: Path, lock_id: str) -> int:
         raise ArgusError(f"No lock with id {lock_id} is held for workspace {desired.workspace.name!r}; "
                          "nothing was changed.")
     for root, info in broken:
-        audit.append(root, desired.workspace.name, {"event": "unlock", "lock": info.model_dump()})
+        audit.append(root, desired.workspace.name, LockBroken(lock=info.model_dump()))
         typer.echo(f"Broke lock {info.id} of {info.user} on {info.host} (pid {info.pid}, plan {info.plan_id}, "
                    f"since {info.started}) under {root}.")
     return EXIT_OK

@@ -20,6 +20,7 @@ from specs.desired import DesiredState
 from specs.errors import ArgusError
 from specs.submission import secret_refs
 from state import records
+from state.audit_events import ApplyEnded, ApplyStarted, StepCarriedOut
 from state.gitinfo import GitInfo
 from state.observed import ObservedState, RunRecord
 from state.ray_client import RayClient
@@ -59,15 +60,14 @@ def apply_plan(plan: Plan, ctx: ApplyContext) -> World:
     if plan.errors:
         raise ArgusError("The plan has errors; fix them before applying (see `argus plan`).")
     world = open_world(ctx, resolve_secrets(plan))  # a missing variable fails here, before anything is submitted
-    world.audit.everywhere({"event": "apply.start", "changes": len(plan.actionable),
-                            "options": plan.options.model_dump(mode="json")})
+    world.audit.everywhere(ApplyStarted(changes=len(plan.actionable), options=plan.options.model_dump(mode="json")))
     try:
         for change in plan.actionable:
             _apply_change(change, world)
     except BaseException as err:  # ^C and bugs too: the log must say the apply did not finish
-        world.audit.everywhere({"event": "apply.end", "outcome": "failed", "error": world.audit.error_text(err)})
+        world.audit.everywhere(ApplyEnded(outcome="failed", error=world.audit.error_text(err)))
         raise
-    world.audit.everywhere({"event": "apply.end", "outcome": "ok", "changes": len(plan.actionable)})
+    world.audit.everywhere(ApplyEnded(outcome="ok", changes=len(plan.actionable)))
     return world
 
 
@@ -100,14 +100,15 @@ def _apply_change(change: Change, world: World) -> None:
     for step in change.steps:
         world.echo(f"{change.address}: {step.describe()}")
         sid = getattr(step, "submission_id", None)
-        event = {"event": "action", "address": change.address, "action": change.action.value, "step": step.kind,
-                 "submission_id": sid}
+        event = StepCarriedOut(address=change.address, action=change.action.value, step=step.kind,
+                               submission_id=sid, outcome="pending")
         try:
             result = execute(step, world)
         except BaseException as err:
-            world.audit.append(step.cluster, {**event, "outcome": "failed", "error": world.audit.error_text(err)})
+            failed = event.model_copy(update={"outcome": "failed", "error": world.audit.error_text(err)})
+            world.audit.append(step.cluster, failed)
             raise
-        world.audit.append(step.cluster, {**event, "outcome": str(result)})
+        world.audit.append(step.cluster, event.model_copy(update={"outcome": str(result)}))
         done.append(f"{result} ({sid})" if sid else str(result))
     counted = Counter(done)
     world.journal.rows.append((change.address, change.action.value,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from specs.errors import ArgusError
 from specs.submission import secret_refs
 from state import audit
+from state.audit_events import AuditEvent
 
 if TYPE_CHECKING:
     from reconcile.execute.code import CodeShelf
@@ -105,21 +106,21 @@ class AuditTrail:
     provenance: Provenance
     secrets: Secrets = Secrets()
 
-    def append(self, cluster: str, event: dict[str, Any]) -> None:
-        audit.append(self.roots[cluster], self.workspace, self._stamped(event))
+    def append(self, cluster: str, event: AuditEvent) -> None:
+        audit.append(self.roots[cluster], self.workspace, self._redacted(event), self.provenance.audit_fields())
 
-    def everywhere(self, event: dict[str, Any]) -> None:
+    def everywhere(self, event: AuditEvent) -> None:
         """Once on each shared root: clusters may share one, and its log must not repeat the event."""
         for root in sorted(set(self.roots.values())):
-            audit.append(root, self.workspace, self._stamped(event))
+            audit.append(root, self.workspace, self._redacted(event), self.provenance.audit_fields())
 
     def error_text(self, err: BaseException) -> str:
         """An error as the audit log keeps it: a bug names its type, and no secret value survives."""
         return self.secrets.redact(str(err) if isinstance(err, ArgusError) else f"{type(err).__name__}: {err}")
 
-    def _stamped(self, event: dict[str, Any]) -> dict[str, Any]:
-        stamped = {**self.provenance.audit_fields(), **event}
-        return {k: self.secrets.redact(v) if isinstance(v, str) else v for k, v in stamped.items()}
+    def _redacted(self, event: AuditEvent) -> AuditEvent:
+        fields = event.model_dump()
+        return event.model_copy(update={k: self.secrets.redact(v) for k, v in fields.items() if isinstance(v, str)})
 
 
 @dataclass

@@ -1,0 +1,53 @@
+"""What the audit log records, as types: each event's fields are fixed, so a reader (and `argus
+audit show`) can rely on them and a writer can't misspell one."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from specs.base import Frozen
+
+
+class ApplyStarted(Frozen):
+    event: Literal["apply.start"] = "apply.start"
+    changes: int
+    options: dict[str, Any]
+    """The PlanOptions the plan was made with (--target, --replace, --prune, --allow-empty)."""
+
+
+class ApplyEnded(Frozen):
+    event: Literal["apply.end"] = "apply.end"
+    outcome: Literal["ok", "failed"]
+    changes: int | None = None
+    error: str | None = None
+    """Redacted: no secret value reaches the audit log."""
+
+
+class StepCarriedOut(Frozen):
+    """One step of one change (event "action", the name the log has always used)."""
+
+    event: Literal["action"] = "action"
+    address: str
+    action: str
+    step: str
+    submission_id: str | None = None
+    outcome: str
+    error: str | None = None
+
+
+class RunFinished(Frozen):
+    event: Literal["run.finished"] = "run.finished"
+    address: str
+    submission_id: str
+    status: str
+    failure: str | None = None
+
+
+class LockBroken(Frozen):
+    event: Literal["unlock"] = "unlock"
+    lock: dict[str, Any]
+    reason: str | None = None
+    """Why argus broke it itself (its holder died on this host); absent for `argus unlock`."""
+
+
+AuditEvent = ApplyStarted | ApplyEnded | StepCarriedOut | RunFinished | LockBroken
