@@ -1,4 +1,4 @@
-"""The vocabulary of plans: actions, steps, changes, diagnostics. Data only."""
+"""The vocabulary of plans: actions, steps, changes. Data only. (A plan's diagnostics are specs.diagnostics'.)"""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from specs.base import Frozen
+from specs.diagnostics import Diagnostic
 from specs.models import Name
 from specs.submission import SUBMISSION_ID_PATTERN, Submission
 from state.observed import LAYOUT, MAYBE_RUNNING, RunStatus
@@ -175,14 +176,6 @@ class Change(Frozen):
     after: dict[str, Any] | None = None
     diff: tuple[FieldChange, ...] = ()
     steps: tuple[Step, ...] = ()
-
-
-class Diagnostic(Frozen):
-    severity: Literal["error", "warning"]
-    address: str
-    message: str
-    where: str | None = None
-    """file:line of the spec node the diagnostic is about."""
 
 
 class UnmanagedJob(Frozen):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from specs.diagnostics import Where
 from specs.models import Cluster, CodeSnapshot, Job, Workspace
 
 
@@ -24,8 +25,8 @@ class Source:
             path = path.rpartition(".")[0]
         return self.line
 
-    def at(self, path: str = "") -> str:
-        return f"{self.file}:{self.line_of(path)}"
+    def at(self, path: str = "") -> Where:
+        return Where(self.file, self.line_of(path))
 
 
 @dataclass(frozen=True)

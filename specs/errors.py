@@ -1,9 +1,8 @@
-"""The one error base class of argus, and the located problems the loader reports."""
+"""The one error base class of argus, and the error that carries what the loader found."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from specs.diagnostics import Diagnostic, by_place
 
 
 class ArgusError(Exception):
@@ -15,32 +14,12 @@ class ArgusError(Exception):
     exit_code = 1
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with the desired state, located at a YAML node."""
-
-    file: str
-    line: int
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        where = f"{printable(self.file)}:{self.line}"
-        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
-
-
 class SpecError(ArgusError):
-    """The desired state is invalid; carries every problem found, not just the first."""
+    """The desired state is invalid; carries every diagnostic found, not just the first."""
 
-    def __init__(self, problems: list[Problem]):
-        self.problems = sorted(problems, key=lambda p: (p.file, p.line, p.path))
-        lines = "\n".join(f"  {p}" for p in self.problems)
-        count = len(self.problems)
+    def __init__(self, diagnostics: list[Diagnostic]):
+        self.diagnostics = sorted(diagnostics, key=by_place)
+        lines = "\n".join(f"  {d}" for d in self.diagnostics)
+        count = len(self.diagnostics)
         noun = "problem" if count == 1 else "problems"
         super().__init__(f"The desired state has {count} {noun}:\n{lines}")
-
-
-def printable(text: str) -> str:
-    """A name from the workspace as one visible line: a file named with a line break or a terminal
-    escape must not forge lines of argus's output (or of a pull-request comment)."""
-    return text if text.isprintable() else json.dumps(text)[1:-1]

@@ -1,4 +1,4 @@
-"""Read the workspace's own spec files into a DesiredState, reporting all problems at once.
+"""Read the workspace's own spec files into a DesiredState, reporting every diagnostic at once.
 
 Which files, and how safely, is specs/reading.py's business; how YAML is parsed, specs/safe_yaml.py's.
 """
@@ -14,41 +14,43 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from specs import rules
+from specs.address import Address
 from specs.desired import DesiredState, Source, address_of
-from specs.errors import ArgusError, Problem, SpecError
+from specs.diagnostics import Diagnostic
+from specs.errors import ArgusError, SpecError
 from specs.models import KINDS, SHARED_ROOT_RULE, Cluster, CodeSnapshot, Job, Spec, Workspace, shared_root_problem
 from specs.reading import WORKSPACE_FILE, Walk
 from specs.safe_yaml import Refused, load_documents
 
 
 def load_workspace(directory: str | Path) -> DesiredState:
-    """Load and validate the workspace at `directory`; raise SpecError listing every problem."""
+    """Load and validate the workspace at `directory`; raise SpecError listing every diagnostic."""
     root = Path(directory).resolve()
     if not (root / WORKSPACE_FILE).is_file():
         raise ArgusError(
             f"{root} is not an argus workspace: {WORKSPACE_FILE} is missing. "
             f"Create it with `kind: Workspace` and `name: <your-team>`, or pass the right DIR."
         )
-    problems: list[Problem] = []
-    walk = Walk(root, problems)
-    loaded, conflicts = _load_files(walk, problems)
-    loaded, problems[:] = _outside_shared_roots(walk, loaded, problems)
-    problems += conflicts
-    state = _assemble(root, loaded, problems)
-    if problems:
-        raise SpecError(problems)
+    diagnostics: list[Diagnostic] = []
+    walk = Walk(root, diagnostics)
+    loaded, conflicts = _load_files(walk, diagnostics)
+    loaded, diagnostics[:] = _outside_shared_roots(walk, loaded, diagnostics)
+    diagnostics += conflicts
+    state = _assemble(root, loaded, diagnostics)
+    if diagnostics:
+        raise SpecError(diagnostics)
     assert state is not None
     return state
 
 
-def _load_files(walk: Walk, problems: list[Problem]) -> tuple[list[tuple[Spec, Source]], list[Problem]]:
+def _load_files(walk: Walk, diagnostics: list[Diagnostic]) -> tuple[list[tuple[Spec, Source]], list[Diagnostic]]:
     """Every resource of the files the walk yields; a Cluster's shared root is kept out of the walk at once."""
     loaded: list[tuple[Spec, Source]] = []
-    conflicts: list[Problem] = []
+    conflicts: list[Diagnostic] = []
     for spec in walk.files():
         text = walk.read(spec)
-        for node, line in _documents(text, spec.rel, problems) if text is not None else []:
-            resource = _validate(node, spec.rel, line, problems)
+        for node, line in _documents(text, spec.rel, diagnostics) if text is not None else []:
+            resource = _validate(node, spec.rel, line, diagnostics)
             if resource is None:
                 continue
             source = Source(spec.rel, line, _field_lines(node))
@@ -58,7 +60,7 @@ def _load_files(walk: Walk, problems: list[Problem]) -> tuple[list[tuple[Spec, S
     return loaded, conflicts
 
 
-def _keep_out(walk: Walk, cluster: Cluster, source: Source) -> list[Problem]:
+def _keep_out(walk: Walk, cluster: Cluster, source: Source) -> list[Diagnostic]:
     """A shared root inside the workspace holds argus's output (dumps of these very specs): never read it."""
     shared = _shared_root_path(walk.root, cluster.shared_root)
     if shared is None or walk.root not in shared.parents:
@@ -66,16 +68,17 @@ def _keep_out(walk: Walk, cluster: Cluster, source: Source) -> list[Problem]:
     specs = walk.exclude(shared)
     if not specs:
         return []
-    return [Problem(source.file, source.line_of("shared_root"), "shared_root",
-                    f"{cluster.shared_root!r} holds spec files ({', '.join(specs[:3])}): argus never reads a "
-                    "shared root, so they would be ignored; choose a directory of its own, like `shared`")]
+    return [Diagnostic(severity="error", address=Address.cluster(cluster.name), field="shared_root",
+                       message=f"{cluster.shared_root!r} holds spec files ({', '.join(specs[:3])}): argus never "
+                               "reads a shared root, so they would be ignored",
+                       hint="choose a directory of its own, like `shared`").located(source)]
 
 
 def _outside_shared_roots(walk: Walk, loaded: list[tuple[Spec, Source]],
-                          problems: list[Problem]) -> tuple[list[tuple[Spec, Source]], list[Problem]]:
+                          diagnostics: list[Diagnostic]) -> tuple[list[tuple[Spec, Source]], list[Diagnostic]]:
     """Drop what came from a file read before the cluster whose shared root holds it was known."""
     return ([(r, s) for r, s in loaded if not walk.in_excluded(s.file)],
-            [p for p in problems if not walk.in_excluded(p.file)])
+            [d for d in diagnostics if d.where is None or not walk.in_excluded(d.where.file)])
 
 
 def _shared_root_path(root: Path, shared_root: str) -> Path | None:
@@ -86,50 +89,51 @@ def _shared_root_path(root: Path, shared_root: str) -> Path | None:
         return None
 
 
-def _documents(text: str, rel: str, problems: list[Problem]) -> list[tuple[Any, int]]:
+def _documents(text: str, rel: str, diagnostics: list[Diagnostic]) -> list[tuple[Any, int]]:
     try:
         docs = load_documents(text)
     except MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = min(mark.line + 1, text.count("\n") or 1) if mark else 1
         prefix = "" if isinstance(err, Refused) else "invalid YAML: "
-        problems.append(Problem(rel, line, "", prefix + str(err.problem or err.context)))
+        diagnostics.append(Diagnostic.in_file(rel, line, "", prefix + str(err.problem or err.context)))
         return []
     except YAMLError as err:
-        problems.append(Problem(rel, 1, "", f"invalid YAML: {err}"))
+        diagnostics.append(Diagnostic.in_file(rel, 1, "", f"invalid YAML: {err}"))
         return []
     return [(doc, _line(doc)) for doc in docs if doc is not None]
 
 
-def _validate(node: Any, rel: str, line: int, problems: list[Problem]) -> Spec | None:
+def _validate(node: Any, rel: str, line: int, diagnostics: list[Diagnostic]) -> Spec | None:
     if not isinstance(node, CommentedMap):
-        problems.append(Problem(rel, line, "", "a resource must be a mapping with a `kind:` key"))
+        diagnostics.append(Diagnostic.in_file(rel, line, "", "a resource must be a mapping with a `kind:` key"))
         return None
     kind = node.get("kind")
     model = KINDS.get(kind) if isinstance(kind, str) else None
     if model is None:
         where = _line(node, ["kind"]) if "kind" in node else line
         hint = f"got {kind!r}" if "kind" in node else "missing"
-        problems.append(Problem(rel, where, "kind", f"{hint}; expected one of {', '.join(KINDS)}"))
+        diagnostics.append(Diagnostic.in_file(rel, where, "kind", f"{hint}; expected one of {', '.join(KINDS)}"))
         return None
     bad_keys = _non_string_keys(node)
     if bad_keys:
-        problems.extend(Problem(rel, line, path, "keys must be strings") for path, line in bad_keys)
+        diagnostics.extend(Diagnostic.in_file(rel, line, path, "keys must be strings") for path, line in bad_keys)
         return None
     try:
         return model.model_validate(_plain(node))
     except ValidationError as err:
-        problems.extend(_located(err, model, node, rel))
+        diagnostics.extend(_located(err, model, node, rel))
         return None
 
 
-def _located(err: ValidationError, model: type[Spec], node: Any, rel: str) -> list[Problem]:
-    """Turn pydantic errors into file:line problems; merge the branches of one union error."""
+def _located(err: ValidationError, model: type[Spec], node: Any, rel: str) -> list[Diagnostic]:
+    """Turn pydantic errors into file:line diagnostics; merge the branches of one union error."""
     merged: dict[tuple[int, str], list[str]] = {}
     for item in err.errors():
         path, line = _walk(node, item["loc"], missing=item["type"] == "missing")
         merged.setdefault((line, path), []).append(_message(item, model))
-    return [Problem(rel, line, path, " or ".join(dict.fromkeys(msgs))) for (line, path), msgs in merged.items()]
+    return [Diagnostic.in_file(rel, line, path, " or ".join(dict.fromkeys(msgs)))
+            for (line, path), msgs in merged.items()]
 
 
 def _message(item: Any, model: type[Spec]) -> str:
@@ -225,35 +229,35 @@ def _plain(node: Any) -> Any:
     return node
 
 
-def _assemble(root: Path, loaded: list[tuple[Spec, Source]], problems: list[Problem]) -> DesiredState | None:
-    unique = _without_duplicates(loaded, problems)
+def _assemble(root: Path, loaded: list[tuple[Spec, Source]], diagnostics: list[Diagnostic]) -> DesiredState | None:
+    unique = _without_duplicates(loaded, diagnostics)
     sources = {address_of(r.kind, r.name): s for r, s in unique}
     roots = [s for r, s in loaded if isinstance(r, Workspace) and s.file == WORKSPACE_FILE]
     if roots:
         sources["workspace"] = roots[0]
-    workspace = _the_workspace(loaded, problems)
+    workspace = _the_workspace(loaded, diagnostics)
     clusters = {r.name: r for r, _ in unique if isinstance(r, Cluster)}
     snapshots = {r.name: r for r, _ in unique if isinstance(r, CodeSnapshot)}
     jobs = {r.name: r for r, _ in unique if isinstance(r, Job)}
-    problems += rules.broken_references(clusters, snapshots, jobs, sources)
-    problems += [p for job in jobs.values() for p in rules.workload_problems(job, sources[address_of("Job", job.name)])]
-    shared_roots = _shared_roots(root, clusters, sources, problems)
+    diagnostics += rules.broken_references(clusters, snapshots, jobs, sources)
+    diagnostics += [d for job in jobs.values() for d in rules.workload_diagnostics(job, sources[Address.job(job.name)])]
+    shared_roots = _shared_roots(root, clusters, sources, diagnostics)
     if workspace is None:
         return None
     return DesiredState(str(root), workspace, clusters, jobs, snapshots, sources, shared_roots)
 
 
 def _shared_roots(root: Path, clusters: dict[str, Cluster], sources: dict[str, Source],
-                  problems: list[Problem]) -> dict[str, str]:
+                  diagnostics: list[Diagnostic]) -> dict[str, str]:
     """Each cluster's shared root, resolved: a committed symlink may not lead where the text may not."""
     resolved = {}
     for name, cluster in clusters.items():
         path = _shared_root_path(root, cluster.shared_root)
         reason = _resolved_problem(root, cluster.shared_root, path)
         if reason:
-            src = sources[address_of("Cluster", name)]
-            problems.append(Problem(src.file, src.line_of("shared_root"), "shared_root",
-                                    f"{reason}; {SHARED_ROOT_RULE}"))
+            address = Address.cluster(name)
+            diagnostics.append(Diagnostic(severity="error", address=address, field="shared_root", message=reason,
+                                          hint=SHARED_ROOT_RULE).located(sources[address]))
         resolved[name] = str(path or cluster.shared_root)
     return resolved
 
@@ -270,8 +274,8 @@ def _resolved_problem(root: Path, text: str, path: Path | None) -> str | None:
     return None
 
 
-def _without_duplicates(loaded: list[tuple[Spec, Source]], problems: list[Problem]) -> list[tuple[Spec, Source]]:
-    """The first definition of each address wins; every later one is a problem."""
+def _without_duplicates(loaded: list[tuple[Spec, Source]], diagnostics: list[Diagnostic]) -> list[tuple[Spec, Source]]:
+    """The first definition of each address wins; every later one is an error."""
     first: dict[str, Source] = {}
     unique = []
     for resource, source in loaded:
@@ -279,25 +283,25 @@ def _without_duplicates(loaded: list[tuple[Spec, Source]], problems: list[Proble
             continue
         address = address_of(resource.kind, resource.name)
         if address in first:
-            problems.append(Problem(source.file, source.line_of("name"), "name",
-                                    f"duplicate {resource.kind} {resource.name!r} "
-                                    f"(first defined at {first[address].at('name')})"))
+            diagnostics.append(Diagnostic(severity="error", address=address, field="name",
+                                          message=f"duplicate {resource.kind} {resource.name!r} "
+                                                  f"(first defined at {first[address].at('name')})").located(source))
             continue
         first[address] = source
         unique.append((resource, source))
     return unique
 
 
-def _the_workspace(loaded: list[tuple[Spec, Source]], problems: list[Problem]) -> Workspace | None:
+def _the_workspace(loaded: list[tuple[Spec, Source]], diagnostics: list[Diagnostic]) -> Workspace | None:
     found = [(r, s) for r, s in loaded if isinstance(r, Workspace)]
     for _, source in found:
         if source.file != WORKSPACE_FILE:
-            problems.append(Problem(source.file, source.line, "kind",
-                                    f"the Workspace belongs in {WORKSPACE_FILE} at the workspace root"))
+            diagnostics.append(Diagnostic.in_file(source.file, source.line, "kind",
+                                                  f"the Workspace belongs in {WORKSPACE_FILE} at the workspace root"))
     in_root = [r for r, s in found if s.file == WORKSPACE_FILE]
     if len(in_root) > 1:
-        problems.append(Problem(WORKSPACE_FILE, 1, "kind", "exactly one Workspace is allowed"))
-    if not found and not any(p.file == WORKSPACE_FILE for p in problems):
-        problems.append(Problem(WORKSPACE_FILE, 1, "kind",
-                                "no Workspace: add `kind: Workspace` and `name: <team>` to argus.yaml"))
+        diagnostics.append(Diagnostic.in_file(WORKSPACE_FILE, 1, "kind", "exactly one Workspace is allowed"))
+    if not found and not any(d.where and d.where.file == WORKSPACE_FILE for d in diagnostics):
+        diagnostics.append(Diagnostic.in_file(WORKSPACE_FILE, 1, "kind",
+                                              "no Workspace: add `kind: Workspace` and `name: <team>` to argus.yaml"))
     return in_root[0] if in_root else None

@@ -1,7 +1,7 @@
 """Which files of a workspace argus reads, and how: every spec file is hostile input.
 
 A pull request's author (or whatever lies on a developer's machine when the pre-commit hook runs)
-controls every file under the workspace. `argus validate` must answer with located problems; it
+controls every file under the workspace. `argus validate` must answer with located diagnostics; it
 must never block on a FIFO, stream /dev/zero, read outside the workspace, or parse without bound.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from specs.errors import Problem
+from specs.diagnostics import Diagnostic
 
 WORKSPACE_FILE = "argus.yaml"
 STATE_DIR = ".argus"
@@ -32,7 +32,7 @@ _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR,
 
 @dataclass(frozen=True)
 class SpecFile:
-    """One file to read: `rel` is what problems name, `path` what is opened (a symlink's target)."""
+    """One file to read: `rel` is what diagnostics name, `path` what is opened (a symlink's target)."""
 
     rel: str
     path: Path
@@ -47,9 +47,9 @@ class Walk:
     state, excluded shared roots. Directory symlinks are never followed.
     """
 
-    def __init__(self, root: Path, problems: list[Problem]):
+    def __init__(self, root: Path, diagnostics: list[Diagnostic]):
         self.root = root
-        self.problems = problems
+        self.diagnostics = diagnostics
         self.excluded: list[Path] = []
         self.read_files: dict[str, SpecFile] = {}
         self._bytes = 0
@@ -237,7 +237,7 @@ class Walk:
         return path.relative_to(self.root).as_posix() if path == self.root or self._inside(path) else str(path)
 
     def _problem(self, rel: str, message: str, line: int = 1) -> None:
-        self.problems.append(Problem(rel, line, "", message))
+        self.diagnostics.append(Diagnostic.in_file(rel, line, "", message))
 
 
 def _is_spec(name: str) -> bool:

@@ -3,39 +3,37 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from specs import verl
-from specs.desired import Source, address_of
-from specs.errors import Problem
+from specs.address import Address
+from specs.desired import Source
+from specs.diagnostics import Diagnostic
 from specs.models import Cluster, CodeSnapshot, Job
 
 
 def broken_references(clusters: dict[str, Cluster], snapshots: dict[str, CodeSnapshot], jobs: dict[str, Job],
-                       sources: dict[str, Source]) -> list[Problem]:
+                       sources: dict[str, Source]) -> list[Diagnostic]:
     found = []
     for resource in [*snapshots.values(), *jobs.values()]:
-        src = sources[address_of(resource.kind, resource.name)]
+        address = Address.of_spec(resource.kind, resource.name)
+        at = partial(_error, address, sources[address])
         if resource.cluster not in clusters:
             known = ", ".join(sorted(clusters)) or "none defined"
-            found.append(Problem(src.file, src.line_of("cluster"), "cluster",
-                                 f"no Cluster named {resource.cluster!r} (known: {known})"))
+            found.append(at("cluster", f"no Cluster named {resource.cluster!r} (known: {known})"))
         code = getattr(resource, "code", None)
         if code is not None and code not in snapshots:
             known = ", ".join(sorted(snapshots)) or "none defined"
-            found.append(Problem(src.file, src.line_of("code"), "code",
-                                 f"no CodeSnapshot named {code!r} (known: {known})"))
+            found.append(at("code", f"no CodeSnapshot named {code!r} (known: {known})"))
         elif code is not None and snapshots[code].cluster != resource.cluster:
-            found.append(Problem(src.file, src.line_of("code"), "code",
-                                 f"CodeSnapshot {code!r} lives on cluster {snapshots[code].cluster!r}, "
-                                 f"not on {resource.cluster!r}: snapshot the code on the job's cluster"))
+            found.append(at("code", f"CodeSnapshot {code!r} lives on cluster {snapshots[code].cluster!r}, "
+                                    f"not on {resource.cluster!r}: snapshot the code on the job's cluster"))
     return found
 
 
-def workload_problems(job: Job, src: Source) -> list[Problem]:
+def workload_diagnostics(job: Job, src: Source) -> list[Diagnostic]:
     """What each workload needs and forbids; verl overrides may not set keys argus types."""
-    def at(path: str, message: str) -> Problem:
-        return Problem(src.file, src.line_of(path), path, message)
-
+    at = partial(_error, Address.job(job.name), src)
     verl_fields = [f for f in ("model", "data", "trainer", "overrides") if getattr(job, f)]
     if job.workload == "command":
         found = [at(f, f"`{f}` is for verl workloads (ppo, grpo, sft), not `workload: command`")
@@ -44,9 +42,9 @@ def workload_problems(job: Job, src: Source) -> list[Problem]:
     found = [at(f, f"`workload: {job.workload}` needs `{f}`") for f in ("model", "data", "code")
              if getattr(job, f) is None]
     if job.entrypoint is not None:
-        found.append(at("entrypoint", f"`workload: {job.workload}` builds its own entrypoint (verl); "
-                                      "put extra Hydra settings in `overrides:`"))
-    found += _verl_field_problems(job, at)
+        found.append(at("entrypoint", f"`workload: {job.workload}` builds its own entrypoint (verl)",
+                        hint="put extra Hydra settings in `overrides:`"))
+    found += _verl_field_diagnostics(job, at)
     for index, override in enumerate(job.overrides):
         field = verl.typed_override(override, job.workload)
         if field is not None:
@@ -54,7 +52,7 @@ def workload_problems(job: Job, src: Source) -> list[Problem]:
     return found
 
 
-def _verl_field_problems(job: Job, at: Callable[[str, str], Problem]) -> list[Problem]:
+def _verl_field_diagnostics(job: Job, at: Callable[..., Diagnostic]) -> list[Diagnostic]:
     found = []
     if job.workload in ("ppo", "grpo") and job.data is not None and job.data.val is None:
         found.append(at("data", "PPO and GRPO validate on `data.val`: without it verl reads its own default path"))
@@ -68,3 +66,7 @@ def _verl_field_problems(job: Job, at: Callable[[str, str], Problem]) -> list[Pr
     if trainer is not None and trainer.total_training_steps and trainer.total_epochs:
         found.append(at("trainer.total_epochs", "give `total_training_steps` or `total_epochs`, not both"))
     return found
+
+
+def _error(address: str, source: Source, field: str, message: str, hint: str | None = None) -> Diagnostic:
+    return Diagnostic(severity="error", address=address, field=field, message=message, hint=hint).located(source)

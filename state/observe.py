@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from specs.desired import DesiredState
+from specs.diagnostics import Diagnostic
 from specs.models import CodeSnapshot
 from state import snapshots
 from state.cache import cache_root
 from state.observed import (
     LAYOUT,
     ClusterState,
-    Finding,
     ObservedState,
     RunRecord,
     SnapshotState,
@@ -24,7 +24,7 @@ from state.observed import (
 )
 from state.ray_client import DEFAULT_TIMEOUT, RayClient
 from state.records import read_records
-from state.sources import DEFAULT_FETCH_TIMEOUT, resolve_source
+from state.sources import DEFAULT_FETCH_TIMEOUT, resolve_source, unresolved
 
 
 def clients(desired: DesiredState, timeout: float = DEFAULT_TIMEOUT) -> dict[str, RayClient]:
@@ -68,7 +68,7 @@ def observe_runs(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedSt
 
 
 def _world(desired: DesiredState, ray: dict[str, RayClient], clusters: dict[str, ClusterState], absent: tuple[str, ...],
-           states: dict[str, SnapshotState], checks: dict[str, tuple[Finding, ...]]) -> ObservedState:
+           states: dict[str, SnapshotState], checks: dict[str, tuple[Diagnostic, ...]]) -> ObservedState:
     records = _records(desired)
     return ObservedState(
         clusters=clusters,
@@ -110,7 +110,7 @@ def unclassified_failures(desired: DesiredState, ray: dict[str, RayClient], clus
 
 
 def workload_checks(desired: DesiredState, states: dict[str, SnapshotState],
-                    absent: tuple[str, ...]) -> dict[str, tuple[Finding, ...]]:
+                    absent: tuple[str, ...]) -> dict[str, tuple[Diagnostic, ...]]:
     from state.verl_checks import check_job  # Hydra is imported only when there are verl jobs
 
     return {name: check_job(desired, job, states[job.code], cache_root())
@@ -134,7 +134,7 @@ def recorded_snapshots(desired: DesiredState, absent: tuple[str, ...]) -> dict[s
 
 def _recorded(desired: DesiredState, spec: CodeSnapshot, absent: tuple[str, ...]) -> SnapshotState:
     if spec.cluster in absent:
-        return _no_root(spec.cluster)
+        return _no_root(spec)
     return SnapshotState(source=SourceState(), manifest=snapshots.read_manifest(Path(desired.snapshot_dir(spec))))
 
 
@@ -145,7 +145,7 @@ def observe_snapshot(desired: DesiredState, name: str, verify: bool, absent: tup
     written with the manifest's. A `path:` source is still read (locally) to report a copy that moved on."""
     spec = desired.snapshots[name]
     if spec.cluster in absent:
-        return _no_root(spec.cluster)
+        return _no_root(spec)
     target = Path(desired.snapshot_dir(spec))
     manifest = snapshots.read_manifest(target)
     problem = snapshots.verify(target, manifest) if verify and manifest else None
@@ -157,6 +157,5 @@ def observe_snapshot(desired: DesiredState, name: str, verify: bool, absent: tup
     return SnapshotState(source=source, manifest=manifest, problem=problem)
 
 
-def _no_root(cluster: str) -> SnapshotState:
-    return SnapshotState(source=SourceState(error=f"cluster {cluster!r} has no shared root here",
-                                            error_field="cluster"))
+def _no_root(spec: CodeSnapshot) -> SnapshotState:
+    return SnapshotState(source=unresolved(spec, "cluster", f"cluster {spec.cluster!r} has no shared root here"))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, field_validator
 
 from specs.base import Frozen
+from specs.diagnostics import Diagnostic
 from specs.models import Name
 from specs.submission import RunId, Submission, parse_labels
 
@@ -154,9 +155,9 @@ class SourceState(Frozen):
     files: int = 0
     bytes: int = 0
     dirty: bool = False
-    error: str | None = None
-    error_field: str = ""
-    """The spec field the error is about (git.url, git.ref, path), for its file:line."""
+    error: Diagnostic | None = None
+    """Why it does not resolve, blaming the spec field (git.url, git.ref, path); located by whoever
+    holds the desired state (the planner, `argus validate --deep`)."""
 
 
 class Manifest(Frozen):
@@ -173,14 +174,6 @@ class Manifest(Frozen):
     bytes: int
     created_at: str
     created_by: str
-
-
-class Finding(Frozen):
-    """Something observation found wrong with one spec, pointed at one of its fields."""
-
-    severity: Literal["error", "warning"]
-    field: str
-    message: str
 
 
 class SnapshotState(Frozen):
@@ -211,7 +204,7 @@ class ObservedState(Frozen):
     """Per cluster: LAYOUT directories that do not exist yet."""
     failures: dict[str, str] = {}
     """Failure classes of failed runs not yet classified in their record (read from their logs)."""
-    workload_checks: dict[str, tuple[Finding, ...]] = {}
-    """Per verl job: entry module, Hydra composition, data and model files."""
+    workload_checks: dict[str, tuple[Diagnostic, ...]] = {}
+    """Per verl job: entry module, Hydra composition, data and model files, each located in the job's spec."""
     absent_roots: tuple[str, ...] = ()
     """Clusters whose (absolute) shared root does not exist on this machine."""

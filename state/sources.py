@@ -19,7 +19,10 @@ import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import suppress
 from pathlib import Path
+from typing import Any
 
+from specs.address import Address
+from specs.diagnostics import Diagnostic
 from specs.errors import ArgusError
 from specs.models import CodeSnapshot, GitSource
 from state import safegit
@@ -55,14 +58,14 @@ def resolve_source(snapshot: CodeSnapshot, workspace_root: str, shared_root: str
     field = "git.url" if snapshot.git else "path"
     try:
         if snapshot.git is not None:
-            return _resolve_git(snapshot.git, workspace_root, shared_root, fetch_timeout)
+            return _resolve_git(snapshot, snapshot.git, workspace_root, shared_root, fetch_timeout)
         return _resolve_path(snapshot, workspace_root)
     except NotAWorkingCopy as err:
-        return SourceState(error=str(err), error_field="path")
+        return unresolved(snapshot, "path", str(err))
     except safegit.GitError as err:
-        return SourceState(error=f"git failed: {err}", error_field=field)
+        return unresolved(snapshot, field, f"git failed: {err}")
     except OSError as err:
-        return SourceState(error=f"cannot read the source: {err}", error_field=field)
+        return unresolved(snapshot, field, f"cannot read the source: {err}")
 
 
 def entries(snapshot: CodeSnapshot, source: SourceState, workspace_root: str, shared_root: str) -> Iterator[Entry]:
@@ -126,7 +129,8 @@ def checked_cache(shared_root: str, url: str) -> Path:
     return cache
 
 
-def _resolve_git(source: GitSource, workspace_root: str, shared_root: str, timeout: float) -> SourceState:
+def _resolve_git(snapshot: CodeSnapshot, source: GitSource, workspace_root: str, shared_root: str,
+                 timeout: float) -> SourceState:
     url = locate(source.url, workspace_root)
     cache = checked_cache(shared_root, url)
     with safegit.quarantine(cache / "objects", packed_refs=_cached_refs(cache)) as repo:
@@ -135,14 +139,14 @@ def _resolve_git(source: GitSource, workspace_root: str, shared_root: str, timeo
             safegit.run(repo, "fetch", "--quiet", "--prune", "--no-auto-gc", "--no-recurse-submodules", "--", url,
                         *FETCH_REFSPECS, timeout=timeout)
         except safegit.GitTimeout:
-            return SourceState(error_field="git.url", error=f"git fetch did not finish within {timeout:g} s and was "
-                               f"stopped: check that {source.url} is reachable from here, or give a first clone of "
-                               "a large repository more time with --fetch-timeout")
+            return unresolved(snapshot, "git.url", f"git fetch did not finish within {timeout:g} s and was stopped: "
+                               f"check that {source.url} is reachable from here, or give a first clone of a large "
+                               "repository more time with --fetch-timeout")
         _keep_refs(repo, cache)
         commit = _commit_of(repo, source.ref)
         if commit is None:
-            return SourceState(error=f"ref {source.ref!r} not found in {source.url}: give a tag, branch or a commit "
-                                     "reachable from one", error_field="git.ref")
+            return unresolved(snapshot, "git.ref", f"ref {source.ref!r} not found in {source.url}: give a tag, "
+                               "branch or a commit reachable from one")
         with safegit.ObjectReader(repo) as reader:
             return _state(commit, safegit.commit_files(reader, commit))
 
@@ -159,10 +163,15 @@ def _resolve_path(snapshot: CodeSnapshot, workspace_root: str) -> SourceState:
     if work.digest == head.digest:
         return head
     if not snapshot.allow_dirty:
-        return SourceState(commit=commit, dirty=True, error_field="path",
-                           error=f"{where} has uncommitted changes: commit them, or set `allow_dirty: true` "
-                                 "to snapshot the working files as they are")
+        return unresolved(snapshot, "path", f"{where} has uncommitted changes: commit them, or set "
+                           "`allow_dirty: true` to snapshot the working files as they are", commit=commit, dirty=True)
     return work
+
+
+def unresolved(snapshot: CodeSnapshot, field: str, message: str, **known: Any) -> SourceState:
+    """Why the source does not resolve, blaming one field of the snapshot's spec (located by the planner)."""
+    error = Diagnostic(severity="error", address=Address.code(snapshot.name), field=field, message=message)
+    return SourceState(error=error, **known)
 
 
 def _state(commit: str, files: Iterable[Entry], dirty: bool = False) -> SourceState:

@@ -12,11 +12,13 @@ import tempfile
 from pathlib import Path
 
 from specs import verl
+from specs.address import Address
 from specs.desired import DesiredState
+from specs.diagnostics import Diagnostic, Severity
 from specs.models import Job
 from specs.submission import expand
 from state.files import write_json
-from state.observed import Finding, SnapshotState
+from state.observed import SnapshotState
 from state.sources import entries
 
 CONFIG_DIR = "verl/trainer/config"
@@ -24,22 +26,24 @@ FAKE_ID = "SUBMISSION_ID"
 
 
 def check_job(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_root: str,
-              files: bool = True) -> tuple[Finding, ...]:
-    """Everything that can be known about a verl job before it takes a GPU."""
+              files: bool = True) -> tuple[Diagnostic, ...]:
+    """Everything that can be known about a verl job before it takes a GPU, located in its spec."""
     code = _code_files(desired, job, snapshot, cache_root)
     if code is None:
         return ()  # the snapshot's own errors already explain why
     found = []
     if not (code / verl.module_path(job.workload)).is_file():
-        found.append(Finding(severity="error", field="workload",
-                             message=f"entry module {verl.WORKLOADS[job.workload].module} is not in code.{job.code} "
-                                     f"(an older verl?): pick a snapshot that has {verl.module_path(job.workload)}"))
+        found.append(_about(job, "workload", f"entry module {verl.WORKLOADS[job.workload].module} is not in "
+                                             f"code.{job.code} (an older verl?): pick a snapshot that has "
+                                             f"{verl.module_path(job.workload)}"))
     elif problem := compose(code / CONFIG_DIR, job, desired, cache_root, snapshot.source.digest or ""):
         found.append(problem)
-    return tuple(found + (_file_findings(desired, job) if files else []))
+    found += _file_diagnostics(desired, job) if files else []
+    source = desired.source(Address.job(job.name))
+    return tuple(d.located(source) for d in found)
 
 
-def compose(config_dir: Path, job: Job, desired: DesiredState, cache_root: str, digest: str) -> Finding | None:
+def compose(config_dir: Path, job: Job, desired: DesiredState, cache_root: str, digest: str) -> Diagnostic | None:
     """Compose the job's config with Hydra; cached on disk by (config digest, overrides)."""
     root = desired.shared_root(job.cluster)
     overrides = [expand(a, root, FAKE_ID) for a in verl.argv(job, desired.workspace.name)[3:]]
@@ -47,16 +51,15 @@ def compose(config_dir: Path, job: Job, desired: DesiredState, cache_root: str, 
     key = hashlib.sha256(json.dumps([digest, name, overrides, _hydra_version()]).encode()).hexdigest()
     cache = Path(cache_root) / ".argus" / "hydra-checks" / f"{key}.json"
     if _extends_search_path(config_dir):
-        return Finding(severity="error", field="code", message=f"code.{job.code}'s Hydra config sets hydra.searchpath, "
-                       "which can load modules or files from anywhere: argus does not compose it")
+        return _about(job, "code", f"code.{job.code}'s Hydra config sets hydra.searchpath, which can load modules "
+                                   "or files from anywhere: argus does not compose it")
     if digest and cache.exists():
         error = json.loads(cache.read_text())["error"]
     else:
         error, final = _compose_error(config_dir, name, overrides)
         if digest and final:
             write_json(cache, {"error": error})
-    return None if error is None else Finding(severity="error", field=_blamed_field(job, error),
-                                              message=f"Hydra rejects the job's config: {error}")
+    return None if error is None else _about(job, _blamed_field(job, error), f"Hydra rejects the job's config: {error}")
 
 
 def _extends_search_path(config_dir: Path) -> bool:
@@ -104,6 +107,10 @@ def _blamed_field(job: Job, error: str) -> str:
     return "overrides" if job.overrides else "workload"
 
 
+def _about(job: Job, field: str, message: str, severity: Severity = "error") -> Diagnostic:
+    return Diagnostic(severity=severity, address=Address.job(job.name), field=field, message=message)
+
+
 def _hydra_version() -> str:
     from importlib.metadata import version
 
@@ -130,27 +137,26 @@ def _code_files(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_
     return extracted
 
 
-def _file_findings(desired: DesiredState, job: Job) -> list[Finding]:
+def _file_diagnostics(desired: DesiredState, job: Job) -> list[Diagnostic]:
     root = desired.shared_root(job.cluster)
     found = []
     assert job.data is not None and job.model is not None
     for field, value in (("data.train", job.data.train), ("data.val", job.data.val)):
         if value and not Path(expand(value, root)).exists():
-            found.append(Finding(severity="error", field=field,
-                                 message=f"{expand(value, root)} does not exist on the shared filesystem"))
+            found.append(_about(job, field, f"{expand(value, root)} does not exist on the shared filesystem"))
     model = expand(job.model, root)
     if model.startswith("/"):
         if not Path(model).exists():
-            found.append(Finding(severity="error", field="model", message=f"model path {model} does not exist"))
+            found.append(_about(job, "model", f"model path {model} does not exist"))
     elif not (Path(root) / "hf" / "hub" / f"models--{model.replace('/', '--')}").is_dir():
-        found.append(Finding(severity="warning", field="model",
-                             message=f"{model} is only a hub id and is not cached under {root}/hf: the cluster "
-                                     f"has no internet; download it there first (HF_HOME={root}/hf)"))
+        found.append(_about(job, "model", f"{model} is only a hub id and is not cached under {root}/hf: the cluster "
+                                          f"has no internet; download it there first (HF_HOME={root}/hf)",
+                            severity="warning"))
     return found
 
 
 def offline_checks(desired: DesiredState, cache_root: str,
-                   fetch_timeout: float | None = None) -> dict[str, tuple[Finding, ...]]:
+                   fetch_timeout: float | None = None) -> dict[str, tuple[Diagnostic, ...]]:
     """`argus validate --deep`: what needs only the code, not the cluster or its files.
 
     Keyed by address: code.NAME for a source that does not resolve, job.NAME for the job's checks.
@@ -161,11 +167,10 @@ def offline_checks(desired: DesiredState, cache_root: str,
     used = {job.code for job in desired.jobs.values() if job.workload != "command" and job.code}
     sources = {name: resolve_source(desired.snapshots[name], desired.root, cache_root,
                                     fetch_timeout or DEFAULT_FETCH_TIMEOUT) for name in sorted(used)}
-    found: dict[str, tuple[Finding, ...]] = {
-        f"code.{name}": (Finding(severity="error", field=s.error_field, message=s.error),)
-        for name, s in sources.items() if s.error}
+    found: dict[str, tuple[Diagnostic, ...]] = {
+        s.error.address: (s.error.located(desired.source(s.error.address)),) for s in sources.values() if s.error}
     for name, job in sorted(desired.jobs.items()):
         if job.code in sources and not sources[job.code].error:
-            found[f"job.{name}"] = check_job(desired, job, SnapshotState(source=sources[job.code]), cache_root,
-                                             files=False)
+            found[Address.job(name)] = check_job(desired, job, SnapshotState(source=sources[job.code]), cache_root,
+                                                 files=False)
     return found

@@ -143,7 +143,7 @@ def test_the_payloads_are_real(tmp_path: Path, marker: Path):
 @pytest.mark.parametrize("payload", URL_INJECTIONS)
 def test_resolve_source_keeps_an_injected_url_harmless(payload, tmp_path, marker):
     state = resolve_source(unchecked(payload.replace("MARKER", str(marker))), str(tmp_path), str(tmp_path / "nfs"))
-    assert state.error and state.error_field == "git.url"
+    assert state.error and state.error.field == "git.url"
     assert not marker.exists()
 
 
@@ -151,7 +151,7 @@ def test_resolve_source_keeps_an_injected_url_harmless(payload, tmp_path, marker
 def test_resolve_source_keeps_an_option_like_ref_harmless(payload, tmp_path, marker, source):
     state = resolve_source(unchecked(str(source), payload.replace("MARKER", str(marker))), str(tmp_path),
                            str(tmp_path / "nfs"))
-    assert state.error_field == "git.ref" and "not found" in state.error
+    assert state.error.field == "git.ref" and "not found" in state.error.message
     assert not marker.exists() and not (source / "MARKER").exists()
 
 
@@ -269,7 +269,7 @@ def test_a_hostile_working_copy_is_read_without_running_its_config(tmp_path, mar
     assert state.commit == git(copy, "rev-parse", "HEAD").stdout.strip()
     (copy / "mod.py").write_text("X = 2\n")
     dirty = resolve_source(spec, str(tmp_path), str(tmp_path / "nfs"))
-    assert dirty.dirty and "has uncommitted changes" in dirty.error
+    assert dirty.dirty and "has uncommitted changes" in dirty.error.message
     assert not marker.exists()
 
 
@@ -311,7 +311,7 @@ def test_a_planted_index_cannot_make_argus_read_outside_the_working_copy(tmp_pat
     os.symlink(outside, copy / "keys")  # the index still lists keys/id_rsa
     spec = CodeSnapshot(kind="CodeSnapshot", name="wc", cluster="c", path=str(copy), allow_dirty=True)
     state = resolve_source(spec, str(tmp_path), str(tmp_path / "nfs"))
-    assert state.error and "leads out of the working copy" in state.error
+    assert state.error and "leads out of the working copy" in state.error.message
 
 
 def test_the_workspace_commit_is_read_without_running_its_config(tmp_path, marker):
@@ -340,7 +340,7 @@ def test_a_tree_entry_that_climbs_out_is_refused(tmp_path, marker):
     git(repo, "update-ref", "refs/heads/main", commit)
     git(repo, "tag", "v1", commit)
     state = resolve_source(unchecked(str(repo)), str(tmp_path), str(tmp_path / "nfs"))
-    assert state.error and "unsafe file name b'..'" in state.error
+    assert state.error and "unsafe file name b'..'" in state.error.message
     assert not list(tmp_path.rglob("pwned.py"))
 
 
@@ -447,5 +447,5 @@ def test_a_tree_bomb_is_refused_not_walked(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(safegit, "MAX_FILES", 2000)  # the real cap (100,000) is only slower to reach
     started = time.monotonic()
     state = resolve_source(unchecked(str(repo)), str(tmp_path), str(tmp_path / "cache"))
-    assert state.error is not None and "too large for a code snapshot" in state.error, state
+    assert state.error is not None and "too large for a code snapshot" in state.error.message, state
     assert time.monotonic() - started < 30

@@ -12,7 +12,6 @@ import pytest
 from reconcile.model import (
     Action,
     Change,
-    Diagnostic,
     FieldChange,
     MkdirStep,
     Plan,
@@ -25,6 +24,7 @@ from reconcile.model import (
 )
 from reconcile.views.human import render_plan
 from reconcile.views.machine import plan_json, plan_markdown
+from specs.diagnostics import Diagnostic, Where
 from specs.submission import Submission
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -82,7 +82,7 @@ def sample_plan() -> Plan:
                                      attempt=1, submission=grpo),)),
             Change(address="job.sft", action=Action.NOOP, reason="llm-rl.sft.cccccccccccc.1 finished SUCCEEDED"),
         ),
-        diagnostics=(Diagnostic(severity="warning", address="job.ppo", where="jobs.yaml:6",
+        diagnostics=(Diagnostic(severity="warning", address="job.ppo", where=Where("jobs.yaml", 6), field="model",
                                 message="Qwen/Qwen2.5-0.5B-Instruct is only a hub id"),),
         unmanaged=(UnmanagedJob(cluster="h20", submission_id="raysubmit_1", status="RUNNING", owner=None),),
     )

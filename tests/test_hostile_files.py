@@ -19,6 +19,7 @@ import pytest
 from conftest import Workspace
 
 from specs import reading
+from specs.diagnostics import Where
 from specs.errors import SpecError
 from specs.loader import load_workspace
 
@@ -182,7 +183,7 @@ def test_safe_links_and_inline_merge_keys_still_load(ws: Workspace) -> None:
     ws.write("jobs/merged.yaml", "kind: Job\nname: merged\n<<: {cluster: h20, workload: command}\nentrypoint: x\n")
     desired = load_workspace(ws.root)
     assert sorted(desired.jobs) == ["linked", "merged", "train"]
-    assert desired.source("job.linked").at("name") == "jobs/linked.yaml:2"
+    assert desired.source("job.linked").at("name") == Where("jobs/linked.yaml", 2)
 
 
 @pytest.mark.parametrize("limit", ["MAX_FILES", "MAX_TOTAL_BYTES"])
@@ -192,7 +193,7 @@ def test_the_total_read_is_bounded(ws: Workspace, monkeypatch: pytest.MonkeyPatc
         ws.write(f"jobs/j{i:02}.yaml", JOB.replace("train", f"j{i}"))
     with pytest.raises(SpecError) as caught:
         load_workspace(ws.root)
-    [problem] = [str(p) for p in caught.value.problems]
+    [problem] = [str(d) for d in caught.value.diagnostics]
     assert "argus stopped reading here; move what is not a spec out of the workspace" in problem
 
 
@@ -251,7 +252,7 @@ def test_a_shared_root_holding_specs_is_refused(ws: Workspace) -> None:
     ws.write("cluster.yaml", "kind: Cluster\nname: h20\naddress: http://10.0.0.1:8265\nshared_root: jobs\n")
     with pytest.raises(SpecError) as caught:
         load_workspace(ws.root)
-    assert [str(p) for p in caught.value.problems] == [
+    assert [str(d) for d in caught.value.diagnostics] == [
         "cluster.yaml:4: shared_root: 'jobs' holds spec files (jobs/train.yaml): argus never reads a shared root, "
         "so they would be ignored; choose a directory of its own, like `shared`"]
 

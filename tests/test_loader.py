@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import Workspace
 
+from specs.diagnostics import Where
 from specs.errors import ArgusError, SpecError
 from specs.loader import load_workspace
 
@@ -27,10 +28,10 @@ def ws(tmp_path: Path) -> Workspace:
     return ws
 
 
-def problems(ws: Workspace) -> list[str]:
+def diagnostics(ws: Workspace) -> list[str]:
     with pytest.raises(SpecError) as caught:
         load_workspace(ws.root)
-    return [str(p) for p in caught.value.problems]
+    return [str(d) for d in caught.value.diagnostics]
 
 
 def test_a_valid_workspace_loads_with_defaults_and_positions(ws: Workspace) -> None:
@@ -44,7 +45,7 @@ def test_a_valid_workspace_loads_with_defaults_and_positions(ws: Workspace) -> N
     desired = load_workspace(ws.root)
     assert desired.workspace.name == "team"
     assert desired.jobs["ppo"].run == 1 and desired.jobs["ppo"].state == "running"
-    assert desired.source("job.ppo").at("entrypoint") == "jobs/a.yaml:5"
+    assert desired.source("job.ppo").at("entrypoint") == Where("jobs/a.yaml", 5)
 
 
 def test_every_kind_of_problem_is_reported_together(ws: Workspace) -> None:
@@ -77,7 +78,7 @@ def test_every_kind_of_problem_is_reported_together(ws: Workspace) -> None:
         """)
     ws.write("broken.yml", "kind: Job\nname: [unclosed\n")
     ws.write("weird.yaml", "kind: Gizmo\nname: x\n")
-    found = problems(ws)
+    found = diagnostics(ws)
     assert found == [
         "broken.yml:2: invalid YAML: expected ',' or ']', but got '<stream end>'",
         "jobs/bad.yaml:2: name: invalid name 'Bad_Name': use lowercase letters, digits and '-', at most 63",
@@ -105,7 +106,7 @@ def test_wrong_types_point_at_the_nested_field(ws: Workspace) -> None:
         job_defaults:
           entrypoint_resources: {worker_node: lots}
         """)
-    found = problems(ws)
+    found = diagnostics(ws)
     assert any(p.startswith("clusters/c.yaml:3: address: Value error, must be the dashboard URL") for p in found)
     count_error = "nodes.1.count: Input should be a valid integer, unable to parse string as an integer"
     assert f"clusters/c.yaml:7: {count_error}" in found
@@ -114,12 +115,13 @@ def test_wrong_types_point_at_the_nested_field(ws: Workspace) -> None:
 
 def test_entrypoint_of_the_wrong_type_gives_one_merged_message(ws: Workspace) -> None:
     ws.write("jobs/a.yaml", "kind: Job\nname: a\ncluster: h20\nworkload: command\nentrypoint: 5\n")
-    assert problems(ws) == ["jobs/a.yaml:5: entrypoint: Input should be a valid list or Input should be a valid string"]
+    assert diagnostics(ws) == [
+        "jobs/a.yaml:5: entrypoint: Input should be a valid list or Input should be a valid string"]
 
 
 def test_workspace_rules(ws: Workspace) -> None:
     ws.write("more/team.yaml", "kind: Workspace\nname: second\n")
-    assert problems(ws) == ["more/team.yaml:1: kind: the Workspace belongs in argus.yaml at the workspace root"]
+    assert diagnostics(ws) == ["more/team.yaml:1: kind: the Workspace belongs in argus.yaml at the workspace root"]
 
 
 def test_a_nested_workspace_is_not_read(ws: Workspace) -> None:
@@ -156,7 +158,7 @@ def test_awkward_yaml_is_reported_not_crashed_on(ws: Workspace) -> None:
     ws.write("jobs/latin1.yaml", "kind: Job\n")
     (ws.root / "jobs/latin1.yaml").write_bytes(b"kind: Job\nname: caf\xe9\n")
     (ws.root / "jobs/dangling.yaml").symlink_to(ws.root / "nowhere.yaml")
-    found = problems(ws)
+    found = diagnostics(ws)
     assert ("jobs/dangling.yaml:1: a symlink to nowhere.yaml, which does not exist (or loops): fix or remove the "
             "link") in found
     assert "jobs/keys.yaml:6: env.1: keys must be strings" in found
@@ -177,7 +179,7 @@ def test_strict_values(ws: Workspace) -> None:
         entrypoint_num_cpus: .inf
         env: {TOKEN: "Bearer ${env:TOKEN}"}
         """)
-    found = problems(ws)
+    found = diagnostics(ws)
     assert any(p.startswith("jobs/a.yaml:5: entrypoint: List should have at least 1 item") for p in found), found
     assert "jobs/a.yaml:6: run: Input should be a valid integer" in found
     assert "jobs/a.yaml:7: entrypoint_num_cpus: Input should be a finite number" in found
@@ -188,7 +190,7 @@ def test_strict_values(ws: Workspace) -> None:
 def test_a_literal_secret_is_refused(ws: Workspace) -> None:
     ws.write("jobs/a.yaml", "kind: Job\nname: a\ncluster: h20\nworkload: command\nentrypoint: x\n"
                             "env: {WANDB_API_KEY: abc123}\n")
-    [problem] = problems(ws)
+    [problem] = diagnostics(ws)
     assert problem.startswith("jobs/a.yaml:6: env: Value error, WANDB_API_KEY looks like a secret: "
                               "write `WANDB_API_KEY: ${env:WANDB_API_KEY}`")
     assert "abc123" not in problem
@@ -196,7 +198,7 @@ def test_a_literal_secret_is_refused(ws: Workspace) -> None:
 
 def test_an_invalid_workspace_is_reported_once(ws: Workspace) -> None:
     ws.write("argus.yaml", "kind: Workspace\nname: Team\n")
-    assert problems(ws) == [
+    assert diagnostics(ws) == [
         "argus.yaml:2: name: invalid name 'Team': use lowercase letters, digits and '-', at most 63"]
 
 
@@ -221,7 +223,7 @@ def test_verl_jobs_need_their_fields_and_keep_argus_keys(ws: Workspace) -> None:
         data: {train: /mnt/shared/t.parquet, val: /mnt/shared/v.parquet}
         overrides: [algorithm.adv_estimator=rloo]
         """)
-    assert problems(ws) == [
+    assert diagnostics(ws) == [
         "jobs/v.yaml:7: data: PPO and GRPO validate on `data.val`: without it verl reads its own default path",
         "jobs/v.yaml:7: data.train: 'data/train.parquet' must be on the shared filesystem: `${shared_root}/...` or "
         "an absolute path (a job runs inside its read-only code snapshot)",
@@ -238,7 +240,7 @@ def test_verl_jobs_need_their_fields_and_keep_argus_keys(ws: Workspace) -> None:
 
 def test_names_that_could_escape_the_shared_root_are_rejected(ws: Workspace) -> None:
     ws.write("code.yaml", "kind: CodeSnapshot\nname: ../../etc\ncluster: h20\nrepo: /abs\npath: /srv/x\n")
-    found = problems(ws)
+    found = diagnostics(ws)
     assert any(p.startswith("code.yaml:2: name: invalid name '../../etc'") for p in found), found
     assert any(p.startswith("code.yaml:4: repo: String should match pattern") for p in found), found
 

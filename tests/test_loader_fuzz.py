@@ -31,8 +31,9 @@ def check(text: str) -> None:
         try:
             load_workspace(root)
         except SpecError as err:
-            assert err.problems and all(p.line >= 1 and p.file in ("fuzz.yaml", "argus.yaml") for p in err.problems)
-            assert all(p.line <= max(1, text.count("\n") + 1) for p in err.problems if p.file == "fuzz.yaml")
+            places = [d.where for d in err.diagnostics]
+            assert places and all(w and w.line >= 1 and w.file in ("fuzz.yaml", "argus.yaml") for w in places)
+            assert all(w.line <= max(1, text.count("\n") + 1) for w in places if w and w.file == "fuzz.yaml")
         except ArgusError:
             pass
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from reconcile.model import Action, StopStep, SubmitStep
 from reconcile.plan.planner import plan
 from specs.desired import DesiredState, Source
+from specs.diagnostics import Where
 from specs.models import Cluster, Job, Workspace
 from specs.submission import resolve, spec_hash, submission_id
 from state.observed import ClusterState, ObservedState, RayJob, RunRecord
@@ -91,7 +92,7 @@ def test_removed_or_stopped_jobs_are_stopped_and_protect_is_an_error():
     assert stopped.changes[0].action is Action.STOP and not stopped.errors
     protected = plan(desired(job(state="stopped", protect=True)), observed(run_of(spec, "RUNNING")))
     [error] = protected.errors
-    assert error.where == "jobs/j.yaml:7" and "protected" in error.message
+    assert error.where == Where("jobs/j.yaml", 7) and "protected" in error.message
 
 
 def test_jobs_of_other_workspaces_and_by_hand_are_unmanaged():
@@ -193,7 +194,7 @@ def test_a_verl_job_that_fits_only_when_others_finish_gets_a_warning_naming_them
                          records={holder.submission_id: record_of(holder, "RUNNING", submission=holding)},
                          snapshots={"verl": SnapshotState(source=SourceState(commit="c0", digest="d0"))})
     [warning] = [d for d in plan(state, seen).diagnostics if d.address == "job.ppo"]
-    assert warning.severity == "warning" and warning.where == "jobs/ppo.yaml:9"
+    assert warning.severity == "warning" and warning.where == Where("jobs/ppo.yaml", 9)
     assert f"other jobs hold the GPUs ({holder.submission_id} (4 GPUs))" in warning.message
 
 
@@ -229,3 +230,17 @@ def test_spec_hashes_and_submission_ids_of_existing_runs_never_change():
     assert submission_id("team", "ppo", spec_hash(verl_run), 3) == "team.ppo.0d3b16c73fd5.3"
     [change] = plan(desired(job()), observed()).changes
     assert (change.steps[0].spec_hash, change.steps[0].submission_id) == (spec_hash(command), "team.j.cbf1c50a18b2.1")
+
+
+def test_a_source_that_does_not_resolve_is_a_plan_error_located_at_the_field_it_blames():
+    from specs.diagnostics import Diagnostic
+    from specs.models import CodeSnapshot
+    from state.observed import SnapshotState, SourceState
+
+    snapshot = CodeSnapshot(kind="CodeSnapshot", name="verl", cluster="c", git={"url": "/v", "ref": "v9"})
+    sources = {"code.verl": Source("code.yaml", 1, {"git": 4, "git.url": 5, "git.ref": 6})}
+    state = DesiredState("/ws", WS, {"c": CLUSTER}, {}, {"verl": snapshot}, sources, {"c": "/shared"})
+    error = Diagnostic(severity="error", address="code.verl", field="git.ref", message="ref 'v9' not found")
+    seen = observed().model_copy(update={"snapshots": {"verl": SnapshotState(source=SourceState(error=error))}})
+    [found] = plan(state, seen).diagnostics
+    assert found == error.model_copy(update={"where": Where("code.yaml", 6)})

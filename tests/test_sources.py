@@ -68,9 +68,10 @@ def test_head_means_the_sources_head_and_bad_refs_say_so(repo: Path, tmp_path: P
     shared = tmp_path / "shared"
     assert resolve_source(spec("h", repo, "HEAD"), str(shared), str(shared)).commit == git(repo, "rev-parse", "HEAD")
     missing = resolve_source(spec("m", repo, "v9"), str(shared), str(shared))
-    assert missing.error_field == "git.ref" and "ref 'v9' not found" in missing.error
+    assert (missing.error.address, missing.error.field) == ("code.m", "git.ref")
+    assert missing.error.where is None and "ref 'v9' not found" in missing.error.message  # the planner locates it
     nowhere = resolve_source(spec("n", tmp_path / "nope"), str(shared), str(shared))
-    assert nowhere.error_field == "git.url" and "does not appear to be a git repository" in nowhere.error
+    assert nowhere.error.field == "git.url" and "does not appear to be a git repository" in nowhere.error.message
 
 
 def test_a_damaged_stored_file_is_not_linked_into_a_new_snapshot(repo: Path, tmp_path: Path):
@@ -137,7 +138,7 @@ def test_a_commit_id_must_be_on_a_branch_or_tag_of_the_source(repo: Path, tmp_pa
     cache = sources.checked_cache(str(shared), str(repo))
     shutil.copytree(repo / ".git" / "objects", cache / "objects", dirs_exist_ok=True)  # planted in the cache
     refused = resolve_source(spec("stray", repo, stray), str(tmp_path), str(shared))
-    assert refused.error_field == "git.ref" and "not found" in refused.error
+    assert refused.error.field == "git.ref" and "not found" in refused.error.message
 
 
 def test_the_git_cache_is_kept_between_fetches(repo: Path, tmp_path: Path):

@@ -7,7 +7,6 @@ from pathlib import Path
 import typer
 
 from reconcile.commands.common import load
-from reconcile.model import Diagnostic
 from reconcile.views.human import render_diagnostics
 
 
@@ -20,9 +19,8 @@ def run(directory: Path, deep: bool = False, fetch_timeout: float | None = None)
     from state.cache import cache_root
     from state.verl_checks import offline_checks
 
-    findings = offline_checks(desired, cache_root(), fetch_timeout)
-    diagnostics = [Diagnostic(severity=f.severity, address=address, where=desired.source(address).at(f.field),
-                              message=f.message) for address, items in findings.items() for f in items]
-    checked = sum(a.startswith("job.") for a in findings)
+    found = offline_checks(desired, cache_root(), fetch_timeout)
+    diagnostics = [d for items in found.values() for d in items]
+    checked = sum(a.startswith("job.") for a in found)
     typer.echo(render_diagnostics(diagnostics) or f"Deep: {checked} verl job(s) compose against their code.")
     return 1 if any(d.severity == "error" for d in diagnostics) else 0

@@ -37,8 +37,8 @@ class CodeShelf:
         spec = self._desired.snapshots[name]
         source = self._source(name, commit, digest)
         if source.error or (source.commit, source.digest) != (commit, digest):
-            raise ArgusError(f"code.{name}: the source no longer matches the plan "
-                             f"({source.error or 'now commit ' + str(source.commit)[:12]}); run `argus plan` again")
+            now = source.error.message if source.error else f"now commit {str(source.commit)[:12]}"
+            raise ArgusError(f"code.{name}: the source no longer matches the plan ({now}); run `argus plan` again")
         return snapshots.materialize(spec, source, self._desired.workspace.name, self._desired.root,
                                      self._desired.shared_root(spec.cluster), Path(self._desired.snapshot_dir(spec)),
                                      progress=progress)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reconcile.model import Action, Change, DeleteSnapshotStep, Diagnostic, MkdirStep, RunView, SnapshotStep
+from reconcile.model import Action, Change, DeleteSnapshotStep, MkdirStep, RunView, SnapshotStep
 from specs.address import Address
 from specs.desired import DesiredState, snapshot_rel
+from specs.diagnostics import Diagnostic
 from specs.models import CodeSnapshot
 from specs.submission import SHARED_ROOT_PLACEHOLDER, CodeRef
 from state.observed import ObservedState, SnapshotState
@@ -42,20 +43,16 @@ def plan_snapshots(desired: DesiredState, observed: ObservedState) -> tuple[list
         if change is not None:
             changes.append(change)
         if problem is not None:
-            address = Address.code(name)
-            field, message = problem
-            diagnostics.append(Diagnostic(severity="error", address=address, where=desired.source(address).at(field),
-                                          message=message))
+            diagnostics.append(problem.located(desired.source(Address.code(name))))
     return changes, diagnostics
 
 
-def plan_snapshot(spec: CodeSnapshot, state: SnapshotState,
-                  workspace: str) -> tuple[Change | None, tuple[str, str] | None]:
-    """One snapshot: create it, leave it, or explain (field, message) why neither is right."""
+def plan_snapshot(spec: CodeSnapshot, state: SnapshotState, workspace: str) -> tuple[Change | None, Diagnostic | None]:
+    """One snapshot: create it, leave it, or explain why neither is right (an error at a field of its spec)."""
     address, source, manifest = Address.code(spec.name), state.source, state.manifest
     if manifest is None:
         if source.error:
-            return None, (source.error_field, source.error)
+            return None, source.error
         step = SnapshotStep(cluster=spec.cluster, name=spec.name, commit=source.commit or "",
                             digest=source.digest or "")
         reason = f"commit {(source.commit or '')[:12]}{' + uncommitted files' if source.dirty else ''}, " \
@@ -65,24 +62,24 @@ def plan_snapshot(spec: CodeSnapshot, state: SnapshotState,
                   reason=f"materialized at commit {manifest.commit[:12]} ({manifest.files} files)")
     if manifest.workspace != workspace:
         # Its owner could prune it under our running jobs: a snapshot belongs to one workspace.
-        return noop, ("name", f"{address}'s place is taken by a snapshot of workspace {manifest.workspace!r}; "
-                              "give this one another name or `repo:`")
+        return noop, _error(address, "name", f"{address}'s place is taken by a snapshot of workspace "
+                                             f"{manifest.workspace!r}; give this one another name or `repo:`")
     changed = _changed_source(spec, manifest.source)
     if changed is not None:
         return noop, changed
     if state.problem:
-        return noop, ("", f"{address} is damaged: {state.problem}; jobs on it cannot be submitted. Restore it or "
-                          "give the code a new snapshot name")
+        return noop, _error(address, "", f"{address} is damaged: {state.problem}; jobs on it cannot be submitted. "
+                                         "Restore it or give the code a new snapshot name")
     if source.digest and (source.commit, source.digest) != (manifest.commit, manifest.digest):
         field = "git.ref" if spec.git else "path"
         now = f"now resolves to {(source.commit or '')[:12]}" + (" with uncommitted files" if source.dirty else "")
-        return noop, (field, f"{address} {now} but the snapshot holds {manifest.commit[:12]}; snapshots are "
-                             "immutable: give the new version a new name")
+        return noop, _error(address, field, f"{address} {now} but the snapshot holds {manifest.commit[:12]}; "
+                                            "snapshots are immutable: give the new version a new name")
     return noop, None
 
 
-def _changed_source(spec: CodeSnapshot, recorded: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(field, message) when the spec's source as written is not the one the snapshot was made from.
+def _changed_source(spec: CodeSnapshot, recorded: Mapping[str, Any]) -> Diagnostic | None:
+    """An error when the spec's source as written is not the one the snapshot was made from.
 
     A materialized `git:` snapshot is never fetched again, so this is how an edited url or ref shows.
     """
@@ -95,8 +92,9 @@ def _changed_source(spec: CodeSnapshot, recorded: Mapping[str, Any]) -> tuple[st
         now = f"path {spec.path!r}"
     if not field:
         return None
-    return field, (f"{Address.code(spec.name)} was materialized from {_written(recorded)} but its spec now says {now}; "
-                   "snapshots are immutable: give the new source a new name")
+    address = Address.code(spec.name)
+    return _error(address, field, f"{address} was materialized from {_written(recorded)} but its spec now says "
+                                  f"{now}; snapshots are immutable: give the new source a new name")
 
 
 def _written(recorded: Mapping[str, Any]) -> str:
@@ -130,6 +128,10 @@ def plan_prune(desired: DesiredState, observed: ObservedState, runs: Mapping[str
                 changes.append(Change(address=address, action=Action.DELETE, reason="pruned: no spec names it",
                                       steps=(DeleteSnapshotStep(cluster=cluster, path=rel),)))
     return changes, diagnostics
+
+
+def _error(address: str, field: str, message: str) -> Diagnostic:
+    return Diagnostic(severity="error", address=address, field=field, message=message)
 
 
 def _unfinished_users(rel: str, runs: Mapping[str, list[RunView]]) -> list[str]:

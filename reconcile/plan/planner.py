@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reconcile.model import Action, Change, Diagnostic, Plan, PlanOptions, RunView, StopStep, SubmitStep
+from reconcile.model import Action, Change, Plan, PlanOptions, RunView, StopStep, SubmitStep
 from reconcile.plan.code import code_ref, plan_dirs, plan_prune, plan_snapshots
 from reconcile.plan.diff import field_diff
 from reconcile.plan.runs import is_active, newest, runs_by_job, unmanaged
 from reconcile.plan.verl import verl_diagnostics
 from specs.address import WORKSPACE, Address, Kind
 from specs.desired import DesiredState, Source
+from specs.diagnostics import Diagnostic
 from specs.models import Job
 from specs.submission import RunId, Submission, resolve
 from state.observed import MAYBE_RUNNING, ObservedState, RunStatus
@@ -67,8 +68,9 @@ def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: Mapping[str
         changes.append(change)
         diagnostics += _job_diagnostics(desired.source(change.address), job, change, runs.get(name, []), observed)
         if job.code and Address.code(job.code) in broken and change.action in (Action.SUBMIT, Action.REPLACE):
-            diagnostics.append(Diagnostic(severity="error", address=change.address, where=desired.source(
-                change.address).at("code"), message=f"{change.address} runs on code.{job.code}, which has errors"))
+            diagnostics.append(Diagnostic(severity="error", address=change.address, field="code",
+                                          message=f"{change.address} runs on code.{job.code}, which has errors",
+                                          ).located(desired.source(change.address)))
     for name in sorted(set(runs) - set(desired.jobs)):
         change = plan_removed(name, runs[name])
         if change is not None:
@@ -79,10 +81,10 @@ def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: Mapping[str
 
 def _world_diagnostics(desired: DesiredState, observed: ObservedState) -> list[Diagnostic]:
     return _runs_on_removed_clusters(observed) + _restarted_heads(observed) + [
-        Diagnostic(severity="error", address=Address.cluster(name),
-                   where=desired.source(Address.cluster(name)).at("shared_root"),
+        Diagnostic(severity="error", address=Address.cluster(name), field="shared_root",
                    message=f"shared root {desired.shared_root(name)} does not exist on this machine: mount the NFS "
-                           "here, or fix `shared_root`") for name in observed.absent_roots]
+                           "here, or fix `shared_root`").located(desired.source(Address.cluster(name)))
+        for name in observed.absent_roots]
 
 
 def _empty_guard(desired: DesiredState, changes: list[Change], options: PlanOptions) -> list[Diagnostic]:
@@ -190,17 +192,17 @@ def _job_diagnostics(source: Source, job: Job, change: Change, runs: list[RunVie
     found = []
     if job.protect and change.action in (Action.STOP, Action.REPLACE):
         found.append(Diagnostic(
-            severity="error", address=change.address, where=source.at("protect"),
+            severity="error", address=change.address, field="protect",
             message=f"{change.address} is protected (protect: true) but the plan would {change.action.value} "
                     f"its run {change.current.submission_id if change.current else ''}; set `protect: false` "
-                    f"first if that is intended"))
+                    f"first if that is intended").located(source))
     for run in runs:
         if not run.on_ray and run.status in MAYBE_RUNNING and run.cluster in observed.clusters:
             found.append(Diagnostic(
-                severity="warning", address=change.address, where=source.at(),
+                severity="warning", address=change.address,
                 message=f"run {run.submission_id} was {run.status} when argus last saw it, but cluster "
                         f"{run.cluster!r} no longer knows it (head restarted?). It is not resubmitted; "
-                        f"bump `run:` to start a new run"))
+                        f"bump `run:` to start a new run").located(source))
     return found
 
 

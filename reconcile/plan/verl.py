@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reconcile.model import Action, Change, Diagnostic, RunView
+from reconcile.model import Action, Change, RunView
 from specs import verl
 from specs.address import Address
 from specs.desired import DesiredState
+from specs.diagnostics import Diagnostic
 from specs.models import Cluster, Job, Trainer
 from specs.submission import driver_needs, resolve
 from state.observed import ClusterState, Node, ObservedState
@@ -15,12 +16,7 @@ from state.observed import ClusterState, Node, ObservedState
 
 def verl_diagnostics(desired: DesiredState, observed: ObservedState, changes: Mapping[str, Change],
                      runs: Mapping[str, list[RunView]]) -> list[Diagnostic]:
-    found: list[Diagnostic] = []
-    for name, findings in sorted(observed.workload_checks.items()):
-        address = Address.job(name)
-        found += [Diagnostic(severity=f.severity, address=address, where=desired.source(address).at(f.field),
-                             message=f.message)
-                  for f in findings]
+    found = [d for _, checked in sorted(observed.workload_checks.items()) for d in checked]  # located already
     found += _checkpoint_clashes(desired)
     for name, job in sorted(desired.jobs.items()):
         cluster = observed.clusters.get(job.cluster)
@@ -43,11 +39,11 @@ def _checkpoint_clashes(desired: DesiredState) -> list[Diagnostic]:
         key = (desired.shared_root(job.cluster), verl.checkpoint_dir(job))
         if key in first:
             address = Address.job(name)
-            found.append(Diagnostic(severity="error", address=address,
-                                    where=desired.source(address).at("trainer.checkpoint_dir"),
+            found.append(Diagnostic(severity="error", address=address, field="trainer.checkpoint_dir",
                                     message=f"{address} writes checkpoints to {key[1]}, like "
                                             f"{Address.job(first[key])}; "
-                                            "give one of them its own `trainer.checkpoint_dir`"))
+                                            "give one of them its own `trainer.checkpoint_dir`",
+                                    ).located(desired.source(address)))
         first.setdefault(key, name)
     return found
 
@@ -58,16 +54,17 @@ def _capacity(desired: DesiredState, job: Job, cluster: ClusterState, starting: 
     gpus, cpus = trainer.n_gpus_per_node, trainer.n_gpus_per_node * per_gpu
     fitting = [n for n in cluster.nodes if n.resources.get("GPU", 0) >= gpus and n.resources.get("CPU", 0) >= cpus]
     address = Address.job(job.name)
-    where = desired.source(address)
+    source = desired.source(address)
     if len(fitting) < trainer.nnodes:
-        return [Diagnostic(severity="error", address=address, where=where.at("trainer"),
+        return [Diagnostic(severity="error", address=address, field="trainer",
                            message=f"{address} can never fit on cluster {cluster.name!r}: it needs {trainer.nnodes} "
                                    f"node(s) with {gpus} GPUs and {cpus} CPUs each ({per_gpu} CPUs per GPU for "
-                                   f"{job.workload}); {len(fitting)} alive node(s) have that")]
+                                   f"{job.workload}); {len(fitting)} alive node(s) have that").located(source)]
     driver = driver_needs(resolve(desired.workspace, desired.cluster_of(job), job))
     if not any(all(n.resources.get(k, 0) >= v for k, v in driver.items()) for n in cluster.nodes):
-        return [Diagnostic(severity="error", address=address, where=where.at("entrypoint_resources"),
-                           message=f"no alive node of cluster {cluster.name!r} offers the driver's {driver}")]
+        return [Diagnostic(severity="error", address=address, field="entrypoint_resources",
+                           message=f"no alive node of cluster {cluster.name!r} offers the driver's {driver}",
+                           ).located(source)]
     if not starting:
         return []
     holders = _gpu_holders(job, runs)
@@ -75,9 +72,9 @@ def _capacity(desired: DesiredState, job: Job, cluster: ClusterState, starting: 
     if free >= gpus * trainer.nnodes:
         return []
     held = ", ".join(f"{sid} ({n} GPUs)" for sid, n in sorted(holders.items()))
-    return [Diagnostic(severity="warning", address=address, where=where.at("trainer"),
+    return [Diagnostic(severity="warning", address=address, field="trainer",
                        message=f"{address} does not fit on {cluster.name!r} now: other jobs hold the GPUs ({held}); "
-                               "it will wait in PENDING until they finish")]
+                               "it will wait in PENDING until they finish").located(source)]
 
 
 def _gpu_holders(job: Job, runs: Mapping[str, list[RunView]]) -> dict[str, int]:
@@ -100,10 +97,9 @@ def _node_expectations(desired: DesiredState, cluster: Cluster, state: ClusterSt
             # Ray keeps DEAD entries after a node restarts: they matter only when something is missing.
             dead = f" ({state.dead_nodes} dead node(s) on the cluster)" if state.dead_nodes else ""
             wanted = ", ".join(f"{k}={v:g}" for k, v in expected.resources.items()) or "any resources"
-            found.append(Diagnostic(severity="warning", address=address,
-                                    where=desired.source(address).at(f"nodes.{index}"),
+            found.append(Diagnostic(severity="warning", address=address, field=f"nodes.{index}",
                                     message=f"expected {expected.count} alive {expected.role} node(s) with {wanted}; "
-                                            f"{len(have)} found{dead}"))
+                                            f"{len(have)} found{dead}").located(desired.source(address)))
     return found
 
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import typer
 
-from reconcile.model import Action, Change, Diagnostic, FieldChange, Plan
+from reconcile.model import Action, Change, FieldChange, Plan
 from reconcile.views.argv import argv_lines, field_argv_diff
+from specs.diagnostics import Diagnostic
 
 _MARK_COLOURS = {"-": "red", "+": "green"}
 
@@ -137,7 +138,7 @@ def _diagnostic_lines(diagnostics: tuple[Diagnostic, ...], colour: bool) -> list
         if colour:
             label = typer.style(label, fg="red" if d.severity == "error" else "yellow", bold=True)
         where = f"{d.where}: " if d.where else ""
-        lines.append(f"{label}: {where}{d.message}")
+        lines.append(f"{label}: {where}{d.text}")
     return lines + ([""] if lines else [])
 
 

@@ -36,7 +36,7 @@ def status_json(plan: Plan, desired_jobs: set[str]) -> str:
 def plan_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
     """Summary table first, details folded; rows beyond the limit are counted, not shown."""
     head = [f"### argus plan for `{plan.workspace}`", "", f"**{summary(plan)}**", ""]
-    head += [f"- {'❌' if d.severity == 'error' else '⚠️'} `{d.where or d.address}`: {_cell(d.message)}"
+    head += [f"- {'❌' if d.severity == 'error' else '⚠️'} `{d.where or d.address}`: {_cell(d.text)}"
              for d in plan.diagnostics]
     rows = ["", "| | address | action | why |", "|---|---|---|---|"]
     rows += [f"| `{c.action.symbol}` | `{c.address}` | {c.action.value} | {_cell(c.reason)} |" for c in plan.actionable]
