@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
+from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from specs import rules
@@ -19,6 +19,7 @@ from specs.desired import DesiredState, Source, address_of
 from specs.diagnostics import Diagnostic
 from specs.errors import ArgusError, SpecError
 from specs.models import KINDS, SHARED_ROOT_RULE, Cluster, CodeSnapshot, Job, Spec, Workspace, shared_root_problem
+from specs.nodes import field_lines, loc_path, node_line, non_string_keys, plain
 from specs.reading import WORKSPACE_FILE, Walk
 from specs.safe_yaml import Refused, load_documents
 
@@ -53,7 +54,7 @@ def _load_files(walk: Walk, diagnostics: list[Diagnostic]) -> tuple[list[tuple[S
             resource = _validate(node, spec.rel, line, diagnostics)
             if resource is None:
                 continue
-            source = Source(spec.rel, line, _field_lines(node))
+            source = Source(spec.rel, line, field_lines(node))
             loaded.append((resource, source))
             if isinstance(resource, Cluster):
                 conflicts += _keep_out(walk, resource, source)
@@ -101,7 +102,7 @@ def _documents(text: str, rel: str, diagnostics: list[Diagnostic]) -> list[tuple
     except YAMLError as err:
         diagnostics.append(Diagnostic.in_file(rel, 1, "", f"invalid YAML: {err}"))
         return []
-    return [(doc, _line(doc)) for doc in docs if doc is not None]
+    return [(doc, node_line(doc)) for doc in docs if doc is not None]
 
 
 def _validate(node: Any, rel: str, line: int, diagnostics: list[Diagnostic]) -> Spec | None:
@@ -111,16 +112,16 @@ def _validate(node: Any, rel: str, line: int, diagnostics: list[Diagnostic]) -> 
     kind = node.get("kind")
     model = KINDS.get(kind) if isinstance(kind, str) else None
     if model is None:
-        where = _line(node, ["kind"]) if "kind" in node else line
+        where = node_line(node, ["kind"]) if "kind" in node else line
         hint = f"got {kind!r}" if "kind" in node else "missing"
         diagnostics.append(Diagnostic.in_file(rel, where, "kind", f"{hint}; expected one of {', '.join(KINDS)}"))
         return None
-    bad_keys = _non_string_keys(node)
+    bad_keys = non_string_keys(node)
     if bad_keys:
         diagnostics.extend(Diagnostic.in_file(rel, line, path, "keys must be strings") for path, line in bad_keys)
         return None
     try:
-        return model.model_validate(_plain(node))
+        return model.model_validate(plain(node))
     except ValidationError as err:
         diagnostics.extend(_located(err, model, node, rel))
         return None
@@ -130,7 +131,7 @@ def _located(err: ValidationError, model: type[Spec], node: Any, rel: str) -> li
     """Turn pydantic errors into file:line diagnostics; merge the branches of one union error."""
     merged: dict[tuple[int, str], list[str]] = {}
     for item in err.errors():
-        path, line = _walk(node, item["loc"], missing=item["type"] == "missing")
+        path, line = loc_path(node, item["loc"], missing=item["type"] == "missing")
         merged.setdefault((line, path), []).append(_message(item, model))
     return [Diagnostic.in_file(rel, line, path, " or ".join(dict.fromkeys(msgs)))
             for (line, path), msgs in merged.items()]
@@ -158,75 +159,6 @@ def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
             return []
         current = annotation
     return list(current.model_fields)
-
-
-def _walk(node: Any, loc: tuple[Any, ...], missing: bool) -> tuple[str, int]:
-    """Follow a pydantic loc through the YAML nodes; return the path found and its line."""
-    parts: list[str] = []
-    line = _line(node)
-    for part in loc:
-        child_line = _child_line(node, part)
-        if child_line is None:
-            if missing and isinstance(part, str):
-                parts.append(part)
-            break
-        parts.append(str(part))
-        line, node = child_line, node[part]
-    return ".".join(parts), line
-
-
-def _child_line(node: Any, part: Any) -> int | None:
-    if isinstance(node, CommentedMap) and part in node:
-        position = (node.lc.data or {}).get(part)  # absent for keys merged in with `<<:`
-        return position[0] + 1 if position else _line(node)
-    if isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
-        return node.lc.item(part)[0] + 1
-    return None
-
-
-def _line(node: Any, path: list[Any] | None = None) -> int:
-    if path:
-        return _child_line(node, path[0]) or _line(node)
-    lc = getattr(node, "lc", None)
-    return lc.line + 1 if lc is not None and lc.line is not None else 1
-
-
-def _field_lines(node: Any, prefix: str = "") -> dict[str, int]:
-    lines: dict[str, int] = {}
-    keys = node.keys() if isinstance(node, CommentedMap) else range(len(node))
-    for key in keys:
-        path = f"{prefix}{key}"
-        lines[path] = _child_line(node, key) or 1
-        child = node[key]
-        if isinstance(child, (CommentedMap, CommentedSeq)):
-            lines.update(_field_lines(child, path + "."))
-    return lines
-
-
-def _non_string_keys(node: Any, prefix: str = "") -> list[tuple[str, int]]:
-    found = []
-    children = node.items() if isinstance(node, CommentedMap) else enumerate(node) if isinstance(node, list) else []
-    for key, child in children:
-        if isinstance(node, CommentedMap) and not isinstance(key, str):
-            found.append((f"{prefix}{key}", _child_line(node, key) or _line(node)))
-        found.extend(_non_string_keys(child, f"{prefix}{key}."))
-    return found
-
-
-def _plain(node: Any) -> Any:
-    """ruamel's round-trip types as plain Python values, so pydantic sees ordinary data."""
-    if isinstance(node, dict):
-        return {str(k): _plain(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_plain(v) for v in node]
-    if isinstance(node, bool) or node is None:
-        return node
-    if isinstance(node, TaggedScalar):  # `!!str 007`: the only tagged scalar specs.safe_yaml lets through
-        return str(node.value)
-    for kind in (int, float, str):
-        if isinstance(node, kind):
-            return kind(node)
-    return node
 
 
 def _assemble(root: Path, loaded: list[tuple[Spec, Source]], diagnostics: list[Diagnostic]) -> DesiredState | None:
