@@ -36,8 +36,8 @@ def check_job(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_ro
         found.append(_about(job, "workload", f"entry module {verl.WORKLOADS[job.workload].module} is not in "
                                              f"code.{job.code} (an older verl?): pick a snapshot that has "
                                              f"{verl.module_path(job.workload)}"))
-    elif problem := compose(code / CONFIG_DIR, job, desired, cache_root, snapshot.source.digest or ""):
-        found.append(problem)
+    elif rejected := compose(code / CONFIG_DIR, job, desired, cache_root, snapshot.source.digest or ""):
+        found.append(rejected)
     found += _file_diagnostics(desired, job) if files else []
     source = desired.source(Address.job(job.name))
     return tuple(d.located(source) for d in found)

@@ -39,11 +39,11 @@ def code_ref(desired: DesiredState, observed: ObservedState, name: str) -> CodeR
 def plan_snapshots(desired: DesiredState, observed: ObservedState) -> tuple[list[Change], list[Diagnostic]]:
     changes, diagnostics = [], []
     for name, spec in sorted(desired.snapshots.items()):
-        change, problem = plan_snapshot(spec, observed.snapshots[name], desired.workspace.name)
+        change, error = plan_snapshot(spec, observed.snapshots[name], desired.workspace.name)
         if change is not None:
             changes.append(change)
-        if problem is not None:
-            diagnostics.append(problem.located(desired.source(Address.code(name))))
+        if error is not None:
+            diagnostics.append(error.located(desired.source(Address.code(name))))
     return changes, diagnostics
 
 
