@@ -32,6 +32,8 @@ LABEL_COMMIT = "argus.commit"
 LABEL_PLAN = "argus.plan"
 _IDENTITY_LABELS = {"workspace": LABEL_WORKSPACE, "job": LABEL_JOB, "spec_hash": LABEL_SPEC_HASH,
                     "attempt": LABEL_ATTEMPT}
+MAX_ATTEMPT = 999_999_999
+"""Nine digits, as parse_labels reads them: a larger attempt (only a forged record has one) is no run of ours."""
 _ATTEMPT = re.compile(r"[1-9][0-9]{0,8}")
 """As str(int) writes a positive attempt: no sign, no leading zero, no spaces or underscores."""
 
@@ -147,7 +149,7 @@ class RunId(Frozen):
     workspace: Name
     job: Name
     spec_hash: SpecHash
-    attempt: Annotated[int, Field(ge=1)]
+    attempt: Annotated[int, Field(ge=1, le=MAX_ATTEMPT)]
     """1 for the first run of a spec; a retry or `--replace` asks for the next."""
 
     @classmethod

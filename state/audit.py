@@ -32,10 +32,18 @@ GENESIS = "0" * 64
 def append(shared_root: str, workspace: str, event: AuditEvent, stamp: dict[str, Any] | None = None) -> None:
     """One record: who, where, when, the caller's stamp (plan id, commit...), the event, the chain."""
     path = audit_path(shared_root, workspace)
-    body = {**(stamp or {}), **event.model_dump(mode="json", exclude_none=True)}
+    body = {**(stamp or {}), **_fields(event)}
     entry = {"time": now(), "actor": actor(), "host": socket.gethostname(), **body, "prev": _last_hash(path)}
     entry["hash"] = record_hash(entry)
     append_line(path, json.dumps(entry, sort_keys=True))
+
+
+OMITTED_WHEN_EMPTY = frozenset({"error", "changes", "reason"})
+"""Keys a record leaves out when they have no value; every other key is written, null or not, as always."""
+
+
+def _fields(event: AuditEvent) -> dict[str, Any]:
+    return {k: v for k, v in event.model_dump(mode="json").items() if v is not None or k not in OMITTED_WHEN_EMPTY}
 
 
 def record_hash(entry: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, field
 from specs.base import Frozen
 from specs.diagnostics import Diagnostic
 from specs.models import Name
-from specs.submission import RunId, Submission, parse_labels
+from specs.submission import MAX_ATTEMPT, RunId, Submission, parse_labels
 
 
 class RunStatus(StrEnum):
@@ -108,7 +108,7 @@ class RunRecord(Frozen):
     """Names as specs allow them: the planner makes the job's address from it."""
     cluster: Name
     spec_hash: str
-    attempt: Annotated[int, Field(ge=1)]
+    attempt: Annotated[int, Field(ge=1, le=MAX_ATTEMPT)]
     status: RunStatus
     """Last status argus saw: SUBMITTING, SUBMIT_FAILED, or a Ray status."""
     submitted_at: str | None = None
