@@ -154,14 +154,23 @@ def until(check: Callable[[], T], what: str, timeout: float = 60.0, every: float
     return value
 
 
-def wait_for(address: str, submission_id: str, statuses: set[str], timeout: float = 60.0) -> str:
+def wait_for(address: str, submission_id: str, statuses: set[str], timeout: float = 120.0) -> str:
+    """Until Ray reports one of `statuses`; a run that ends otherwise fails at once, saying how it ended."""
     client = sdk(address)
+    last: list[str] = []
 
     def status_wanted() -> str | None:
-        status = str(client.get_job_status(submission_id).value)
+        info = client.get_job_info(submission_id)
+        status = str(info.status.value)
+        last[:] = [f"{status} ({info.message})"]
+        if status not in statuses and status in ("SUCCEEDED", "FAILED", "STOPPED"):
+            raise AssertionError(f"{submission_id} ended {last[0]}, wanted {sorted(statuses)}")
         return status if status in statuses else None
 
-    return until(status_wanted, f"{submission_id} in {sorted(statuses)}", timeout)
+    try:
+        return until(status_wanted, f"{submission_id} in {sorted(statuses)}", timeout)
+    except AssertionError as err:
+        raise AssertionError(f"{err}; last seen {last[0] if last else 'nothing'}") from None
 
 
 def jobs_of(address: str, workspace: str) -> list:
