@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reconcile.execute.world import World
+from specs.address import Address
 from state import debug, records
 from state.audit_events import RunFinished
 from state.failures import classify, evidence_of
@@ -71,5 +72,5 @@ def _record_progress(world: World, record: RunRecord, job: RayJob) -> None:
     records.write_log(world.roots[record.cluster], job.submission_id, "driver.log", logs)
     failure = classify(evidence_of(job, logs))
     world.runs.update(record, status=job.status, failure=failure)
-    world.audit.append(record.cluster, RunFinished(address=f"job.{record.job}", submission_id=job.submission_id,
+    world.audit.append(record.cluster, RunFinished(address=Address.job(record.job), submission_id=job.submission_id,
                                                    status=job.status, failure=failure))
