@@ -10,6 +10,7 @@ from typing import Any
 
 from specs.errors import ArgusError
 from specs.submission import parse_labels
+from state.http_deadline import request_within
 from state.observed import TERMINAL, ClusterState, Node, RayJob
 
 DEFAULT_TIMEOUT = 10.0
@@ -184,7 +185,7 @@ class RayClient:
         except requests.Timeout as err:
             raise ClusterUnreachable(
                 f"Ray dashboard of cluster {self.name!r} at {self.address} did not answer within "
-                f"{self.timeout:.0f}s ({what}). The head may be overloaded; try again, or check it "
+                f"{self.timeout:g}s ({what}). The head may be overloaded; try again, or check it "
                 f"with `ray status` on the head."
             ) from err
         except (requests.ConnectionError, ConnectionError) as err:
@@ -201,13 +202,16 @@ class RayClient:
 
 
 def _make_sdk(address: str, timeout: float) -> Any:
-    """A JobSubmissionClient bound to `address` alone, with a timeout on every request.
+    """A JobSubmissionClient bound to `address` alone, every request of which ends within `timeout`.
 
     The stock constructor lets RAY_ADDRESS / RAY_API_SERVER_ADDRESS replace the address it is
-    given: argus must submit exactly where the spec says, so the env lookup is skipped.
+    given: argus must submit exactly where the spec says, so the env lookup is skipped (and with it
+    the stock constructor's version check: building this client makes no request).
     """
     import ray
+    from ray._private.authentication.http_token_authentication import format_authentication_http_error
     from ray.dashboard.modules.dashboard_sdk import SubmissionClient
+    from ray.exceptions import AuthenticationError
     from ray.job_submission import JobSubmissionClient
 
     class TimeoutJobClient(JobSubmissionClient):
@@ -216,9 +220,18 @@ def _make_sdk(address: str, timeout: float) -> Any:
             self._request_timeout = timeout
             SubmissionClient.__init__(self, address=address)
 
-        def _do_request(self, method: str, endpoint: str, **kwargs: Any) -> Any:
-            kwargs.setdefault("timeout", self._request_timeout)
-            return super()._do_request(method, endpoint, **kwargs)
+        def _do_request(self, method: str, endpoint: str, *, data: bytes | None = None,
+                        json_data: dict | None = None, **kwargs: Any) -> Any:
+            """Ray's own _do_request (same arguments, same auth check), under a total deadline."""
+            kwargs.pop("timeout", None)
+            response = request_within(
+                self._request_timeout, method, self._address + endpoint, cookies=self._cookies, data=data,
+                json=json_data, headers=self._headers, verify=self._verify, **kwargs,
+            )
+            formatted_error = format_authentication_http_error(response.status_code, response.text)
+            if formatted_error:
+                raise AuthenticationError(formatted_error)
+            return response
 
     return TimeoutJobClient()
 
