@@ -48,18 +48,20 @@ class Costs:
     """Counts every dashboard request, git process and snapshot re-hash while installed."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from ray.dashboard.modules.dashboard_sdk import SubmissionClient
+        from urllib.parse import urlsplit
 
-        from state import snapshots
+        import ray.job_submission  # noqa: F401 - imported before Popen is wrapped: ray subclasses Popen
+
+        from state import ray_client, snapshots
 
         self.requests: Counter[str] = Counter()
         self.git: Counter[str] = Counter()
         self.verified = 0
-        request, popen, verify = SubmissionClient._do_request, subprocess.Popen, snapshots.verify
+        request, popen, verify = ray_client.request_within, subprocess.Popen, snapshots.verify
 
-        def counted_request(client, method, endpoint, **kwargs):
-            self.requests[f"{method} {endpoint.split('?')[0]}"] += 1
-            return request(client, method, endpoint, **kwargs)
+        def counted_request(seconds, method, url, **kwargs):  # every dashboard request passes here
+            self.requests[f"{method} {urlsplit(url).path}"] += 1
+            return request(seconds, method, url, **kwargs)
 
         def counted_popen(args, *rest, **kwargs):
             if isinstance(args, list) and args and args[0] == "git":
@@ -70,7 +72,7 @@ class Costs:
             self.verified += 1
             return verify(*args, **kwargs)
 
-        monkeypatch.setattr(SubmissionClient, "_do_request", counted_request)
+        monkeypatch.setattr(ray_client, "request_within", counted_request)
         monkeypatch.setattr(subprocess, "Popen", counted_popen)
         monkeypatch.setattr(snapshots, "verify", counted_verify)
 
