@@ -7,10 +7,11 @@ prints and serialises as itself; it is made and taken apart here and nowhere els
 from __future__ import annotations
 
 import re
-from enum import StrEnum
+
+from specs.base import TextEnum
 
 
-class Kind(StrEnum):
+class Kind(TextEnum):
     JOB = "job"
     CODE = "code"
     """A CodeSnapshot."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from enum import Enum
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -14,3 +16,14 @@ class Frozen(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, use_attribute_docstrings=True)
+
+
+class TextEnum(str, Enum):
+    """An enum whose members are their text everywhere (str(), f-strings, JSON): enum.StrEnum's
+    behaviour, which exists only from Python 3.11 on, and argus supports 3.10."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, field_validator
 
-from specs.base import Frozen
+from specs.base import Frozen, TextEnum
 from specs.diagnostics import Diagnostic
 from specs.models import Name
 from specs.submission import MAX_ATTEMPT, RunId, Submission, parse_labels
 
 
-class RunStatus(StrEnum):
+class RunStatus(TextEnum):
     """Where a run is: Ray's job statuses, and two that only argus's records hold."""
 
     PENDING = "PENDING"
