@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from specs.address import Address
 from specs.diagnostics import Where
 from specs.models import Cluster, CodeSnapshot, Job, Workspace
 
@@ -61,9 +62,6 @@ def snapshot_rel(snapshot: CodeSnapshot) -> str:
     return f"common/code/{snapshot.repo_dir}/{snapshot.name}"
 
 
-ADDRESS_PREFIXES = {"Cluster": "cluster", "CodeSnapshot": "code", "Job": "job"}
-
-
 def address_of(kind: str, name: str) -> str:
-    """The address a resource is known by in plans, targets and the audit log."""
-    return "workspace" if kind == "Workspace" else f"{ADDRESS_PREFIXES[kind]}.{name}"
+    """The address a resource is known by in plans, targets and the audit log (specs.address makes it)."""
+    return Address.of_spec(kind, name)
