@@ -50,11 +50,11 @@ def compose(config_dir: Path, job: Job, desired: DesiredState, cache_root: str, 
     name = verl.WORKLOADS[job.workload].config
     key = hashlib.sha256(json.dumps([digest, name, overrides, _hydra_version()]).encode()).hexdigest()
     cache = Path(cache_root) / ".argus" / "hydra-checks" / f"{key}.json"
-    if _extends_search_path(config_dir):
+    if digest and cache.exists():  # verdicts are cached only for configs that passed the scan below
+        error = json.loads(cache.read_text())["error"]
+    elif _extends_search_path(config_dir):
         return _about(job, "code", f"code.{job.code}'s Hydra config sets hydra.searchpath, which can load modules "
                                    "or files from anywhere: argus does not compose it")
-    if digest and cache.exists():
-        error = json.loads(cache.read_text())["error"]
     else:
         error, final = _compose_error(config_dir, name, overrides)
         if digest and final:
