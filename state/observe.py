@@ -22,14 +22,9 @@ from state.observed import (
     SnapshotState,
     SourceState,
 )
-from state.ray_client import DEFAULT_TIMEOUT, RayClient
+from state.ray_client import RayClient
 from state.records import read_records
 from state.sources import DEFAULT_FETCH_TIMEOUT, resolve_source, unresolved
-
-
-def clients(desired: DesiredState, timeout: float = DEFAULT_TIMEOUT) -> dict[str, RayClient]:
-    """One client per cluster, bound to the address its spec names."""
-    return {name: RayClient(name, c.address, timeout) for name, c in sorted(desired.clusters.items())}
 
 
 def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: bool = False,

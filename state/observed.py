@@ -146,6 +146,24 @@ class RunRecord(Frozen):
             return None
 
 
+class RunEnd(Frozen):
+    """jobs/<submission_id>/exit.json: how a run ended, written by the run itself on its node
+    (reconcile.execute.wrapper). It outlives Ray's memory, so it is the truth of a finished run."""
+
+    exit_code: Annotated[int, Field(ge=0, le=255)]
+    signal: str | None = Field(default=None, pattern=r"^[A-Z0-9]{1,12}$")
+    """The signal that asked the run to end (a stop), or that killed its command."""
+    stopped: bool = False
+    """The run was asked to stop (`ray job stop`, an argus stop): it ended as STOPPED."""
+    ended_at: str = Field(default="", max_length=40)
+
+    @property
+    def status(self) -> RunStatus:
+        if self.stopped:
+            return RunStatus.STOPPED
+        return RunStatus.SUCCEEDED if self.exit_code == 0 else RunStatus.FAILED
+
+
 class SourceState(Frozen):
     """What a snapshot's source resolves to now, or why it does not."""
 
@@ -207,3 +225,7 @@ class ObservedState(Frozen):
     """Per verl job: entry module, Hydra composition, data and model files, each located in the job's spec."""
     absent_roots: tuple[str, ...] = ()
     """Clusters whose (absolute) shared root does not exist on this machine."""
+    unreachable: dict[str, str] = {}
+    """Clusters whose dashboard could not be read, with why: absent from `clusters`, planned around."""
+    ends: dict[str, RunEnd] = {}
+    """By submission id: the exit.json each run of this workspace wrote when it ended."""

@@ -20,9 +20,10 @@ def load(directory: Path) -> DesiredState:
 
 
 def connect(desired: DesiredState, timeout: float) -> dict[str, RayClient]:
-    from state.observe import clients  # imports ray: only commands that talk to clusters pay
+    """One client per cluster, bound to the address its spec names. Building one sends no request."""
+    from state.ray_client import RayClient  # imports ray: only commands that talk to clusters pay
 
-    return clients(desired, timeout)
+    return {name: RayClient(name, c.address, timeout) for name, c in sorted(desired.clusters.items())}
 
 
 def observe_and_plan(desired: DesiredState, ray: dict[str, RayClient], options: PlanOptions | None = None,
