@@ -135,7 +135,10 @@ class RunView(Frozen):
     on_ray: bool
     """False when Ray no longer knows the run (head restart, delete_job)."""
     failure: str | None = None
-    """Failure class of a failed run, when known (state.failures)."""
+    """Failure class of a failed run, when known (state.failures); "lost" for a lost run."""
+    lost: bool = False
+    """Neither Ray nor the run's exit.json shows an end, and the head restarted since it was seen:
+    whatever it was doing died with that head."""
     started_at: float = 0.0
     """Epoch seconds of the submit (Ray's start time, or argus's record): orders a job's runs."""
     protect: bool = False
@@ -152,8 +155,10 @@ class RunView(Frozen):
         if self.on_ray:
             failed = self.failure and self.status is RunStatus.FAILED
             return f"{self.status} ({self.failure})" if failed else self.status.value
-        if self.status in MAYBE_RUNNING:
+        if self.lost:
             return f"lost (last seen {self.status})"
+        if self.status in MAYBE_RUNNING:
+            return f"unknown (last seen {self.status})"
         return f"forgotten ({self.status})"
 
 

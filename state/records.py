@@ -1,13 +1,19 @@
-"""Per-run records on the shared filesystem: jobs/<submission_id>/{config/,logs/,status.json}.
+"""Per-run records on the shared filesystem: jobs/<submission_id>/{config/,logs/,status.json,exit.json}.
 
 Ray forgets jobs (a head restart without persistence, delete_job); these records are how argus
-still knows a run happened, so that it is reported, never silently submitted again.
+still knows a run happened, so that it is reported, never silently submitted again. status.json
+is argus's; logs/driver.log and exit.json are written by the run itself (reconcile.execute.wrapper).
+Every file here is writable by every job on the cluster, so each is read as hostile input: size
+capped, symlinks refused, and anything malformed is "not there", never a crash.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
+import stat
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -16,7 +22,11 @@ from pydantic import ValidationError
 from ruamel.yaml import YAML
 
 from state.files import write_atomic, write_json
-from state.observed import RunRecord
+from state.observed import RunEnd, RunRecord
+
+MAX_END_BYTES = 4096
+TAIL_BYTES = 64 * 1024
+"""How much of a driver log's end is read to classify a failure: the traceback is at the end."""
 
 
 def job_dir(shared_root: str, submission_id: str) -> Path:
@@ -70,6 +80,52 @@ def read_records(shared_root: str, workspace: str) -> dict[str, RunRecord]:
 
 def read_record(shared_root: str, submission_id: str) -> RunRecord | None:
     return _read(job_dir(shared_root, submission_id) / "status.json")
+
+
+def read_end(shared_root: str, submission_id: str) -> RunEnd | None:
+    """The run's exit.json, or None when it has not ended (or wrote something that is not one)."""
+    raw = _read_small(job_dir(shared_root, submission_id) / "exit.json", MAX_END_BYTES)
+    try:
+        return RunEnd.model_validate_json(raw) if raw is not None else None
+    except ValidationError:
+        return None
+
+
+def read_ends(shared_root: str, submission_ids: list[str]) -> dict[str, RunEnd]:
+    found = {sid: read_end(shared_root, sid) for sid in submission_ids}
+    return {sid: end for sid, end in found.items() if end is not None}
+
+
+def driver_log(shared_root: str, submission_id: str) -> Path | None:
+    """The run's own log on NFS, when it is a regular file (never a symlink planted by a job)."""
+    path = job_dir(shared_root, submission_id) / "logs" / "driver.log"
+    try:
+        return path if stat.S_ISREG(os.lstat(path).st_mode) else None
+    except OSError:
+        return None
+
+
+def log_tail(shared_root: str, submission_id: str, limit: int = TAIL_BYTES) -> str:
+    path = driver_log(shared_root, submission_id)
+    if path is None:
+        return ""
+    with contextlib.suppress(OSError), open(path, "rb") as handle:
+        handle.seek(max(0, os.fstat(handle.fileno()).st_size - limit))
+        return handle.read(limit).decode("utf-8", errors="replace")
+    return ""
+
+
+def _read_small(path: Path, limit: int) -> bytes | None:
+    """A regular file's bytes, if it is no bigger than limit; symlinks are not followed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = handle.read(limit + 1)
+    return data if len(data) <= limit else None
 
 
 def now() -> str:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from reconcile.execute.world import Done, Outcome, World
+from reconcile.execute.wrapper import wrapped
 from reconcile.model import StopStep, SubmitStep
 from specs.errors import ArgusError
 from specs.submission import expand
 from state.observed import RunStatus
+from state.records import job_dir
 
 
 def submit(step: SubmitStep, world: World) -> Done:
@@ -44,11 +46,13 @@ def stop(step: StopStep, world: World) -> Done:
 
 
 def payload_of(step: SubmitStep, shared_root: str, labels: dict[str, str]) -> dict[str, Any]:
-    """What goes to Ray, secrets still as references: this is also what is written to NFS."""
+    """What goes to Ray, secrets still as references: this is also what is written to NFS. The
+    entrypoint runs inside the wrapper that keeps the run's log and end on NFS (execute.wrapper)."""
     sub = step.submission
     env = {k: expand(v, shared_root, step.submission_id) for k, v in sub.env_vars.items()}
+    command = expand(sub.entrypoint, shared_root, step.submission_id)
     return {
-        "entrypoint": expand(sub.entrypoint, shared_root, step.submission_id),
+        "entrypoint": wrapped(command, str(job_dir(shared_root, step.submission_id))),
         "runtime_env": {"env_vars": env} if env else None,
         "metadata": labels,
         "entrypoint_num_cpus": sub.entrypoint_num_cpus,

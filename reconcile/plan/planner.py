@@ -137,7 +137,7 @@ def plan_removed(name: str, runs: list[RunView]) -> Change | None:
 def _retry(job: Job, sub: Submission, first: RunId, mine: list[RunView]) -> Change | None:
     """A new attempt when the newest run of this spec failed in a way its retry policy names."""
     last = newest(mine)
-    failure = "lost" if not last.on_ray and last.status in MAYBE_RUNNING else last.failure
+    failure = last.failure
     if job.retry is None or failure not in job.retry.on or last.attempt >= job.retry.max_attempts:
         return None
     if last.on_ray and last.status is not RunStatus.FAILED:
@@ -197,7 +197,7 @@ def _job_diagnostics(source: Source, job: Job, change: Change, runs: list[RunVie
                     f"its run {change.current.submission_id if change.current else ''}; set `protect: false` "
                     f"first if that is intended").located(source))
     for run in runs:
-        if not run.on_ray and run.status in MAYBE_RUNNING and run.cluster in observed.clusters:
+        if run.lost:
             found.append(Diagnostic(
                 severity="warning", address=change.address,
                 message=f"run {run.submission_id} was {run.status} when argus last saw it, but cluster "

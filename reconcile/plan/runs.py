@@ -6,7 +6,7 @@ from datetime import datetime
 
 from reconcile.model import RunView, UnmanagedJob
 from specs.submission import SUBMISSION_ID_PATTERN, RunId
-from state.observed import ACTIVE, ObservedState, RayJob, RunRecord, RunStatus
+from state.observed import ACTIVE, MAYBE_RUNNING, ObservedState, RayJob, RunRecord, RunStatus
 
 
 def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunView]]:
@@ -19,7 +19,7 @@ def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunVi
                 views[job.submission_id] = (run.job, _seen_on_ray(job, run, cluster.name, observed))
     for record in observed.records.values():
         if record.submission_id not in views and not _never_reached_ray(record, observed):
-            views[record.submission_id] = (record.job, _recorded(record))
+            views[record.submission_id] = (record.job, _recorded(record, observed))
     grouped: dict[str, list[RunView]] = {}
     for job_name, view in views.values():
         grouped.setdefault(job_name, []).append(view)
@@ -54,19 +54,33 @@ def ours(job: RayJob, workspace: str) -> RunId | None:
 
 
 def _seen_on_ray(job: RayJob, run: RunId, cluster: str, observed: ObservedState) -> RunView:
-    record = observed.records.get(job.submission_id)
+    """The run's own exit.json outranks Ray: it is written as the run ends, before Ray notices."""
+    record, end = observed.records.get(job.submission_id), observed.ends.get(job.submission_id)
     return RunView(submission_id=job.submission_id, cluster=cluster, spec_hash=run.spec_hash, attempt=run.attempt,
-                   status=job.status, on_ray=True, started_at=(job.start_time or 0) / 1000,
+                   status=end.status if end else job.status, on_ray=True, started_at=(job.start_time or 0) / 1000,
                    protect=bool(record and record.protect),
                    failure=(record.failure if record else None) or observed.failures.get(job.submission_id),
                    submission=record.submission if record else None)
 
 
-def _recorded(record: RunRecord) -> RunView:
+def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
+    """A run Ray does not know (any more): its exit.json says how it ended; without one, it is lost
+    only when the head restarted since it was seen running (a job Ray still has in the same session
+    was deleted, which Ray allows only for finished jobs)."""
+    end = observed.ends.get(record.submission_id)
+    lost = end is None and record.status in MAYBE_RUNNING and _head_restarted(record, observed)
     return RunView(submission_id=record.submission_id, cluster=record.cluster, spec_hash=record.spec_hash,
-                   attempt=record.attempt, status=record.status, on_ray=False, protect=record.protect,
-                   failure=record.failure, started_at=_epoch(record.submitted_at or record.updated_at),
-                   submission=record.submission)
+                   attempt=record.attempt, status=end.status if end else record.status, on_ray=False,
+                   protect=record.protect, lost=lost, failure="lost" if lost else record.failure
+                   or observed.failures.get(record.submission_id),
+                   started_at=_epoch(record.submitted_at or record.updated_at), submission=record.submission)
+
+
+def _head_restarted(record: RunRecord, observed: ObservedState) -> bool:
+    """The cluster answers with another session than the run's; a record without a session (an
+    earlier version's) is judged as before: lost."""
+    cluster = observed.clusters.get(record.cluster)
+    return cluster is not None and (record.session_name is None or cluster.session_name != record.session_name)
 
 
 def _never_reached_ray(record: RunRecord, observed: ObservedState) -> bool:
