@@ -157,11 +157,13 @@ def status(directory: Path = DIR, timeout: float = TIMEOUT, output_format: Forma
 @app.command()
 def logs(job: str = typer.Argument(..., help="Job name."), directory: Path = DIR, timeout: float = TIMEOUT,
          follow: bool = typer.Option(False, "--follow", "-f", help="Stream the log until the run ends."),
+         run_id: str | None = typer.Option(None, "--run", help="This run (a submission id), not the current one."),
+         attempt: int | None = typer.Option(None, "--attempt", min=1, help="This attempt of the current run's spec."),
          as_json: bool = JSON) -> int:
-    """Print the driver log of a job's current run."""
+    """Print the driver log of a job's run: the copy the run kept on NFS, else Ray's."""
     from reconcile.commands import logs as command
 
-    return command.run(directory, job, timeout, follow, as_json)
+    return command.run(directory, job, timeout, follow, as_json, run_id, attempt)
 
 
 @audit_app.command("verify")

@@ -71,7 +71,8 @@ def tail(text: str, lines: int = 200) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def evidence_of(job, logs: str) -> Evidence:
-    """Evidence from a RayJob (state.observed) and its driver log."""
-    return Evidence(status=job.status, error_type=job.error_type or "", exit_code=job.driver_exit_code,
+def evidence_of(job, logs: str, status: str | None = None) -> Evidence:
+    """Evidence from a RayJob (state.observed) and its driver log; `status` when the run's own
+    exit.json says more than Ray."""
+    return Evidence(status=status or job.status, error_type=job.error_type or "", exit_code=job.driver_exit_code,
                     message=job.message, log_tail=tail(logs))

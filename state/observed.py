@@ -152,15 +152,17 @@ class RunEnd(Frozen):
 
     exit_code: Annotated[int, Field(ge=0, le=255)]
     signal: str | None = Field(default=None, pattern=r"^[A-Z0-9]{1,12}$")
-    """The signal that asked the run to end (a stop), or that killed its command."""
-    stopped: bool = False
-    """The run was asked to stop (`ray job stop`, an argus stop): it ended as STOPPED."""
+    """The signal the run received (a stop, or a head going down), or that killed its command."""
+    signalled: bool = False
+    """The run was signalled to end: by `ray job stop` or an argus stop, or by a dying head or node.
+    The run cannot tell which; Ray, or argus's record of a stop, can."""
     ended_at: str = Field(default="", max_length=40)
 
     @property
-    def status(self) -> RunStatus:
-        if self.stopped:
-            return RunStatus.STOPPED
+    def status(self) -> RunStatus | None:
+        """SUCCEEDED or FAILED by the command's own exit; None when a signal sent to the run ended it."""
+        if self.signalled:
+            return None
         return RunStatus.SUCCEEDED if self.exit_code == 0 else RunStatus.FAILED
 
 

@@ -1,10 +1,16 @@
-"""Ray forgets every job when its head restarts; argus must not submit finished runs again."""
+"""Ray forgets every job when its head restarts; argus must not submit finished runs again.
+
+A run that ended while no argus ran keeps its own record (exit.json, driver.log): after the
+restart it is shown finished with its log, and a `retry: {on: [lost]}` policy does not run it again.
+"""
 
 from __future__ import annotations
 
-from conftest import QUICK, SLEEP, jobs_of, make_workspace, start_cluster, wait_for
+import shlex
 
-from state import local
+from conftest import QUICK, SLEEP, gated, jobs_of, make_workspace, start_cluster, wait_for
+
+from state import local, records
 
 
 def test_runs_survive_a_head_restart_as_forgotten_or_lost(tmp_path, argus):
@@ -18,7 +24,15 @@ def test_runs_survive_a_head_restart_as_forgotten_or_lost(tmp_path, argus):
         ids = {j.metadata["argus.job"]: j.submission_id for j in jobs_of(cluster.address, ws.name)}
         wait_for(cluster.address, ids["done"], {"SUCCEEDED"})
         wait_for(cluster.address, ids["busy"], {"RUNNING"})
-        assert argus("apply", ws.root, "--auto-approve").code == 0  # records the statuses
+        gate = tmp_path / "quiet-may-end"
+        ws.job("quiet", ["sh", "-c", f"echo quiet run says hi; {shlex.join(gated(gate))}"],
+               "retry: {max_attempts: 3, on: [lost]}\n")
+        assert argus("apply", ws.root, "--auto-approve").code == 0  # records the statuses, submits quiet
+        quiet = next(j.submission_id for j in jobs_of(cluster.address, ws.name) if j.metadata["argus.job"] == "quiet")
+        wait_for(cluster.address, quiet, {"RUNNING"})
+        gate.touch()  # quiet ends while no argus runs: its record on NFS still says PENDING
+        wait_for(cluster.address, quiet, {"SUCCEEDED"})
+        assert records.read_record(str(ws.shared), quiet).status == "PENDING"
         ws.job("after", QUICK)
         assert argus("plan", ws.root, "-o", tmp_path / "before-restart.json").code == 0
         ws.remove("jobs/after.yaml")
@@ -43,5 +57,12 @@ def test_runs_survive_a_head_restart_as_forgotten_or_lost(tmp_path, argus):
         assert [j.metadata["argus.job"] for j in jobs_of(cluster.address, ws.name)] == ["after"]
         status = argus("status", ws.root)
         assert "forgotten (SUCCEEDED)" in status.out
+        quiet_row = next(line for line in status.out.splitlines() if "job.quiet" in line)
+        assert "forgotten (SUCCEEDED)" in quiet_row, status.out
+        assert all(j.metadata["argus.job"] != "quiet" for j in jobs_of(cluster.address, ws.name)), "quiet ran twice"
+        logs = argus("logs", "quiet", ws.root)
+        assert logs.code == 0 and "quiet run says hi" in logs.out, logs.out + logs.err
+        # status and plan settled the record from the run's exit.json.
+        assert records.read_record(str(ws.shared), quiet).status == "SUCCEEDED"
     finally:
         local.down(state_dir)

@@ -57,20 +57,31 @@ def forget_old_runs(world: World, cluster: ClusterState, keep_finished: int) -> 
 
 
 def _behind(world: World, record: RunRecord, job: RayJob) -> bool:
-    unkept = job.status in TERMINAL and not records.has_log(world.roots[record.cluster], job.submission_id,
-                                                            "driver.log")
-    return record.status != job.status or unkept
+    root = world.roots[record.cluster]
+    unkept = job.status in TERMINAL and not records.has_log(root, job.submission_id, "driver.log")
+    return record.status != _status(root, job) or unkept
+
+
+def _status(root: str, job: RayJob) -> str:
+    """The run's own end outranks Ray's word (and Ray may not have noticed the end yet)."""
+    end = records.read_end(root, job.submission_id)
+    return (end and end.status) or job.status
 
 
 def _record_progress(world: World, record: RunRecord, job: RayJob) -> None:
     """A run seen finished for the first time: keep its driver log (Ray keeps it on one node's
     disk only), classify a failure, and say so in the audit log."""
-    if job.status not in TERMINAL:
-        world.runs.update(record, status=job.status)
+    root = world.roots[record.cluster]
+    status = _status(root, job)
+    if status not in TERMINAL:
+        world.runs.update(record, status=status)
         return
-    logs = world.clients[record.cluster].logs(job.submission_id)
-    records.write_log(world.roots[record.cluster], job.submission_id, "driver.log", logs)
-    failure = classify(evidence_of(job, logs))
-    world.runs.update(record, status=job.status, failure=failure)
+    if records.has_log(root, job.submission_id, "driver.log"):  # the run kept its own (execute.wrapper)
+        logs = records.log_tail(root, job.submission_id)
+    else:  # a run that never reached its wrapper (runtime env setup), or one of an earlier version
+        logs = world.clients[record.cluster].logs(job.submission_id)
+        records.write_log(root, job.submission_id, "driver.log", logs)
+    failure = classify(evidence_of(job, logs, status))
+    world.runs.update(record, status=status, failure=failure)
     world.audit.append(record.cluster, RunFinished(address=Address.job(record.job), submission_id=job.submission_id,
-                                                   status=job.status, failure=failure))
+                                                   status=status, failure=failure))

@@ -2,7 +2,7 @@
 
 While the command lives, its stdout and stderr go through `tee` into
 `<shared_root>/jobs/<submission_id>/logs/driver.log` (and on to Ray, which keeps the same text);
-when it ends, `exit.json` says how: exit code, time, and the signal when it was stopped. Both are
+when it ends, `exit.json` says how: exit code, time, and the signal when one ended it. Both are
 written by the run on its node, so they survive a head restart, Ray's table being pruned, and argus
 not running at all. Nothing of argus is needed on the nodes: sh, mkdir, mkfifo, tee, date, mv.
 
@@ -34,7 +34,7 @@ s=; trap "s=TERM" TERM; trap "s=INT" INT; trap "s=HUP" HUP;
 g=$s; if [ -z "$g" ] && [ $r -gt 128 ]; then g=$(kill -l $r 2>/dev/null); fi;
 case "$g" in ""|*[!A-Z0-9]*) g=null;; *) g="\\"$g\\"";; esac;
 if [ -n "$s" ]; then k=true; else k=false; fi;
-printf "{\\"exit_code\\": %d, \\"signal\\": %s, \\"stopped\\": %s, \\"ended_at\\": \\"%s\\"}\\n" $r "$g" $k
+printf "{\\"exit_code\\": %d, \\"signal\\": %s, \\"signalled\\": %s, \\"ended_at\\": \\"%s\\"}\\n" $r "$g" $k
   "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$d/.exit.json.$$" && mv -f "$d/.exit.json.$$" "$d/exit.json";
 exit $r
 """

@@ -57,20 +57,22 @@ def _seen_on_ray(job: RayJob, run: RunId, cluster: str, observed: ObservedState)
     """The run's own exit.json outranks Ray: it is written as the run ends, before Ray notices."""
     record, end = observed.records.get(job.submission_id), observed.ends.get(job.submission_id)
     return RunView(submission_id=job.submission_id, cluster=cluster, spec_hash=run.spec_hash, attempt=run.attempt,
-                   status=end.status if end else job.status, on_ray=True, started_at=(job.start_time or 0) / 1000,
+                   status=(end and end.status) or job.status, on_ray=True, started_at=(job.start_time or 0) / 1000,
                    protect=bool(record and record.protect),
                    failure=(record.failure if record else None) or observed.failures.get(job.submission_id),
                    submission=record.submission if record else None)
 
 
 def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
-    """A run Ray does not know (any more): its exit.json says how it ended; without one, it is lost
-    only when the head restarted since it was seen running (a job Ray still has in the same session
-    was deleted, which Ray allows only for finished jobs)."""
+    """A run Ray does not know (any more): its exit.json says how it ended. Without one, or when a
+    signal ended it (a stop argus would have recorded, or a head going down), it is lost only when
+    the head restarted since it was seen running (a job Ray still has in the same session was
+    deleted, which Ray allows only for finished jobs)."""
     end = observed.ends.get(record.submission_id)
-    lost = end is None and record.status in MAYBE_RUNNING and _head_restarted(record, observed)
+    ended = end.status if end else None
+    lost = ended is None and record.status in MAYBE_RUNNING and _head_restarted(record, observed)
     return RunView(submission_id=record.submission_id, cluster=record.cluster, spec_hash=record.spec_hash,
-                   attempt=record.attempt, status=end.status if end else record.status, on_ray=False,
+                   attempt=record.attempt, status=ended or record.status, on_ray=False,
                    protect=record.protect, lost=lost, failure="lost" if lost else record.failure
                    or observed.failures.get(record.submission_id),
                    started_at=_epoch(record.submitted_at or record.updated_at), submission=record.submission)

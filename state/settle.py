@@ -1,0 +1,73 @@
+"""What runs wrote about their own end, read into an observation, and argus's records settled to it.
+
+Any command that observes (plan, apply, status, logs) reads each run's exit.json, so a run's truth
+never waits for an apply. A record still saying a run is underway whose end is now known (its
+exit.json) and that Ray no longer knows is rewritten with that end. Runs Ray still knows are
+settled by apply (execute.refresh), which also keeps their log and audits their end: settling
+them here would take that moment from it. Settling writes only what the observation already
+decided, so it changes no plan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from specs.desired import DesiredState
+from state import records
+from state.failures import Evidence, classify
+from state.observed import TERMINAL, ObservedState, RunEnd, RunStatus
+
+
+def with_ends(desired: DesiredState, observed: ObservedState) -> ObservedState:
+    """The observation with every known run's exit.json, and the failure class of each run that
+    failed while Ray forgot it (read from the log it kept), for jobs with a retry policy."""
+    ends: dict[str, RunEnd] = {}
+    for cluster, ids in _runs_by_cluster(desired, observed).items():
+        ends.update(records.read_ends(desired.shared_root(cluster), sorted(ids)))
+    failures = {**_failures_on_nfs(desired, observed, ends), **observed.failures}
+    return observed.model_copy(update={"ends": ends, "failures": failures})
+
+
+def settle(desired: DesiredState, observed: ObservedState) -> int:
+    """Write the final status of records whose run has ended; how many were written. A shared root
+    that refuses the write (read-only, permissions) is left as it is: the truth is read again next time."""
+    on_ray = {j.submission_id for c in observed.clusters.values() for j in c.jobs}
+    written = 0
+    for sid, record in sorted(observed.records.items()):
+        end = observed.ends.get(sid)
+        if (end is None or end.status is None or sid in on_ray or record.status in TERMINAL
+                or record.cluster not in desired.clusters):
+            continue
+        settled = record.model_copy(update={"status": end.status, "updated_at": records.now(),
+                                            "failure": record.failure or observed.failures.get(sid)})
+        with contextlib.suppress(OSError):
+            records.write_status(desired.shared_root(record.cluster), settled)
+            written += 1
+    return written
+
+
+def _runs_by_cluster(desired: DesiredState, observed: ObservedState) -> dict[str, set[str]]:
+    """This workspace's runs (records and Ray jobs carrying its labels) by the cluster they ran on."""
+    found: dict[str, set[str]] = {}
+    for record in observed.records.values():
+        if record.cluster in desired.clusters and record.cluster not in observed.absent_roots:
+            found.setdefault(record.cluster, set()).add(record.submission_id)
+    for name, cluster in observed.clusters.items():
+        if name in desired.clusters and name not in observed.absent_roots:
+            found.setdefault(name, set()).update(j.submission_id for j in cluster.jobs
+                                                 if j.workspace == desired.workspace.name)
+    return found
+
+
+def _failures_on_nfs(desired: DesiredState, observed: ObservedState, ends: dict[str, RunEnd]) -> dict[str, str]:
+    """A run Ray forgot that failed by its exit.json: classified from the tail of its own log."""
+    on_ray = {j.submission_id for c in observed.clusters.values() for j in c.jobs}
+    found = {}
+    for sid, end in ends.items():
+        record = observed.records.get(sid)
+        spec = desired.jobs.get(record.job) if record else None
+        if (record and spec and spec.retry and not record.failure and sid not in on_ray
+                    and end.status is RunStatus.FAILED):
+            tail = records.log_tail(desired.shared_root(record.cluster), sid)
+            found[sid] = classify(Evidence(status="FAILED", exit_code=end.exit_code, log_tail=tail)) or "unknown"
+    return found
