@@ -189,6 +189,8 @@ class UnmanagedJob(Frozen):
     status: RunStatus
     owner: str | None
     """The other workspace that owns it, or None when submitted by hand."""
+    claims: str | None = None
+    """"<workspace>/<job>" when it carries this workspace's labels but is not a proven run of it."""
 
 
 class PlanOptions(Frozen):

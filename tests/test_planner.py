@@ -32,16 +32,22 @@ def run_of(spec: Job, status: str, attempt: int = 1, workspace: str = "team", st
                             "argus.spec_hash": digest, "argus.attempt": str(attempt)})
 
 
-def observed(*jobs: RayJob, records: tuple[RunRecord, ...] = ()) -> ObservedState:
+def observed(*jobs: RayJob, records: tuple[RunRecord, ...] = (), unrecorded: tuple[str, ...] = ()) -> ObservedState:
+    """Ray's jobs and argus's records; a job argus would have submitted has its record (argus writes
+    it before every submit) unless the test names it in `unrecorded` or gives its record."""
     cluster = ClusterState(name="c", address="http://x:1", session_name="s1", ray_version="2.60.0",
                            nodes=(), jobs=tuple(jobs))
-    return ObservedState(clusters={"c": cluster}, records={r.submission_id: r for r in records})
+    given = {r.submission_id: r for r in records}
+    implied = {j.submission_id: record_of(j, "PENDING", attempt=j.attempt) for j in jobs
+               if j.workspace == "team" and j.run_id.submission_id == j.submission_id and j.submission_id not in unrecorded}
+    return ObservedState(clusters={"c": cluster}, records={**implied, **given})
 
 
 def record_of(ray_job: RayJob, status: str, **fields) -> RunRecord:
-    return RunRecord(submission_id=ray_job.submission_id, workspace="team", job=ray_job.job or "",
-                     cluster="c", spec_hash=ray_job.spec_hash or "", attempt=1, status=status,
-                     updated_at="2026-01-01T00:00:00+00:00", plan_id="p", commit="c", **fields)
+    return RunRecord(**{"submission_id": ray_job.submission_id, "workspace": ray_job.workspace or "team",
+                        "job": ray_job.job or "", "cluster": "c", "spec_hash": ray_job.spec_hash or "", "attempt": 1,
+                        "status": status, "updated_at": "2026-01-01T00:00:00+00:00", "plan_id": "p", "commit": "c",
+                        **fields})
 
 
 def test_a_new_job_is_submitted_with_a_deterministic_id():

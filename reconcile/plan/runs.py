@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from reconcile.model import RunView, UnmanagedJob
-from specs.submission import SUBMISSION_ID_PATTERN, RunId
+from reconcile.model import Change, RunView, SubmitStep, UnmanagedJob
+from specs.address import Address
+from specs.diagnostics import Diagnostic, printable
+from specs.submission import LABEL_JOB, LABEL_WORKSPACE, RunId
 from state.observed import ACTIVE, MAYBE_RUNNING, ObservedState, RayJob, RunRecord, RunStatus
 
 
@@ -14,7 +16,7 @@ def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunVi
     views: dict[str, tuple[str, RunView]] = {}
     for cluster in observed.clusters.values():
         for job in cluster.jobs:
-            run = ours(job, workspace)
+            run = ours(job, workspace, cluster.name, observed)
             if run is not None:
                 views[job.submission_id] = (run.job, _seen_on_ray(job, run, cluster.name, observed))
     for record in observed.records.values():
@@ -36,21 +38,61 @@ def is_active(run: RunView) -> bool:
 
 
 def unmanaged(workspace: str, observed: ObservedState) -> tuple[UnmanagedJob, ...]:
+    """Every job on the clusters that is not a proven run of this workspace; what it claims to be
+    when it carries this workspace's labels without the proof."""
     return tuple(
-        UnmanagedJob(cluster=c.name, submission_id=j.submission_id, status=j.status, owner=j.workspace)
+        UnmanagedJob(cluster=c.name, submission_id=j.submission_id, status=j.status, owner=j.workspace,
+                     claims=claimed(j, workspace))
         for c in observed.clusters.values()
         for j in c.jobs
-        if ours(j, workspace) is None
+        if ours(j, workspace, c.name, observed) is None
     )
 
 
-def ours(job: RayJob, workspace: str) -> RunId | None:
-    """The run, when argus's labels name this workspace and the id is one argus could have made:
-    anything else is never stopped or planned on."""
+def ours(job: RayJob, workspace: str, cluster: str, observed: ObservedState) -> RunId | None:
+    """The run, only when it is proven a run of this workspace: its labels parse, its submission id
+    is the one argus derives from them, and argus's record of that run on this cluster exists (argus
+    writes it before every submit). Anything else is never stopped or planned on: labels are
+    metadata anyone can submit."""
     run = job.run_id
-    if run is None or run.workspace != workspace or not SUBMISSION_ID_PATTERN.match(job.submission_id):
+    if run is None or run.workspace != workspace or job.submission_id != run.submission_id:
+        return None
+    record = observed.records.get(job.submission_id)
+    if record is None or record.cluster != cluster or record.job != run.job or record.spec_hash != run.spec_hash:
         return None
     return run
+
+
+def claimed(job: RayJob, workspace: str) -> str | None:
+    """"<workspace>/<job>" for a job carrying this workspace's label that is not proven ours."""
+    said = job.metadata.get(LABEL_WORKSPACE)
+    if said != workspace:
+        return None
+    return f"{workspace}/{printable(job.metadata.get(LABEL_JOB, '?'))[:64]}"
+
+
+def ownership_diagnostics(workspace: str, observed: ObservedState, changes: list[Change]) -> list[Diagnostic]:
+    """A warning per job claiming to be a run of this workspace without the proof; an error where
+    such a job holds the very submission id the plan would submit: argus never adopts it."""
+    claims = [j for j in unmanaged(workspace, observed) if j.claims]
+    taken = {(j.cluster, j.submission_id): j for j in claims}
+    found = [Diagnostic(
+        severity="warning", address=Address.cluster(j.cluster),
+        message=f"Ray job {printable(j.submission_id)[:140]} on cluster {j.cluster!r} claims to be {j.claims} but "
+                "is not a run argus submitted (its id is not the one argus derives from its labels, or argus "
+                "has no record of it): it is never stopped or counted; stop it with `ray job stop` if unwanted")
+        for j in claims]
+    for change in changes:
+        for step in change.steps:
+            squatter = taken.get((step.cluster, step.submission_id)) if isinstance(step, SubmitStep) else None
+            if squatter is not None:
+                found.append(Diagnostic(
+                    severity="error", address=change.address,
+                    message=f"{change.address} would be submitted as {step.submission_id}, but a job argus did not "
+                            f"submit already holds that id on cluster {step.cluster!r} ({squatter.status}); argus "
+                            f"will not adopt it. Stop and delete it (`ray job stop {step.submission_id}`, then "
+                            "`ray job delete`), or bump the job's `run:` counter"))
+    return found
 
 
 def _seen_on_ray(job: RayJob, run: RunId, cluster: str, observed: ObservedState) -> RunView:
