@@ -186,11 +186,15 @@ def audit_show(directory: Path = DIR, as_json: bool = typer.Option(False, "--jso
 
 @local_app.command("up")
 def local_up(state_dir: Path = LOCAL_DIR,
-             dashboard_port: int = typer.Option(8265, "--dashboard-port", help="Port of the Ray dashboard.")) -> int:
+             dashboard_port: int = typer.Option(8265, "--dashboard-port", help="Port of the Ray dashboard."),
+             auth_token: bool = typer.Option(False, "--auth-token", help="Turn on Ray's token authentication "
+                                             "(RAY_AUTH_MODE=token) with a fresh random token, written to "
+                                             "auth_token in the state directory (mode 0600); a Cluster's "
+                                             "`auth_token:` points at that file.")) -> int:
     """Start the local cluster and print its dashboard address."""
     from reconcile.commands import local as command
 
-    return command.up(state_dir, dashboard_port)
+    return command.up(state_dir, dashboard_port, auth_token)
 
 
 @local_app.command("down")

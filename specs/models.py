@@ -14,6 +14,8 @@ from specs.git_urls import check_git_ref, check_git_url, check_source_path
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 SECRET_REF_PATTERN = r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$"
 ADDRESS_PATTERN = r"^https?://[^/\s]+/?$"
+TOKEN_REF_PATTERN = r"^(\$\{env:[A-Za-z_][A-Za-z0-9_]*\}|/.*|~/.*)$"
+"""A Cluster's auth_token: a reference to the token, never the token (check_token_reference explains)."""
 NO_OPTION_PATTERN = r"^[^-\s]\S*$"
 """For editors (JSON Schema): the loader's own checks of git sources are stricter and explain themselves."""
 
@@ -76,6 +78,9 @@ class Cluster(Spec):
     job_defaults: JobDefaults = JobDefaults()
     user_code_path: str = "${shared_root}/user/code"
     """Second entry of every job's PYTHONPATH, after its code snapshot (seed 001)."""
+    auth_token: str | None = Field(default=None, json_schema_extra={"pattern": TOKEN_REF_PATTERN})
+    """Where the dashboard's token is (RAY_AUTH_MODE=token): `${env:NAME}` or a token file (absolute or
+    ~/...), read when argus connects. Never the token itself: the spec holds only where it is."""
 
     @field_validator("address")
     @classmethod
@@ -92,6 +97,11 @@ class Cluster(Spec):
         if reason:
             raise ValueError(f"{reason}; {SHARED_ROOT_RULE}")
         return shared_root
+
+    @field_validator("auth_token")
+    @classmethod
+    def _token_reference(cls, auth_token: str | None) -> str | None:
+        return None if auth_token is None else check_token_reference(auth_token)
 
 
 class GitSource(Spec):
@@ -246,6 +256,23 @@ def check_env_references(env: dict[str, str]) -> dict[str, str]:
             raise ValueError(f"{key} looks like a secret: write `{key}: ${{env:{key}}}` and export {key} where "
                              "argus applies, instead of a literal value")
     return env
+
+
+def check_token_reference(reference: str) -> str:
+    """`${env:NAME}`, an absolute path or `~/...`. Anything else is refused without being echoed: it
+    may be the token itself, which must stay out of git, plans and messages. A relative path is
+    refused too: it would name a file in the workspace, that is in git, where a pull request writes."""
+    if re.match(SECRET_REF_PATTERN, reference):
+        return reference
+    if "${env:" in reference:
+        raise ValueError("`${env:NAME}` must be the whole value, with NAME a valid variable name")
+    if any(ord(c) < 32 or ord(c) == 127 for c in reference):
+        raise ValueError("control characters and NUL are not allowed")
+    if reference.startswith(("/", "~/")):
+        return reference
+    raise ValueError("this looks like a secret: write `auth_token: ${env:NAME}` and export NAME where argus "
+                     "runs, or give the path of a token file, absolute or ~/... (not relative: that file would "
+                     "be in the workspace, in git); the token itself never goes in a spec")
 
 
 # argus creates directories and writes records under a shared root: never into the system's own.

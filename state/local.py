@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -26,6 +27,10 @@ from specs.errors import ArgusError
 HEAD_IP = "127.0.0.2"
 WORKER_IP = "127.0.0.3"
 STATE_FILE = "cluster.json"
+TOKEN_FILE = "auth_token"
+"""With token authentication: the cluster's token, mode 0600, in the state directory."""
+AUTH_VARIABLES = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+"""Never inherited from the caller: the local cluster's auth is what `up` was asked for, nothing else."""
 
 
 @dataclass
@@ -35,6 +40,8 @@ class LocalCluster:
     gcs_port: int
     temp_dir: str
     process_groups: list[int] = field(default_factory=list)
+    auth_token_file: str | None = None
+    """Absolute path of the token file when the cluster runs with RAY_AUTH_MODE=token."""
 
     @property
     def address(self) -> str:
@@ -46,8 +53,13 @@ WORKER_NODE_SLOTS = 4.0
 
 
 def up(state_dir: Path, dashboard_port: int = 8265, worker_resources: dict[str, float] | None = None,
-       worker_gpus: int = 0, cpus_per_node: int = 4, timeout: float = 90.0) -> LocalCluster:
-    """Start head + worker; return once the dashboard answers and both nodes are alive."""
+       worker_gpus: int = 0, cpus_per_node: int = 4, timeout: float = 90.0, auth_token: bool = False) -> LocalCluster:
+    """Start head + worker; return once the dashboard answers and both nodes are alive.
+
+    With `auth_token`, both nodes run with RAY_AUTH_MODE=token and a fresh random token, written to
+    <state_dir>/auth_token (0600) for a Cluster spec's `auth_token:` to point at. Without it token
+    authentication is off, even where ~/.ray/auth_token exists (`ray start` would turn it on then).
+    """
     existing = load(state_dir)
     if existing is not None and alive_pids(existing):
         raise ArgusError(f"A local cluster is already up at {existing.address} (state in {state_dir}). "
@@ -57,6 +69,8 @@ def up(state_dir: Path, dashboard_port: int = 8265, worker_resources: dict[str, 
                            tempfile.mkdtemp(prefix="argus-ray-", dir="/tmp"))
     state_dir.mkdir(parents=True, exist_ok=True)
     try:
+        if auth_token:
+            cluster.auth_token_file = str(_write_token(state_dir.absolute() / TOKEN_FILE))
         _ray_start(cluster, _head_args(cluster, cpus_per_node), "head")
         resources = {"worker_node": WORKER_NODE_SLOTS} if worker_resources is None else worker_resources
         args = _worker_args(cluster, cpus_per_node, resources, worker_gpus)
@@ -79,6 +93,8 @@ def down(state_dir: Path, grace: float = 10.0) -> list[int]:
     _signal([p for p in pids if _exists(p)], signal.SIGKILL)
     _wait_gone(pids, 5.0)
     shutil.rmtree(cluster.temp_dir, ignore_errors=True)
+    if cluster.auth_token_file:  # the token dies with the cluster: no secret is left lying around
+        Path(cluster.auth_token_file).unlink(missing_ok=True)
     (state_dir / STATE_FILE).unlink(missing_ok=True)
     return pids
 
@@ -124,7 +140,8 @@ def _node_args(c: LocalCluster) -> list[str]:
 def _ray_start(cluster: LocalCluster, args: list[str], role: str) -> None:
     """`ray start` in a new session: its daemons inherit the process group we record."""
     ray = Path(sys.executable).with_name("ray")
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")}
+    unset = ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", *AUTH_VARIABLES)
+    env = {k: v for k, v in os.environ.items() if k not in unset} | _auth_env(cluster)
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     env["ARGUS_LOCAL_NODE"] = role  # inherited by everything the node runs: a job can tell where it is
     log = Path(cluster.state_dir) / f"ray-start-{role}.log"
@@ -142,12 +159,34 @@ def _ray_start(cluster: LocalCluster, args: list[str], role: str) -> None:
         raise ArgusError(f"`ray start` for the local {role} failed (exit {code}); its log ({log}) ends:\n{tail}")
 
 
+def _write_token(path: Path) -> Path:
+    """A fresh random token (Ray's own kind: 64 hex digits), in a file only its owner can read."""
+    path.unlink(missing_ok=True)  # O_EXCL below: created 0600 from the start, never widened
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(secrets.token_hex(32) + "\n")
+    return path
+
+
+def _token(cluster: LocalCluster) -> str | None:
+    return Path(cluster.auth_token_file).read_text().strip() if cluster.auth_token_file else None
+
+
+def _auth_env(cluster: LocalCluster) -> dict[str, str]:
+    """Both nodes (and every job driver, which inherits it) get the token itself: the driver's
+    ray.init() needs it to reach the GCS."""
+    token = _token(cluster)
+    return {"RAY_AUTH_MODE": "disabled"} if token is None else {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
+
+
 def _wait_ready(cluster: LocalCluster, nodes: int, timeout: float) -> None:
-    url = f"{cluster.address}/api/v0/nodes?limit=100&detail=true"
+    token = _token(cluster)
+    request = urllib.request.Request(f"{cluster.address}/api/v0/nodes?limit=100&detail=true",
+                                     headers={"Authorization": f"Bearer {token}"} if token else {})
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(url, timeout=5) as response:
+            with urllib.request.urlopen(request, timeout=5) as response:
                 rows = json.load(response)["data"]["result"]["result"]
             if sum(r.get("state") == "ALIVE" for r in rows) >= nodes:
                 return

@@ -32,6 +32,11 @@ class ClusterRequestFailed(ArgusError):
         self.detail = detail
 
 
+class ClusterAuthFailed(ArgusError):
+    """The dashboard wants a token (RAY_AUTH_MODE=token) and got none, or refused the one argus sent.
+    Never retried: the next try would send the same header."""
+
+
 class SubmitConflict(ArgusError):
     """The submission id exists on the cluster but belongs to another spec."""
 
@@ -39,12 +44,15 @@ class SubmitConflict(ArgusError):
 class RayClient:
     """One Ray cluster, reached only at the address its spec names."""
 
-    def __init__(self, name: str, address: str, timeout: float = DEFAULT_TIMEOUT):
+    def __init__(self, name: str, address: str, timeout: float = DEFAULT_TIMEOUT, token: str | None = None):
+        """`token`: the cluster's own dashboard token (state.cluster_auth reads it), sent on every request;
+        without one no Authorization header is sent, whatever this process's RAY_AUTH_* variables say."""
         self.name = name
         self.address = address.rstrip("/")
         self.timeout = timeout
+        self._sends_token = token is not None
         with self._errors("connect"):
-            self._sdk = _make_sdk(self.address, timeout)
+            self._sdk = _authorized(_make_sdk(self.address, timeout), token)
 
     def snapshot(self) -> ClusterState:
         """Version, alive nodes and every submission job: one list_jobs for the whole plan."""
@@ -179,9 +187,17 @@ class RayClient:
     def _errors(self, what: str) -> Iterator[None]:
         """Translate requests/Ray errors into messages naming the cluster and what to try."""
         import requests
+        from aiohttp import ClientResponseError
+        from ray.exceptions import AuthenticationError
 
         try:
             yield
+        except AuthenticationError as err:
+            raise self._auth_failed(getattr(err, "status", 0), what) from None
+        except ClientResponseError as err:  # the websocket of `follow`: its handshake answered 401/403
+            if err.status not in AUTH_STATUSES:
+                raise
+            raise self._auth_failed(err.status, what) from None
         except requests.Timeout as err:
             raise ClusterUnreachable(
                 f"Ray dashboard of cluster {self.name!r} at {self.address} did not answer within "
@@ -199,6 +215,40 @@ class RayClient:
                 f"Ray cluster {self.name!r} at {self.address} refused to {what}: {_summary(err)}",
                 detail=str(err),
             ) from err
+
+
+    def _auth_failed(self, status: int, what: str) -> ClusterAuthFailed:
+        """One message, naming the cluster and the fix; Ray's own text (and so any token) is left out."""
+        where = f"Cluster {self.name!r} at {self.address}"
+        if status == 401 and not self._sends_token:
+            return ClusterAuthFailed(
+                f"{where}: the dashboard requires a token (RAY_AUTH_MODE=token) and the cluster's spec names "
+                f"none ({what}). Set `auth_token: ${{env:NAME}}` in its spec and export NAME with the "
+                f"cluster's token (`ray get-auth-token` on the head prints it), or give a token file: "
+                f"`auth_token: /path/to/token`."
+            )
+        if status == 401:
+            return ClusterAuthFailed(
+                f"{where}: the dashboard answered that no token arrived, though argus sent the one its "
+                f"auth_token names ({what}). A proxy in between may drop the Authorization header."
+            )
+        return ClusterAuthFailed(
+            f"{where}: the dashboard rejected the token that the cluster's auth_token names ({what}). Check "
+            f"that it is this cluster's token (`ray get-auth-token` on the head prints it); a cluster "
+            f"started again may have a new one."
+        )
+
+
+AUTH_STATUSES = (401, 403)
+"""What Ray's token middleware answers: 401 when no token came, 403 when it is wrong."""
+
+
+def _authorized(sdk: Any, token: str | None) -> Any:
+    """The client's headers, exactly: the token's, or none. The stock constructor adds this
+    process's own token (RAY_AUTH_TOKEN, ~/.ray/auth_token) when RAY_AUTH_MODE=token is set here;
+    one cluster's token must not travel to another. Every request and the log websocket send these."""
+    sdk._headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    return sdk
 
 
 def _make_sdk(address: str, timeout: float) -> Any:
@@ -230,7 +280,9 @@ def _make_sdk(address: str, timeout: float) -> Any:
             )
             formatted_error = format_authentication_http_error(response.status_code, response.text)
             if formatted_error:
-                raise AuthenticationError(formatted_error)
+                error = AuthenticationError(formatted_error)
+                error.status = response.status_code  # RayClient._errors words its message by it
+                raise error
             return response
 
     return TimeoutJobClient()

@@ -20,10 +20,13 @@ def load(directory: Path) -> DesiredState:
 
 
 def connect(desired: DesiredState, timeout: float) -> dict[str, RayClient]:
-    """One client per cluster, bound to the address its spec names. Building one sends no request."""
+    """One client per cluster, bound to the address its spec names and carrying the token its
+    auth_token points to. Building one sends no request; a token that cannot be read stops the
+    command here, before anything is observed or submitted."""
+    from state.cluster_auth import token_of
     from state.ray_client import RayClient  # imports ray: only commands that talk to clusters pay
 
-    return {name: RayClient(name, c.address, timeout) for name, c in sorted(desired.clusters.items())}
+    return {name: RayClient(name, c.address, timeout, token_of(c)) for name, c in sorted(desired.clusters.items())}
 
 
 def observe_and_plan(desired: DesiredState, ray: dict[str, RayClient], options: PlanOptions | None = None,

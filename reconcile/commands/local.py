@@ -14,11 +14,15 @@ import typer
 from state import local
 
 
-def up(state_dir: Path, dashboard_port: int) -> int:
+def up(state_dir: Path, dashboard_port: int, auth_token: bool = False) -> int:
     state_dir = state_dir.expanduser()
-    cluster = local.up(state_dir, dashboard_port=dashboard_port)
+    cluster = local.up(state_dir, dashboard_port=dashboard_port, auth_token=auth_token)
     typer.echo(f"Local Ray cluster is up: dashboard {cluster.address} (head {local.HEAD_IP}, "
                f"worker {local.WORKER_IP} with worker_node={local.WORKER_NODE_SLOTS:g}).")
+    if cluster.auth_token_file:
+        typer.echo(f"Token authentication is on (RAY_AUTH_MODE=token); the token is in {cluster.auth_token_file} "
+                   f"(mode 0600, removed by `argus local down`). Give the workspace's Cluster "
+                   f"`auth_token: {cluster.auth_token_file}`.")
     typer.echo(f"Its processes are recorded in {state_dir}; `argus local down` stops exactly those.")
     return 0
 
@@ -38,8 +42,10 @@ def status(state_dir: Path, as_json: bool = False) -> int:
         return 1
     pids = local.alive_pids(cluster)
     if as_json:
-        typer.echo(json.dumps({"up": bool(pids), "address": cluster.address, "pids": pids}))
+        typer.echo(json.dumps({"up": bool(pids), "address": cluster.address, "pids": pids,
+                               "auth_token_file": cluster.auth_token_file}))
         return 0 if pids else 1
     state = "up" if pids else "down (its processes are gone; run `argus local down` to clean up)"
-    typer.echo(f"Local cluster {state}: dashboard {cluster.address}, {len(pids)} process(es).")
+    auth = f"; token authentication on, auth_token: {cluster.auth_token_file}" if cluster.auth_token_file else ""
+    typer.echo(f"Local cluster {state}: dashboard {cluster.address}, {len(pids)} process(es){auth}.")
     return 0 if pids else 1
