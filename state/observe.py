@@ -22,7 +22,7 @@ from state.observed import (
     SnapshotState,
     SourceState,
 )
-from state.ray_client import RayClient
+from state.ray_client import ClusterRequestFailed, ClusterUnreachable, RayClient
 from state.records import read_records
 from state.sources import DEFAULT_FETCH_TIMEOUT, resolve_source, unresolved
 
@@ -31,11 +31,12 @@ def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: 
             fetch_timeout: float = DEFAULT_FETCH_TIMEOUT) -> ObservedState:
     """What plan and apply need: one snapshot (one list_jobs) per cluster, plus what the shared
     roots hold, every snapshot's source resolved and every verl job checked against its code."""
-    clusters = {name: client.snapshot() for name, client in ray.items()}
+    clusters, unreachable = read_clusters(ray)
     absent = absent_roots(desired)
     states = {name: observe_snapshot(desired, name, verify_snapshots, absent, fetch_timeout)
               for name in sorted(desired.snapshots)}
-    return _world(desired, ray, clusters, absent, states, workload_checks(desired, states, absent))
+    return _settled(desired, _world(desired, ray, clusters, absent, states, workload_checks(desired, states, absent),
+                                    unreachable))
 
 
 def observe_sync(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedState:
@@ -47,9 +48,10 @@ def observe_sync(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedSt
     no digest: a job on it cannot be "in sync" anyway, since none of its runs can have run code
     that is not there; its source is left unresolved, and such a job shows as changed or missing.
     """
-    clusters = {name: client.snapshot() for name, client in ray.items()}
+    clusters, unreachable = read_clusters(ray)
     absent = absent_roots(desired)
-    return _world(desired, ray, clusters, absent, recorded_snapshots(desired, absent), checks={})
+    return _settled(desired, _world(desired, ray, clusters, absent, recorded_snapshots(desired, absent), {},
+                                    unreachable))
 
 
 def observe_runs(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedState:
@@ -57,16 +59,41 @@ def observe_runs(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedSt
     workspace's records, and each snapshot's manifest (a job's spec hash pins its code's digest, so
     logs names the run status shows). No source resolved, no layout, no failure read from logs."""
     absent = absent_roots(desired)
-    return ObservedState(clusters={name: client.snapshot() for name, client in ray.items()},
-                         records=_records(desired), absent_roots=absent,
-                         snapshots=recorded_snapshots(desired, absent))
+    clusters, unreachable = read_clusters(ray)
+    return _settled(desired, ObservedState(clusters=clusters, unreachable=unreachable, records=_records(desired),
+                                           absent_roots=absent, snapshots=recorded_snapshots(desired, absent)))
+
+
+def _settled(desired: DesiredState, observed: ObservedState) -> ObservedState:
+    """With what each run wrote about its own end; records of runs Ray forgot settled to it (state.settle)."""
+    from state.settle import settle, with_ends
+
+    observed = with_ends(desired, observed)
+    settle(desired, observed)
+    return observed
+
+
+def read_clusters(ray: dict[str, RayClient]) -> tuple[dict[str, ClusterState], dict[str, str]]:
+    """One snapshot per cluster, and why each cluster that could not be read could not: a dead
+    dashboard (down, silent, or answering with errors) is the planner's to work around (its jobs are
+    not planned), never every cluster's end. A refused token (ClusterAuthFailed) still stops the
+    command: it is a configuration error of argus's side, reported once, as such."""
+    clusters, unreachable = {}, {}
+    for name, client in ray.items():
+        try:
+            clusters[name] = client.snapshot()
+        except (ClusterUnreachable, ClusterRequestFailed) as err:
+            unreachable[name] = str(err)
+    return clusters, unreachable
 
 
 def _world(desired: DesiredState, ray: dict[str, RayClient], clusters: dict[str, ClusterState], absent: tuple[str, ...],
-           states: dict[str, SnapshotState], checks: dict[str, tuple[Diagnostic, ...]]) -> ObservedState:
+           states: dict[str, SnapshotState], checks: dict[str, tuple[Diagnostic, ...]],
+           unreachable: dict[str, str]) -> ObservedState:
     records = _records(desired)
     return ObservedState(
         clusters=clusters,
+        unreachable=unreachable,
         records=records,
         snapshots=states,
         stored={name: snapshots.stored(root) for name, root in desired.shared_roots.items()},
@@ -89,7 +116,8 @@ def unclassified_failures(desired: DesiredState, ray: dict[str, RayClient], clus
                           records: dict[str, RunRecord]) -> dict[str, str]:
     """Classes of failed runs whose job has a retry policy and whose record has none yet.
 
-    One log read per such run, once: after apply records the class, the record answers.
+    One log read per such run, once: after apply records the class, the record answers. Only
+    `clusters` (those that answered) are read: an unreachable cluster's logs are not asked for.
     """
     from state.failures import classify, evidence_of
 

@@ -1,37 +1,58 @@
-"""argus status: per job, is it in sync with its spec, and how is its run doing on Ray."""
+"""argus status: per job, is it in sync with its spec, and how is its run doing on Ray.
+
+A cluster that does not answer is shown, not fatal: its jobs read "unknown" (with what argus last
+saw of their runs), the others as usual, and the exit code is 1 since the world was not fully read.
+"""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from reconcile.boundary import EXIT_OK, is_tty
-from reconcile.commands.common import connect, load, plan_sync
-from reconcile.views.human import render_status
+from reconcile.boundary import EXIT_ERROR, EXIT_OK, is_tty
+from reconcile.commands.common import connect, load
+from reconcile.model import Plan
+from reconcile.views.human import Unseen, render_status
+from specs.desired import DesiredState
+
+if TYPE_CHECKING:
+    from state.ray_client import RayClient
 
 
 def run(directory: Path, timeout: float, output_format: str = "human", watch: float | None = None) -> int:
     desired = load(directory)
     ray = connect(desired, timeout)
     while True:
-        plan = plan_sync(desired, ray)
+        plan, unseen = observe(desired, ray)
         if watch and is_tty():
             typer.clear()
-        show(plan, set(desired.jobs), output_format)
+        show(plan, set(desired.jobs), output_format, unseen)
         if not watch or not any(c.current and c.current.on_ray and not c.current.finished for c in plan.changes):
-            return EXIT_OK  # --watch ends when nothing is PENDING or RUNNING any more
+            return EXIT_ERROR if unseen.clusters else EXIT_OK  # --watch ends when nothing is PENDING or RUNNING
         typer.echo(f"-- refreshing every {watch:g}s until every run has finished (^C to stop) --")
         time.sleep(watch)
 
 
-def show(plan, desired_jobs: set[str], output_format: str) -> None:
+def observe(desired: DesiredState, ray: dict[str, RayClient]) -> tuple[Plan, Unseen]:
+    """A plan good for telling each job's sync state, from an observation that fetches no source and
+    checks no verl config (state.observe.observe_sync), and what of the world it could not see."""
+    from reconcile.plan.planner import plan
+    from reconcile.plan.unreachable import hidden_jobs
+    from state.observe import observe_sync
+
+    observed = observe_sync(desired, ray)
+    return plan(desired, observed), Unseen(observed.unreachable, hidden_jobs(desired, observed))
+
+
+def show(plan: Plan, desired_jobs: set[str], output_format: str, unseen: Unseen | None = None) -> None:
     if output_format == "json":
         from reconcile.views.machine import status_json
 
-        typer.echo(status_json(plan, desired_jobs))
+        typer.echo(status_json(plan, desired_jobs, unseen))
     elif output_format == "markdown":
-        typer.echo("```\n" + render_status(plan, desired_jobs=desired_jobs) + "\n```")
+        typer.echo("```\n" + render_status(plan, desired_jobs, unseen) + "\n```")
     else:
-        typer.echo(render_status(plan, desired_jobs=desired_jobs))
+        typer.echo(render_status(plan, desired_jobs, unseen))

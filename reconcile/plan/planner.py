@@ -13,6 +13,7 @@ from reconcile.model import Action, Change, Plan, PlanOptions, RunView, StopStep
 from reconcile.plan.code import code_ref, plan_dirs, plan_prune, plan_snapshots
 from reconcile.plan.diff import field_diff
 from reconcile.plan.runs import is_active, newest, runs_by_job, unmanaged
+from reconcile.plan.unreachable import blocked_elsewhere, not_planned, unreachable_clusters, unseen_clusters
 from reconcile.plan.verl import verl_diagnostics
 from specs.address import WORKSPACE, Address, Kind
 from specs.desired import DesiredState, Source
@@ -44,7 +45,11 @@ def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | 
 
 
 def targeted(plan_: Plan, desired: DesiredState) -> Plan:
-    """Only the targets and what they need: a job's code snapshot and its cluster's directories."""
+    """Only the targets and what they need: a job's code snapshot and its cluster's directories.
+
+    Diagnostics are kept for those addresses and for the clusters the targets live on: a cluster
+    that is down (or misconfigured) elsewhere must not keep a runaway job here from being stopped.
+    """
     keep = set(plan_.options.targets)
     for target in filter(None, map(Address.parse, plan_.options.targets)):
         job = desired.jobs.get(target.name) if target.kind is Kind.JOB else None
@@ -52,26 +57,29 @@ def targeted(plan_: Plan, desired: DesiredState) -> Plan:
         if job is not None and job.code:
             keep.add(Address.code(job.code))
         if spec is not None:
-            keep.add(Address.dirs(spec.cluster))
+            keep |= {Address.dirs(spec.cluster), Address.cluster(spec.cluster)}
     return plan_.model_copy(update={
         "changes": tuple(c for c in plan_.changes if c.address in keep),
-        "diagnostics": tuple(d for d in plan_.diagnostics if d.address in keep or _about_a_cluster(d))})
+        "diagnostics": tuple(d for d in plan_.diagnostics if d.address in keep)})
 
 
 def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: Mapping[str, list[RunView]],
                options: PlanOptions, broken: set[str]) -> tuple[list[Change], list[Diagnostic]]:
     changes, diagnostics = [], []
     for name, job in sorted(desired.jobs.items()):
-        code = code_ref(desired, observed, job.code) if job.code else None
-        sub = resolve(desired.workspace, desired.cluster_of(job), job, code)
-        change = plan_job(job, sub, runs.get(name, []), forced=Address.job(name) in options.replace)
+        job_runs = runs.get(name, [])
+        unseen = unseen_clusters(observed, job.cluster, job_runs)
+        if unseen:
+            changes.append(not_planned(Address.job(name), unseen, job_runs))
+            diagnostics += blocked_elsewhere(desired, job, unseen, job_runs)
+            continue
+        change, found = _plan_desired_job(desired, observed, job, job_runs, options, broken)
         changes.append(change)
-        diagnostics += _job_diagnostics(desired.source(change.address), job, change, runs.get(name, []), observed)
-        if job.code and Address.code(job.code) in broken and change.action in (Action.SUBMIT, Action.REPLACE):
-            diagnostics.append(Diagnostic(severity="error", address=change.address, field="code",
-                                          message=f"{change.address} runs on code.{job.code}, which has errors",
-                                          ).located(desired.source(change.address)))
+        diagnostics += found
     for name in sorted(set(runs) - set(desired.jobs)):
+        if unseen := unseen_clusters(observed, None, runs[name]):
+            changes.append(not_planned(Address.job(name), unseen, runs[name]))
+            continue
         change = plan_removed(name, runs[name])
         if change is not None:
             changes.append(change)
@@ -79,8 +87,22 @@ def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: Mapping[str
     return changes, diagnostics
 
 
+def _plan_desired_job(desired: DesiredState, observed: ObservedState, job: Job, runs: list[RunView],
+                      options: PlanOptions, broken: set[str]) -> tuple[Change, list[Diagnostic]]:
+    code = code_ref(desired, observed, job.code) if job.code else None
+    sub = resolve(desired.workspace, desired.cluster_of(job), job, code)
+    change = plan_job(job, sub, runs, forced=Address.job(job.name) in options.replace)
+    diagnostics = _job_diagnostics(desired.source(change.address), job, change, runs, observed)
+    if job.code and Address.code(job.code) in broken and change.action in (Action.SUBMIT, Action.REPLACE):
+        diagnostics.append(Diagnostic(severity="error", address=change.address, field="code",
+                                      message=f"{change.address} runs on code.{job.code}, which has errors",
+                                      ).located(desired.source(change.address)))
+    return change, diagnostics
+
+
 def _world_diagnostics(desired: DesiredState, observed: ObservedState) -> list[Diagnostic]:
-    return _runs_on_removed_clusters(observed) + _restarted_heads(observed) + [
+    found = unreachable_clusters(desired, observed) + _runs_on_removed_clusters(observed) + _restarted_heads(observed)
+    return found + [
         Diagnostic(severity="error", address=Address.cluster(name), field="shared_root",
                    message=f"shared root {desired.shared_root(name)} does not exist on this machine: mount the NFS "
                            "here, or fix `shared_root`").located(desired.source(Address.cluster(name)))
@@ -220,7 +242,8 @@ def _runs_on_removed_clusters(observed: ObservedState) -> list[Diagnostic]:
         severity="error", address=Address.job(r.job),
         message=f"run {r.submission_id} was {r.status} on cluster {r.cluster!r}, which is no longer in the "
                 f"desired state; put the Cluster back and stop the job first (state: stopped), then remove it")
-        for r in observed.records.values() if r.cluster not in observed.clusters and r.status in MAYBE_RUNNING]
+        for r in observed.records.values()
+        if r.cluster not in observed.clusters and r.cluster not in observed.unreachable and r.status in MAYBE_RUNNING]
 
 
 def _restarted_heads(observed: ObservedState) -> list[Diagnostic]:
@@ -236,8 +259,3 @@ def _restarted_heads(observed: ObservedState) -> list[Diagnostic]:
                                             f"(session {earlier[-1]} -> {cluster.session_name}): Ray forgot those "
                                             "jobs; they are shown from argus's records"))
     return found
-
-
-def _about_a_cluster(diagnostic: Diagnostic) -> bool:
-    address = Address.parse(diagnostic.address)
-    return address is not None and address.kind is Kind.CLUSTER

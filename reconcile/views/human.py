@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import typer
@@ -13,6 +15,16 @@ from reconcile.views.argv import argv_lines, field_argv_diff
 from specs.diagnostics import Diagnostic
 
 _MARK_COLOURS = {"-": "red", "+": "green"}
+
+
+@dataclass(frozen=True)
+class Unseen:
+    """What `argus status` could not see: the clusters that did not answer, and the job rows they hide."""
+
+    clusters: Mapping[str, str] = field(default_factory=dict)
+    """Cluster name -> why it could not be read."""
+    jobs: Mapping[str, str] = field(default_factory=dict)
+    """Job address -> the unreachable cluster(s) it needs ("b", or "a, b"): its sync is unknown."""
 
 
 def render_plan(plan: Plan, colour: bool = False) -> str:
@@ -49,9 +61,10 @@ def render_outcomes(rows: list[tuple[str, str, str]]) -> str:
     return "\n".join(f"  {r[0].ljust(widths[0])}  {r[1].ljust(widths[1])}  {r[2]}" for r in table)
 
 
-def render_status(plan: Plan, desired_jobs: set[str]) -> str:
+def render_status(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None) -> str:
+    unseen = unseen or Unseen()
     rows = [("JOB", "SYNC", "HEALTH", "RUN")]
-    rows += [(c.address, sync_of(c, desired_jobs), c.current.health if c.current else "-",
+    rows += [(c.address, sync_of(c, desired_jobs, unseen), health_of(c, unseen) or "-",
               c.current.submission_id if c.current else "-") for c in sorted(plan.changes, key=lambda c: c.address)
              if c.address.startswith("job.")]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
@@ -69,13 +82,26 @@ def shows_submission(change: Change) -> bool:
     return change.action is Action.SUBMIT and change.before is None and bool(change.after)
 
 
-def sync_of(change: Change, desired_jobs: set[str]) -> str:
-    """in sync: nothing to do; missing: never ran; removed: no spec; changed: anything else."""
+def sync_of(change: Change, desired_jobs: set[str], unseen: Unseen | None = None) -> str:
+    """in sync: nothing to do; missing: never ran; removed: no spec; changed: anything else;
+    unknown: its cluster did not answer, so nothing was decided."""
+    if unseen and change.address in unseen.jobs:
+        return "unknown"
     if change.address.removeprefix("job.") not in desired_jobs:
         return "removed"
     if change.action is Action.NOOP:
         return "in sync"
     return "missing" if change.action is Action.SUBMIT and change.current is None else "changed"
+
+
+def health_of(change: Change, unseen: Unseen | None = None) -> str | None:
+    """The current run's health; for a job an unreachable cluster hides, which cluster, and the status
+    argus last saw of its run."""
+    hidden = unseen.jobs.get(change.address) if unseen else None
+    if hidden is None:
+        return change.current.health if change.current else None
+    seen = f" (last seen {change.current.status})" if change.current else ""
+    return f"cluster {hidden} unreachable{seen}"
 
 
 def _change_lines(change: Change, colour: bool) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from reconcile.model import Action, Change, FieldChange, Plan
 from reconcile.views.argv import argv_lines, field_argv_diff
-from reconcile.views.human import shows_submission, summary, sync_of
+from reconcile.views.human import Unseen, health_of, shows_submission, summary, sync_of
 
 JSON_FORMAT_VERSION = 1
 MARKDOWN_LIMIT = 60_000
@@ -23,14 +23,15 @@ def plan_json(plan: Plan) -> str:
     return json.dumps(data, indent=2, sort_keys=True)
 
 
-def status_json(plan: Plan, desired_jobs: set[str]) -> str:
-    rows = [{"address": c.address, "sync": sync_of(c, desired_jobs),
-             "health": c.current.health if c.current else None,
+def status_json(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None) -> str:
+    """`unreachable` names each cluster that did not answer and why; its jobs' sync is "unknown"."""
+    unseen = unseen or Unseen()
+    rows = [{"address": c.address, "sync": sync_of(c, desired_jobs, unseen), "health": health_of(c, unseen),
              "submission_id": c.current.submission_id if c.current else None}
             for c in sorted(plan.changes, key=lambda c: c.address) if c.address.startswith("job.")]
     unmanaged = [j.model_dump(mode="json") for j in plan.unmanaged]
     return json.dumps({"format_version": JSON_FORMAT_VERSION, "workspace": plan.workspace, "jobs": rows,
-                       "unmanaged": unmanaged}, indent=2, sort_keys=True)
+                       "unmanaged": unmanaged, "unreachable": dict(unseen.clusters)}, indent=2, sort_keys=True)
 
 
 def plan_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
