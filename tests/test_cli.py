@@ -60,8 +60,8 @@ def test_unreachable_dashboard_names_address_and_what_to_try(tmp_path: Path, arg
     ws = make_workspace(tmp_path, "down", f"http://127.0.0.1:{port}")
     result = argus("plan", ws.root)
     assert result.code == 1
-    assert f"Cannot reach the Ray dashboard of cluster 'local' at http://127.0.0.1:{port}" in result.err
-    assert "argus local up" in result.err
+    assert f"Cannot reach the Ray dashboard of cluster 'local' at http://127.0.0.1:{port}" in result.out
+    assert "argus local up" in result.out
 
 
 def test_a_dashboard_that_never_answers_times_out(tmp_path: Path, argus):
@@ -72,7 +72,7 @@ def test_a_dashboard_that_never_answers_times_out(tmp_path: Path, argus):
         ws = make_workspace(tmp_path, "slow", f"http://127.0.0.1:{port}")
         result = argus("plan", ws.root, "--timeout", "1")
     assert result.code == 1
-    assert "did not answer within 1s" in result.err
+    assert "did not answer within 1s" in result.out
 
 
 def test_an_http_error_is_reported_with_the_status(tmp_path: Path, argus):
@@ -95,7 +95,7 @@ def test_an_http_error_is_reported_with_the_status(tmp_path: Path, argus):
     finally:
         server.shutdown()
     assert result.code == 1
-    assert "status code 503" in result.err and "cluster 'local'" in result.err
+    assert "status code 503" in result.out and "cluster 'local'" in result.out
 
 
 def test_bugs_exit_3_and_interrupts_exit_130(tmp_path: Path, argus, monkeypatch: pytest.MonkeyPatch):

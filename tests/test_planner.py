@@ -39,7 +39,8 @@ def observed(*jobs: RayJob, records: tuple[RunRecord, ...] = (), unrecorded: tup
                            nodes=(), jobs=tuple(jobs))
     given = {r.submission_id: r for r in records}
     implied = {j.submission_id: record_of(j, "PENDING", attempt=j.attempt) for j in jobs
-               if j.workspace == "team" and j.run_id.submission_id == j.submission_id and j.submission_id not in unrecorded}
+               if j.workspace == "team" and j.run_id.submission_id == j.submission_id
+               and j.submission_id not in unrecorded}
     return ObservedState(clusters={"c": cluster}, records={**implied, **given})
 
 

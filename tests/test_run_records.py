@@ -4,7 +4,11 @@ command inside the wrapper, and `argus logs` serves runs Ray forgot and older at
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import threading
+from pathlib import Path
 
 from conftest import jobs_of, sdk, until, wait_for
 
@@ -83,3 +87,29 @@ def test_follow_tails_the_nfs_log_until_the_run_writes_its_end(workspace, argus,
 def _only(workspace, job: str) -> str:
     [sid] = [j.submission_id for j in jobs_of(workspace.address, workspace.name) if j.metadata["argus.job"] == job]
     return sid
+
+
+def test_a_killed_job_supervisor_is_node_lost_and_retried_as_before(workspace, argus):
+    """The worker process that runs the job (Ray's JobSupervisor) dies mid-run: Ray fails the job,
+    its process group is SIGKILLed with the wrapper (so no exit.json), and the run is node_lost."""
+    script = "echo pid=$$; while true; do sleep 0.1; done"
+    workspace.job("doomed", ["sh", "-c", script], "retry: {max_attempts: 2, on: [node_lost]}\n")
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    sid = _only(workspace, "doomed")
+    log = job_dir(str(workspace.shared), sid) / "logs" / "driver.log"
+    command = until(lambda: log.exists() and re.search(r"pid=(\d+)", log.read_text()), "the run started")
+    os.kill(_supervisor_of(int(command.group(1))), signal.SIGKILL)  # the actor running the job this test submitted
+    assert wait_for(workspace.address, sid, {"FAILED"}) == "FAILED"
+    plan = argus("plan", workspace.root)
+    assert f"attempt 2/2: {sid} node_lost" in plan.out
+    assert read_end(str(workspace.shared), sid) is None
+
+
+def _supervisor_of(pid: int) -> int:
+    """The ray::JobSupervisor process above a job's command (its wrapper's parent)."""
+    while pid > 1:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        if b"JobSupervisor" in cmdline:
+            return pid
+        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    raise AssertionError("no JobSupervisor above the job's command")

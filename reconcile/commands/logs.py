@@ -121,6 +121,8 @@ def _no_log(job: str, run_: RunView, observed: ObservedState) -> str:
 def _ray_says_ended(ray: dict[str, RayClient], run_: RunView) -> Callable[[], bool]:
     """For follow: True once Ray says the run ended (or forgot it), asked every few seconds. A
     wrapper SIGKILLed by a stop writes no exit.json; this ends the follow then."""
+    from state.ray_client import ClusterRequestFailed, ClusterUnreachable
+
     client, next_check = ray[run_.cluster], [time.monotonic() + RAY_CHECK_EVERY]
 
     def ended() -> bool:
@@ -129,7 +131,7 @@ def _ray_says_ended(ray: dict[str, RayClient], run_: RunView) -> Callable[[], bo
         next_check[0] = time.monotonic() + RAY_CHECK_EVERY
         try:
             job = client.job(run_.submission_id)
-        except ArgusError:
+        except (ClusterUnreachable, ClusterRequestFailed):
             return False  # the head went away: the run may still be writing its log
         return job is None or job.status in TERMINAL
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from reconcile.model import Action, Change, Plan, PlanOptions, RunView, StopStep, SubmitStep
 from reconcile.plan.code import code_ref, plan_dirs, plan_prune, plan_snapshots
 from reconcile.plan.diff import field_diff
-from reconcile.plan.runs import is_active, newest, runs_by_job, unmanaged
+from reconcile.plan.runs import is_active, newest, ownership_diagnostics, runs_by_job, unmanaged
 from reconcile.plan.unreachable import blocked_elsewhere, not_planned, unreachable_clusters, unseen_clusters
 from reconcile.plan.verl import verl_diagnostics
 from specs.address import WORKSPACE, Address, Kind
@@ -38,6 +38,7 @@ def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | 
     prune_changes, prune_diagnostics = plan_prune(desired, observed, runs, options.prune)
     changes += prune_changes
     diagnostics += prune_diagnostics + _empty_guard(desired, changes, options)
+    diagnostics += ownership_diagnostics(desired.workspace.name, observed, changes)
     changes.sort(key=lambda c: (c.action.order, c.address))
     result = Plan(workspace=desired.workspace.name, changes=tuple(changes), diagnostics=tuple(diagnostics),
                   unmanaged=unmanaged(desired.workspace.name, observed), options=options)
