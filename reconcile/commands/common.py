@@ -39,15 +39,6 @@ def observe_and_plan(desired: DesiredState, ray: dict[str, RayClient], options: 
     return observed, plan(desired, observed, options)
 
 
-def plan_sync(desired: DesiredState, ray: dict[str, RayClient]) -> Plan:
-    """A plan good for telling each job's sync state (status), from an observation that fetches no
-    source and checks no verl config (state.observe.observe_sync says what that leaves out)."""
-    from reconcile.plan.planner import plan
-    from state.observe import observe_sync
-
-    return plan(desired, observe_sync(desired, ray))
-
-
 def check_addresses(desired: DesiredState, options: PlanOptions) -> None:
     """--target and --replace must name things that exist: a typo must not mean "nothing"."""
     known = {f"job.{n}" for n in desired.jobs} | {f"code.{n}" for n in desired.snapshots}
