@@ -258,17 +258,43 @@ def check_env_references(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
+# A pull request writes both a cluster's address and its auth_token. Were any variable or file
+# allowed, one line would send the runner's GITHUB_TOKEN or ~/.git-credentials, as a Bearer header,
+# to a host of the author's choosing during `argus plan`. Only names that say "Ray token" are read.
+TOKEN_VARIABLE_RULE = ("auth_token may name only a variable whose name contains RAY and TOKEN (like "
+                       "RAY_AUTH_TOKEN or PROD_RAY_TOKEN): argus sends it to the cluster's address, so it must "
+                       "never read another secret of the machine it runs on")
+TOKEN_FILE_RULE = ("a token file must be named auth_token (Ray's own name, as in ~/.ray/auth_token) or have "
+                   "ray and token in its name (like /run/secrets/prod-ray.token): argus sends its content to the "
+                   "cluster's address, so it must never read another secret file of the machine it runs on")
+
+
+def is_token_variable(name: str) -> bool:
+    upper = name.upper()
+    return "RAY" in upper and "TOKEN" in upper
+
+
+def is_token_file_name(name: str) -> bool:
+    lower = name.lower()
+    return lower == "auth_token" or ("ray" in lower and "token" in lower)
+
+
 def check_token_reference(reference: str) -> str:
     """`${env:NAME}`, an absolute path or `~/...`. Anything else is refused without being echoed: it
     may be the token itself, which must stay out of git, plans and messages. A relative path is
     refused too: it would name a file in the workspace, that is in git, where a pull request writes."""
-    if re.match(SECRET_REF_PATTERN, reference):
+    variable = re.match(SECRET_REF_PATTERN, reference)
+    if variable:
+        if not is_token_variable(variable.group(1)):
+            raise ValueError(TOKEN_VARIABLE_RULE)
         return reference
     if "${env:" in reference:
         raise ValueError("`${env:NAME}` must be the whole value, with NAME a valid variable name")
     if any(ord(c) < 32 or ord(c) == 127 for c in reference):
         raise ValueError("control characters and NUL are not allowed")
     if reference.startswith(("/", "~/")):
+        if not is_token_file_name(reference.rsplit("/", 1)[-1]):
+            raise ValueError(TOKEN_FILE_RULE)
         return reference
     raise ValueError("this looks like a secret: write `auth_token: ${env:NAME}` and export NAME where argus "
                      "runs, or give the path of a token file, absolute or ~/... (not relative: that file would "

@@ -10,9 +10,14 @@ import os
 import re
 import stat
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from specs.errors import ArgusError
-from specs.models import SECRET_REF_PATTERN, Cluster
+from specs.models import SECRET_REF_PATTERN, TOKEN_FILE_RULE, Cluster, is_token_file_name
+
+TOKEN_HOSTS = "ARGUS_TOKEN_HOSTS"
+"""Where the operator may pin, outside the workspace, the dashboards that receive tokens: a pull
+request can point a cluster's address anywhere, and its auth_token at the real cluster's token."""
 
 MAX_TOKEN_FILE = 4096
 """Bytes (of a file, or characters of a token): Ray's tokens are 64 hex digits; anything near this is no token."""
@@ -30,10 +35,24 @@ def token_of(cluster: Cluster) -> str | None:
     reference = cluster.auth_token
     if reference is None:
         return None
+    _check_host_allowed(cluster)
     match = re.match(SECRET_REF_PATTERN, reference)
     if match:
         return _from_env(cluster.name, match.group(1))
     return _from_file(cluster.name, _expanded(cluster.name, reference))
+
+
+def _check_host_allowed(cluster: Cluster) -> None:
+    allowed = os.environ.get(TOKEN_HOSTS)
+    if allowed is None:
+        return
+    hosts = {host.strip().lower() for host in allowed.split(",") if host.strip()}
+    host = urlsplit(cluster.address).netloc.lower()
+    if host not in hosts:
+        raise TokenUnavailable(f"Cluster {cluster.name!r}: argus sends tokens only to the dashboards in "
+                               f"{TOKEN_HOSTS} (host:port, comma-separated), and {host} is not one of them. "
+                               f"If {cluster.address} is really this cluster's dashboard, add {host} to "
+                               f"{TOKEN_HOSTS} where argus runs.")
 
 
 def _expanded(cluster: str, reference: str) -> Path:
@@ -55,6 +74,10 @@ def _from_env(cluster: str, name: str) -> str:
 
 def _from_file(cluster: str, path: Path) -> str:
     what = f"token file {path}"
+    # A symlink named ray.token in a checked-out pull request could point at ~/.git-credentials.
+    if not is_token_file_name(os.path.basename(os.path.realpath(path))):
+        raise TokenUnavailable(f"Cluster {cluster!r}: its {what} is a link to a file of another name; "
+                               f"{TOKEN_FILE_RULE}.")
     data = _read_regular(cluster, path, what)
     if len(data) > MAX_TOKEN_FILE:
         raise TokenUnavailable(f"Cluster {cluster!r}: its {what} is larger than {MAX_TOKEN_FILE} bytes, "

@@ -22,7 +22,7 @@ from state.observed import (
     SnapshotState,
     SourceState,
 )
-from state.ray_client import ClusterRequestFailed, ClusterUnreachable, RayClient
+from state.ray_client import ClusterAuthFailed, ClusterRequestFailed, ClusterUnreachable, RayClient
 from state.records import read_records
 from state.sources import DEFAULT_FETCH_TIMEOUT, resolve_source, unresolved
 
@@ -76,13 +76,13 @@ def _settled(desired: DesiredState, observed: ObservedState) -> ObservedState:
 def read_clusters(ray: dict[str, RayClient]) -> tuple[dict[str, ClusterState], dict[str, str]]:
     """One snapshot per cluster, and why each cluster that could not be read could not: a dead
     dashboard (down, silent, or answering with errors) is the planner's to work around (its jobs are
-    not planned), never every cluster's end. A refused token (ClusterAuthFailed) still stops the
-    command: it is a configuration error of argus's side, reported once, as such."""
+    not planned), never every cluster's end. So is a refused token (ClusterAuthFailed): a runaway on
+    another cluster can still be stopped while one cluster's token is being rotated."""
     clusters, unreachable = {}, {}
     for name, client in ray.items():
         try:
             clusters[name] = client.snapshot()
-        except (ClusterUnreachable, ClusterRequestFailed) as err:
+        except (ClusterUnreachable, ClusterRequestFailed, ClusterAuthFailed) as err:
             unreachable[name] = str(err)
     return clusters, unreachable
 

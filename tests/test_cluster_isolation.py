@@ -75,7 +75,7 @@ def test_an_unreachable_cluster_is_an_error_at_its_address_and_its_jobs_are_not_
     assert changes["job.there"].reason == "cluster 'down' unreachable: not planned"
     [error] = result.errors
     assert (error.address, error.where) == ("cluster.down", Where("clusters/down.yaml", 3))
-    assert "cluster 'down' at http://127.0.0.9:8265 is unreachable" in error.message
+    assert "cluster 'down' at http://127.0.0.9:8265 cannot be read" in error.message
     assert error.message.endswith(WHY) and "its jobs are not planned" in error.message and "--target" in error.message
 
 
@@ -253,6 +253,6 @@ def test_a_dashboard_that_never_answers_costs_a_few_timeouts_and_blocks_nothing_
     assert jobs == {"job.healthy": "submit", "job.quiet": "no-op"}
     [error] = [d for d in data["diagnostics"] if d["severity"] == "error"]
     assert error["address"] == "cluster.mute" and error["where"] == "clusters/mute.yaml:3"
-    assert f"cluster 'mute' at http://127.0.0.1:{mute_port} is unreachable" in error["message"]
+    assert f"cluster 'mute' at http://127.0.0.1:{mute_port} cannot be read" in error["message"]
     assert "did not answer within 2s" in error["message"]
     assert _record_dirs(ws, "quiet") == []

@@ -42,7 +42,7 @@ def run(directory: Path, job: str, timeout: float, follow: bool = False, as_json
     kept = root is not None and driver_log(root, chosen.submission_id) is not None
     reachable = chosen.cluster in observed.clusters
     if chosen.cluster in observed.unreachable:
-        typer.echo(f"cluster {chosen.cluster!r} is unreachable: showing the log the run kept on NFS", err=True)
+        typer.echo(f"cluster {chosen.cluster!r} cannot be read: showing the log the run kept on NFS", err=True)
     if not kept and not (chosen.on_ray and reachable):
         raise ArgusError(_no_log(job, chosen, observed))
     if as_json:

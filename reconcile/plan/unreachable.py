@@ -37,7 +37,7 @@ def unreachable_clusters(desired: DesiredState, observed: ObservedState) -> list
     own words come last: they say what failed and what to check."""
     return [Diagnostic(
         severity="error", address=Address.cluster(name), field="address",
-        message=f"cluster {name!r} at {desired.clusters[name].address} is unreachable: its jobs are not planned "
+        message=f"cluster {name!r} at {desired.clusters[name].address} cannot be read: its jobs are not planned "
                 "(argus cannot see their runs), the other clusters' jobs are, and `argus apply --target job.NAME` "
                 f"applies them. {why}",
     ).located(desired.source(Address.cluster(name))) for name, why in sorted(observed.unreachable.items())]
