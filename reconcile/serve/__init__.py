@@ -1,0 +1,1 @@
+"""`argus serve`: the reconcile loop, its lease, notifications and HTTP (metrics, health, status page)."""

@@ -1,0 +1,74 @@
+"""What one turn of the loop saw and did: the one value the notifier, metrics and status page read.
+
+Pure data, built by the loop (serve.loop) and handed over whole: readers never see half a turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from reconcile.model import Plan, RunView
+from specs.base import Frozen
+
+EVENT_KINDS = ("failed", "retried", "recovered", "lost", "pending", "stalled", "drift", "apply_failed")
+EventKind = Literal["failed", "retried", "recovered", "lost", "pending", "stalled", "drift", "apply_failed"]
+
+
+class Event(Frozen):
+    """Something people are told about. `key` makes it once-only: an event whose key was sent
+    before (also by an earlier loop process) is never sent again."""
+
+    kind: EventKind
+    key: str
+    workspace: str
+    summary: str
+    """One line for people: what happened, to which job."""
+    time: str
+    """ISO 8601 UTC, when the loop noticed it."""
+    job: str | None = None
+    cluster: str | None = None
+    submission_id: str | None = None
+    attempt: int | None = None
+    max_attempts: int | None = None
+    failure: str | None = None
+    """The failure class (state.failures), for failed/lost/retried."""
+    evidence: tuple[str, ...] = ()
+    """The log lines that made the class."""
+    advice: str | None = None
+    next: str | None = None
+    """What argus does next ("retries as attempt 2 of 3", "nothing: retry policy exhausted")."""
+    commit: str | None = None
+    details: dict[str, str] = {}
+
+
+@dataclass(frozen=True)
+class TurnReport:
+    """One turn of the loop. `ok` is False when the turn failed before it could plan (then `plan`
+    and `runs` are those of the last turn that could, or empty)."""
+
+    workspace: str
+    started_at: float
+    finished_at: float
+    ok: bool
+    interval: float
+    sync: Literal["off", "auto"]
+    error: str | None = None
+    commit: str | None = None
+    plan: Plan | None = None
+    runs: Mapping[str, list[RunView]] = field(default_factory=dict)
+    """This workspace's runs by job name, newest last (reconcile.plan.runs.runs_by_job)."""
+    drift: int = 0
+    """Actionable changes the loop did not carry out (sync off, or the plan had errors)."""
+    applied: tuple[str, ...] = ()
+    """Addresses whose changes this turn carried out."""
+    retried: tuple[str, ...] = ()
+    """Submission ids of the new attempts this turn submitted."""
+    events: tuple[Event, ...] = ()
+    last_apply: Mapping[str, object] | None = None
+    """The newest ApplyEnded audit entry (time, actor, outcome, commit), if any."""
+    audit_verified: bool | None = None
+    audit_problem: str | None = None
+    notes: tuple[str, ...] = ()
+    """What people should know about this turn (lock busy, dirty checkout, standby)."""
