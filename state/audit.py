@@ -93,7 +93,18 @@ def read(shared_root: str, workspace: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
+_acting_as: str | None = None
+
+
+def act_as(name: str | None) -> None:
+    """Who this process is in every audit record and lock from now on (`argus serve@host`); None: the user."""
+    global _acting_as
+    _acting_as = name
+
+
 def actor() -> str:
+    if _acting_as:
+        return _acting_as
     for name in CI_ACTOR_VARIABLES:
         if os.environ.get(name):
             return f"{os.environ[name]} (via {name})"

@@ -29,7 +29,7 @@ def refresh_records(world: World, observed: Mapping[str, ClusterState], keep_fin
         forget_old_runs(world, cluster, keep_finished)
         for job in cluster.jobs:
             record = world.runs.get(job.submission_id)
-            if record is not None and _behind(world, record, job):
+            if record is not None and _behind(world.roots[record.cluster], record, job):
                 _record_progress(world, record, job)
                 updated += 1
     return updated
@@ -56,8 +56,14 @@ def forget_old_runs(world: World, cluster: ClusterState, keep_finished: int) -> 
             world.clients[cluster.name].delete(old.submission_id)
 
 
-def _behind(world: World, record: RunRecord, job: RayJob) -> bool:
-    root = world.roots[record.cluster]
+def records_behind(roots: Mapping[str, str], known: Mapping[str, RunRecord],
+                   observed: Mapping[str, ClusterState]) -> bool:
+    """Whether a refresh would change a record: Ray (or the run's exit.json) knows more than it says."""
+    return any(_behind(roots[record.cluster], record, job) for cluster in observed.values() for job in cluster.jobs
+               if (record := known.get(job.submission_id)) is not None and record.cluster in roots)
+
+
+def _behind(root: str, record: RunRecord, job: RayJob) -> bool:
     unkept = job.status in TERMINAL and not records.has_log(root, job.submission_id, "driver.log")
     return record.status != _status(root, job) or unkept
 

@@ -1,0 +1,136 @@
+"""What people are told after a turn of the loop: pure, from the plan, the runs and the clock.
+
+Each event has a key that makes it once-only (the notifier keeps a ledger of keys sent). Only each
+job's newest run is looked at: a loop started on a workspace with a long history tells about what
+is happening now, not about every failure of last year.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from reconcile.model import Action, Plan, RunView
+from reconcile.serve.report import Event
+from state.observed import RunStatus
+
+RECOVERED_AFTER = 300.0
+"""Seconds a new attempt must be running (or have succeeded) before it counts as recovered."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A job's retry policy as the events need it: which classes, how many attempts in all."""
+
+    on: tuple[str, ...] = ()
+    max_attempts: int = 1
+
+
+@dataclass(frozen=True)
+class Clock:
+    now: float
+    pending_alert: float
+    stall_alert: float
+
+
+def run_events(workspace: str, plan: Plan, runs: Mapping[str, list[RunView]], policies: Mapping[str, Policy],
+               log_changed_at: Mapping[str, float], clock: Clock) -> list[Event]:
+    """Failed, lost, recovered, pending too long, stalled: one per job at most, for its newest run.
+    `log_changed_at`: submission id -> when its driver.log on the shared root last grew."""
+    retries = {c.address.removeprefix("job."): c for c in plan.changes if c.action is Action.RETRY}
+    found = []
+    for job, views in sorted(runs.items()):
+        if not views:
+            continue
+        run = max(views, key=lambda r: r.started_at)
+        event = _run_event(workspace, job, run, policies.get(job, Policy()), retries.get(job),
+                           log_changed_at.get(run.submission_id), clock)
+        if event is not None:
+            found.append(event)
+    return found
+
+
+def retried_events(workspace: str, plan: Plan, submitted: set[str], clock: Clock) -> list[Event]:
+    """A new attempt the loop submitted this turn, with the run it replaces."""
+    found = []
+    for change in plan.changes:
+        step_ids = {getattr(s, "submission_id", None) for s in change.steps}
+        for sid in sorted(step_ids & submitted):
+            attempt = next(s.attempt for s in change.steps if getattr(s, "submission_id", None) == sid)
+            previous = change.current
+            found.append(_event(workspace, "retried", f"retried:{sid}", clock, job=change.address.removeprefix("job."),
+                                submission_id=sid, attempt=attempt,
+                                failure=previous.failure if previous else None,
+                                cluster=previous.cluster if previous else None,
+                                summary=f"{change.address}: retried as attempt {attempt} ({change.reason})"))
+    return found
+
+
+def drift_event(workspace: str, unapplied: list[tuple[str, str]], clock: Clock) -> Event | None:
+    """The desired state and the clusters differ and the loop did not act (sync off, or errors)."""
+    if not unapplied:
+        return None
+    listed = ", ".join(f"{action} {address}" for address, action in unapplied[:10])
+    more = f" and {len(unapplied) - 10} more" if len(unapplied) > 10 else ""
+    return _event(workspace, "drift", f"drift:{_digest(sorted(unapplied))}", clock,
+                  summary=f"{len(unapplied)} change(s) not applied: {listed}{more}",
+                  next="nothing: run `argus apply` (or serve with --sync auto)")
+
+
+def apply_failed_event(workspace: str, addresses: list[str], error: str, clock: Clock) -> Event:
+    return _event(workspace, "apply_failed", f"apply_failed:{_digest([*addresses, error])}", clock,
+                  summary=f"apply of {', '.join(addresses) or 'records'} failed: {error}",
+                  next="tries again next turn; `argus plan` shows what is left")
+
+
+def _run_event(workspace: str, job: str, run: RunView, policy: Policy, retry: object | None,
+               log_changed_at: float | None, clock: Clock) -> Event | None:
+    common = {"job": job, "cluster": run.cluster, "submission_id": run.submission_id, "attempt": run.attempt,
+              "max_attempts": policy.max_attempts if policy.on else None, "failure": run.failure,
+              "evidence": tuple(getattr(run, "evidence", ())), "advice": getattr(run, "advice", None)}
+    sid, age = run.submission_id, clock.now - run.started_at
+    if run.lost:
+        return _event(workspace, "lost", f"lost:{sid}", clock, **common, next=_next(run, policy, retry),
+                      summary=f"job.{job}: run {sid} was lost with its head (last seen {run.status})")
+    if run.status is RunStatus.FAILED:
+        return _event(workspace, "failed", f"failed:{sid}", clock, **common, next=_next(run, policy, retry),
+                      summary=f"job.{job}: attempt {run.attempt} failed ({run.failure or 'unclassified'})")
+    if run.attempt > 1 and (run.status is RunStatus.SUCCEEDED
+                            or (run.status is RunStatus.RUNNING and age >= RECOVERED_AFTER)):
+        return _event(workspace, "recovered", f"recovered:{sid}", clock, **common,
+                      summary=f"job.{job}: recovered, attempt {run.attempt} is {run.status}")
+    if run.status is RunStatus.PENDING and run.on_ray and age > clock.pending_alert:
+        return _event(workspace, "pending", f"pending:{sid}", clock, **common,
+                      summary=f"job.{job}: pending for {age / 60:.0f} min (no room on the cluster, or a "
+                              "resource no node offers)")
+    quiet_for = clock.now - log_changed_at if log_changed_at is not None else 0.0
+    if run.status is RunStatus.RUNNING and quiet_for > clock.stall_alert:
+        quiet = quiet_for / 60
+        return _event(workspace, "stalled", f"stalled:{sid}", clock, **common,
+                      summary=f"job.{job}: running, but its log has not grown for {quiet:.0f} min (a hung "
+                              "collective looks like this)")
+    return None
+
+
+def _next(run: RunView, policy: Policy, retry: object | None) -> str:
+    """What argus does about a failed or lost run."""
+    if retry is not None:
+        return f"retries it as attempt {run.attempt + 1} of {policy.max_attempts}, from its checkpoint directory"
+    if not policy.on:
+        return "nothing: the job has no retry policy; fix it and push, or `argus apply --replace job.NAME`"
+    if run.failure not in policy.on:
+        return f"nothing: {run.failure or 'an unclassified failure'} is not in the job's retry.on"
+    if run.attempt >= policy.max_attempts:
+        return f"nothing: attempt {run.attempt} of {policy.max_attempts} was the last"
+    return "nothing this turn (the plan could not retry it: see `argus plan`)"
+
+
+def _event(workspace: str, kind: str, key: str, clock: Clock, **fields: object) -> Event:
+    when = datetime.fromtimestamp(clock.now, tz=timezone.utc).isoformat(timespec="seconds")
+    return Event(kind=kind, key=f"{workspace}:{key}", workspace=workspace, time=when, **fields)
+
+
+def _digest(parts: list) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]

@@ -1,0 +1,77 @@
+"""One active `argus serve` per workspace: a lease file on the shared root, renewed every turn.
+
+<shared_root>/.argus/serve/<workspace>.lease names the holder and when it last renewed. A standby
+never trusts the holder's clock: it takes over when the lease it sees has not changed for `ttl`
+seconds of its own clock (as Kubernetes' leader election does), so skewed hosts cannot steal a
+live lease. Two standbys racing for a dead lease may both believe they won for one turn; the next
+renewal settles it, and the apply lock plus deterministic submission ids keep that turn harmless.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from state.files import write_json
+from state.records import now
+
+
+def lease_path(shared_root: str, workspace: str) -> Path:
+    return Path(shared_root) / ".argus" / "serve" / f"{workspace}.lease"
+
+
+@dataclass
+class Lease:
+    """This process's side of the lease: who it is, and what it last saw of the file."""
+
+    shared_root: str
+    workspace: str
+    ttl: float
+    holder: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")
+    _seen: str | None = None
+    _seen_since: float = 0.0
+
+    @property
+    def path(self) -> Path:
+        return lease_path(self.shared_root, self.workspace)
+
+    def try_hold(self) -> bool:
+        """Renew the lease if it is ours, take it if it is free or dead; False while another holds it."""
+        current = self._read()
+        if current is not None and current.get("holder") != self.holder and self._alive(current):
+            return False
+        write_json(self.path, {"holder": self.holder, "host": socket.gethostname(), "pid": os.getpid(),
+                               "renewed_at": now(), "nonce": uuid.uuid4().hex, "ttl": self.ttl})
+        mine = self._read()
+        return mine is not None and mine.get("holder") == self.holder
+
+    def holder_now(self) -> str | None:
+        current = self._read()
+        return None if current is None else str(current.get("holder"))
+
+    def release(self) -> None:
+        current = self._read()
+        if current is not None and current.get("holder") == self.holder:
+            self.path.unlink(missing_ok=True)
+
+    def _alive(self, current: dict) -> bool:
+        """Changed since we last looked (renewed), or unchanged for less than ttl of our own clock."""
+        text = json.dumps(current, sort_keys=True)
+        if text != self._seen:
+            self._seen, self._seen_since = text, time.monotonic()
+            return True
+        return time.monotonic() - self._seen_since < self.ttl
+
+    def _read(self) -> dict | None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            return {"holder": "(unreadable lease)"}  # a torn or hostile file: wait it out like a live one
+        return data if isinstance(data, dict) else {"holder": "(unreadable lease)"}
