@@ -166,6 +166,49 @@ def logs(job: str = typer.Argument(..., help="Job name."), directory: Path = DIR
     return command.run(directory, job, timeout, follow, as_json, run_id, attempt)
 
 
+class SyncMode(str, Enum):
+    off = "off"
+    auto = "auto"
+
+
+class LogFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+SYNC = typer.Option(SyncMode.off, "--sync", help="off: keep records, retry failed runs, report drift; auto: also "
+                   "apply the rest of the plan, as `argus apply --auto-approve` would.")
+NOTIFY = typer.Option([], "--notify", help="An apprise URL to send events to (slack://, feishu://, dingtalk://, "
+                      "wecombot://, mailto://, json://...); repeatable. docs/notifications.md.")
+LOG_FORMAT = typer.Option(LogFormat.text, "--log-format", help="text or json: one line a turn.")
+
+
+@app.command()
+def serve(directory: Path = DIR,
+          interval: float = typer.Option(30.0, "--interval", min=1.0, help="Seconds between turns."),
+          sync: SyncMode = SYNC,
+          git_pull: bool = typer.Option(False, "--git-pull", help="Fast-forward the checkout from its upstream "
+                                        "before each turn; a dirty or diverged checkout is reported, not applied."),
+          notify: list[str] = NOTIFY,
+          pending_alert: float = typer.Option(600.0, "--pending-alert", min=1.0,
+                                              help="Seconds a run may stay PENDING before it is reported."),
+          stall_alert: float = typer.Option(1800.0, "--stall-alert", min=1.0, help="Seconds a running run's log on "
+                                            "the shared filesystem may stay unchanged before it is reported."),
+          listen: str | None = typer.Option(None, "--listen", help="HOST:PORT for /metrics, /healthz and the "
+                                            "status page."),
+          once: bool = typer.Option(False, "--once", help="One turn, then exit (cron, tests)."),
+          log_format: LogFormat = LOG_FORMAT,
+          timeout: float = TIMEOUT) -> int:
+    """Keep watch: every interval load, observe, plan; keep records, retry, notify, and with --sync auto apply."""
+    from reconcile.commands import serve as command
+    from reconcile.serve.turn import TurnOptions
+
+    turn = TurnOptions(sync=sync.value, git_pull=git_pull, interval=interval, timeout=timeout,
+                       pending_alert=pending_alert, stall_alert=stall_alert, with_audit=listen is not None)
+    return command.run(directory, command.ServeOptions(turn=turn, notify=tuple(notify), listen=listen, once=once,
+                                                       log_format=log_format.value))
+
+
 @audit_app.command("verify")
 def audit_verify(directory: Path = DIR) -> int:
     """Check the hash chain: name any edited, removed, inserted or reordered record (exit 1)."""

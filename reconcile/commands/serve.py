@@ -1,0 +1,70 @@
+"""argus serve: the reconcile loop (reconcile.serve), with its notifier and HTTP endpoints."""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from reconcile.commands.common import load
+from reconcile.serve.loop import Loop, LoopSettings
+from reconcile.serve.turn import TurnOptions
+from specs.errors import ArgusError
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    turn: TurnOptions
+    notify: tuple[str, ...] = ()
+    listen: str | None = None
+    once: bool = False
+    log_format: Literal["text", "json"] = "text"
+
+
+def run(directory: Path, options: ServeOptions) -> int:
+    from state import audit
+
+    desired = load(directory)  # a workspace that does not load now is an error now, not a loop of errors
+    if not desired.shared_roots:
+        raise ArgusError(f"{directory}: the workspace has no cluster, so no shared root to hold the loop's lease.")
+    root = desired.shared_roots[sorted(desired.shared_roots)[0]]
+    audit.act_as(f"argus serve@{socket.gethostname()}")
+    settings = LoopSettings(turn=options.turn, once=options.once, log_format=options.log_format,
+                            notify=_notifier(options.notify, root, desired.workspace.name))
+    server = _server(options.listen, desired.shared_roots, settings)
+    try:
+        return Loop(directory, root, desired.workspace.name, settings).run()
+    finally:
+        if server is not None:
+            server.close()
+
+
+def _notifier(urls: tuple[str, ...], root: str, workspace: str):
+    if not urls:
+        return None
+    from reconcile.serve.notify import Notifier
+
+    return Notifier(list(urls), root, workspace).send
+
+
+def _server(listen: str | None, roots: dict[str, str], settings: LoopSettings):
+    """With --listen: /metrics, /healthz and the status page, fed every report."""
+    if listen is None:
+        return None
+    host, port = _host_port(listen)
+    from reconcile.serve.http import StatusServer
+    from reconcile.serve.metrics import Metrics
+
+    metrics = Metrics()
+    server = StatusServer(host, port, metrics=metrics, roots=roots)
+    settings.publish.extend([metrics.record, server.publish])
+    print(f"argus serve: listening on http://{host}:{server.port}/", flush=True)
+    return server
+
+
+def _host_port(listen: str) -> tuple[str, int]:
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ArgusError(f"--listen {listen!r}: give HOST:PORT, like 127.0.0.1:9108 (port 0: any free port).")
+    return host.strip("[]"), int(port)

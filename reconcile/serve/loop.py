@@ -1,0 +1,159 @@
+"""`argus serve`: turns every interval while this process holds the workspace's lease.
+
+A keeper thread renews the lease (every third of an interval, whatever a turn is doing), so a long
+apply does not look like a dead loop; a standby takes over within three intervals of the holder's
+last renewal. SIGTERM or SIGINT lets the current turn finish, then releases the lease.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from reconcile.serve.report import Event, TurnReport
+from reconcile.serve.turn import TurnOptions, turn
+
+LEASE_TTL_INTERVALS = 2.0
+"""The lease dies this many intervals after its last renewal (seen by the standby's own clock); with a
+standby checking every third of an interval, it takes over within three intervals."""
+
+
+@dataclass
+class LoopSettings:
+    turn: TurnOptions
+    once: bool = False
+    log_format: Literal["text", "json"] = "text"
+    notify: Callable[[list[Event]], list[str]] | None = None
+    """Sends events, returns problems (never raises): reconcile.serve.notify."""
+    publish: list[Callable[[TurnReport], None]] = field(default_factory=list)
+    """Called with every report: the status page, the metrics."""
+
+
+class Loop:
+    def __init__(self, directory: Path, shared_root: str, workspace: str, settings: LoopSettings):
+        from state.lease import Lease
+
+        self.directory, self.settings = directory, settings
+        interval = settings.turn.interval
+        self.lease = Lease(shared_root, workspace, ttl=LEASE_TTL_INTERVALS * interval)
+        self.stopping = threading.Event()
+        self.active = threading.Event()
+        self.wake = threading.Event()
+        self.turns = 0
+
+    def run(self) -> int:
+        """Until stopped (or one turn with --once). Returns the exit code: 1 when the last turn failed."""
+        self._handle_signals()
+        keeper = threading.Thread(target=self._keep_lease, name="argus-lease", daemon=True)
+        self._renew()
+        keeper.start()
+        report = None
+        try:
+            while not self.stopping.is_set():
+                report = self._one()
+                if self.settings.once:
+                    break
+                self.wake.wait(self.settings.turn.interval)
+                self.wake.clear()
+        finally:
+            self.stopping.set()
+            keeper.join(timeout=5)
+            self.lease.release()
+            self.say(f"argus serve: stopped after {self.turns} turn(s); lease released")
+        return 0 if report is None or report.ok else 1
+
+    def _one(self) -> TurnReport:
+        if not self.active.is_set():
+            report = self._standby()
+        else:
+            report = self._turn()
+            self._notify(report)
+        for publish in self.settings.publish:
+            publish(report)
+        self._log(report)
+        return report
+
+    def _turn(self) -> TurnReport:
+        self.turns += 1
+        try:
+            return turn(self.directory, self.settings.turn, self.say)
+        except Exception as err:  # a bug must not end the loop: report it, try again next turn
+            traceback.print_exc(file=sys.stderr)
+            now = time.time()
+            return TurnReport(workspace=self.lease.workspace, started_at=now, finished_at=now, ok=False,
+                              interval=self.settings.turn.interval, sync=self.settings.turn.sync,
+                              error=f"internal error: {type(err).__name__}: {err}")
+
+    def _standby(self) -> TurnReport:
+        now = time.time()
+        holder = self.lease.holder_now() or "nobody"
+        return TurnReport(workspace=self.lease.workspace, started_at=now, finished_at=now, ok=True,
+                          interval=self.settings.turn.interval, sync=self.settings.turn.sync,
+                          notes=(f"standby: {holder} holds the lease of this workspace",))
+
+    def _notify(self, report: TurnReport) -> None:
+        if self.settings.notify is None or not report.events:
+            return
+        for problem in self.settings.notify(list(report.events)):
+            self.say(f"argus serve: notification: {problem}")
+
+    def _keep_lease(self) -> None:
+        period = self.settings.turn.interval / 3
+        while not self.stopping.wait(period):
+            self._renew()
+
+    def _renew(self) -> None:
+        was = self.active.is_set()
+        try:
+            holding = self.lease.try_hold()
+        except OSError as err:  # the shared root is gone for a moment: stop acting until it is back
+            holding = False
+            self.say(f"argus serve: cannot renew the lease at {self.lease.path}: {err}")
+        if holding and not was:
+            self.active.set()
+            self.say(f"argus serve: active for workspace {self.lease.workspace} ({self.lease.holder})")
+            self.wake.set()
+        elif not holding:
+            self.active.clear()
+            if was:
+                self.say(f"argus serve: lost the lease to {self.lease.holder_now()}; standing by")
+
+    def _handle_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def stop(signum: int, _frame: object) -> None:
+            self.say(f"argus serve: {signal.Signals(signum).name}: finishing this turn, then stopping")
+            self.stopping.set()
+            self.wake.set()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+
+    def _log(self, report: TurnReport) -> None:
+        fields = log_fields(report, self.turns)
+        if self.settings.log_format == "json":
+            self.say(json.dumps(fields, sort_keys=True))
+        else:
+            self.say("argus serve: " + " ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, [], "")))
+
+    @staticmethod
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+
+def log_fields(report: TurnReport, turns: int) -> dict[str, object]:
+    """The one structured line per turn."""
+    return {"turn": turns, "workspace": report.workspace, "ok": report.ok,
+            "duration_s": round(report.finished_at - report.started_at, 3), "commit": (report.commit or "")[:12],
+            "jobs": len(report.runs), "applied": list(report.applied), "retried": list(report.retried),
+            "drift": report.drift, "events": [e.kind for e in report.events], "error": report.error,
+            "notes": list(report.notes)}

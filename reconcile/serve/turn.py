@@ -1,0 +1,225 @@
+"""One turn of the loop: load, observe, plan, carry out what the loop may, tell, report.
+
+Level-based, as controller-runtime's reconcilers are: each turn starts from what is, never from
+what the last turn meant to do, so a turn that died half-way is finished by the next one. The
+loop adds no way of changing the cluster: it executes the same steps `argus apply` executes,
+under the same lock, after planning again under it.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from reconcile.model import Action, Change, Plan
+from reconcile.serve import events as ev
+from reconcile.serve.report import Event, TurnReport
+from specs.desired import DesiredState
+from specs.errors import ArgusError
+
+
+@dataclass(frozen=True)
+class TurnOptions:
+    sync: Literal["off", "auto"] = "off"
+    git_pull: bool = False
+    interval: float = 30.0
+    timeout: float = 10.0
+    stop_timeout: float = 120.0
+    keep_finished: int = 3
+    pending_alert: float = 600.0
+    stall_alert: float = 1800.0
+    with_audit: bool = False
+    """Read the audit log for the last apply and its verification (the status page shows them)."""
+
+
+@dataclass
+class Outcome:
+    """What the turn did, filled as it goes."""
+
+    plan: Plan | None = None
+    runs: dict = field(default_factory=dict)
+    applied: tuple[str, ...] = ()
+    retried: tuple[str, ...] = ()
+    unapplied: list[tuple[str, str]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+    commit: str | None = None
+    desired: DesiredState | None = None
+
+
+def choose(plan: Plan, sync_auto: bool) -> list[Change]:
+    """What the loop carries out: retries always (a job's own errors hold its retry back; an error
+    elsewhere than on a job holds all back); with --sync auto every change of an error-free plan."""
+    if sync_auto and not plan.errors:
+        return list(plan.actionable)
+    blocked = {d.address for d in plan.errors}
+    if any(not address.startswith("job.") for address in blocked):
+        return []
+    return [c for c in plan.actionable if c.action is Action.RETRY and c.address not in blocked]
+
+
+def turn(directory: Path, options: TurnOptions, say: Callable[[str], None]) -> TurnReport:
+    started = time.time()
+    out = Outcome()
+    ok = True
+    try:
+        _reconcile(directory, options, out, say)
+    except ArgusError as err:
+        ok, out.error = False, str(err)
+    ws = out.desired.workspace.name if out.desired else directory.name
+    audit_view = _audit_view(out.desired) if options.with_audit and out.desired else {}
+    return TurnReport(workspace=ws, started_at=started, finished_at=time.time(), ok=ok and out.error is None,
+                      interval=options.interval, sync=options.sync, error=out.error, commit=out.commit,
+                      plan=out.plan, runs=out.runs, drift=len(out.unapplied), applied=out.applied,
+                      retried=out.retried, events=tuple(out.events), notes=tuple(out.notes), **audit_view)
+
+
+def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callable[[str], None]) -> None:
+    from reconcile.commands.common import connect, load, observe_and_plan
+    from state.gitinfo import desired_commit
+
+    may_sync = options.sync == "auto" and _pulled(directory, options, out)
+    desired = out.desired = load(directory)
+    out.commit = desired_commit(desired.root).commit
+    ray = connect(desired, options.timeout)
+    observed, plan = observe_and_plan(desired, ray)
+    if choose(plan, may_sync) or _records_behind(desired, observed):
+        observed, plan = _carry_out(desired, ray, options, may_sync, out, say) or (observed, plan)
+    from reconcile.plan.runs import runs_by_job
+
+    out.plan, out.runs = plan, runs_by_job(desired.workspace.name, observed)
+    chosen = {c.address for c in choose(plan, may_sync)} & set(out.applied)
+    out.unapplied = [(c.address, c.action.value) for c in plan.actionable if c.address not in chosen]
+    out.events = _events(desired, observed, plan, out, options)
+
+
+def _pulled(directory: Path, options: TurnOptions, out: Outcome) -> bool:
+    """With --git-pull: fast-forward first; a checkout someone works in is reported, never applied."""
+    if not options.git_pull:
+        return True
+    from state import checkout, safegit
+
+    try:
+        pulled = checkout.pull(directory)
+    except safegit.GitError as err:
+        out.notes.append(f"git pull failed ({err}): nothing applied this turn")
+        return False
+    if not pulled.ok:
+        out.notes.append(pulled.message)
+    return pulled.ok
+
+
+def _records_behind(desired: DesiredState, observed) -> bool:
+    from reconcile.execute.refresh import records_behind
+
+    return records_behind(desired.shared_roots, observed.records, observed.clusters)
+
+
+def _carry_out(desired: DesiredState, ray, options: TurnOptions, may_sync: bool, out: Outcome,
+               say: Callable[[str], None]):
+    """Under the apply lock (taken without waiting: a busy lock skips the turn and says so), plan
+    again and execute what the loop may; then bring the records up to date."""
+    from reconcile.commands.common import observe_and_plan
+    from state import lock
+
+    plan_id = uuid.uuid4().hex[:12]
+    try:
+        with lock.held(list(desired.shared_roots.values()), desired.workspace.name, plan_id, 0.0):
+            observed, plan = observe_and_plan(desired, ray)
+            chosen = choose(plan, may_sync)
+            _execute(desired, ray, observed, plan, chosen, plan_id, options, out, say)
+            return observed, plan
+    except lock.LockHeld as err:
+        out.notes.append(f"skipped this turn: {err}")
+        return None
+
+
+def _execute(desired, ray, observed, plan: Plan, chosen: list[Change], plan_id: str, options: TurnOptions,
+             out: Outcome, say: Callable[[str], None]) -> None:
+    from reconcile.execute.applier import apply_plan, open_world
+    from reconcile.execute.refresh import refresh_records
+    from reconcile.execute.world import Secrets
+
+    ctx = _context(desired, ray, observed, plan_id, options, say)
+    part = plan.model_copy(update={"changes": tuple(chosen),
+                                   "diagnostics": tuple(d for d in plan.diagnostics if d.severity != "error")})
+    try:
+        world = apply_plan(part, ctx) if chosen else open_world(ctx, Secrets({}))
+    except ArgusError as err:
+        out.error = f"apply failed: {err}"
+        out.events.append(ev.apply_failed_event(desired.workspace.name, [c.address for c in chosen], str(err),
+                                                _clock(options)))
+        raise
+    finally:
+        submitted = {getattr(s, "submission_id", "") for c in chosen for s in c.steps if s.kind == "submit"}
+        done = {address for address, _action, _outcome in ctx.outcomes}
+        out.applied = tuple(sorted(done))
+        out.retried = tuple(sorted(sid for c in chosen if c.action is Action.RETRY and c.address in done
+                                   for sid in submitted if any(getattr(s, "submission_id", "") == sid
+                                                               for s in c.steps)))
+    refresh_records(world, observed.clusters, options.keep_finished)
+
+
+def _context(desired, ray, observed, plan_id: str, options: TurnOptions, say: Callable[[str], None]):
+    from reconcile.execute.applier import ApplyContext
+    from state.gitinfo import desired_commit
+
+    return ApplyContext(desired, ray, desired_commit(desired.root), plan_id, observed=observed, echo=say,
+                        stop_timeout=options.stop_timeout, keep_finished=options.keep_finished)
+
+
+def _events(desired: DesiredState, observed, plan: Plan, out: Outcome, options: TurnOptions) -> list[Event]:
+    clock = _clock(options)
+    ws = desired.workspace.name
+    policies = {name: ev.Policy(tuple(job.retry.on), job.retry.max_attempts) if job.retry else ev.Policy()
+                for name, job in desired.jobs.items()}
+    found = ev.run_events(ws, plan, out.runs, policies, _log_activity(desired, out.runs), clock)
+    found += ev.retried_events(ws, plan, set(out.retried), clock)
+    drift = ev.drift_event(ws, out.unapplied, clock)
+    found += [drift] if drift else []
+    return [*out.events, *(_with_record(desired, e) for e in found)]
+
+
+def _log_activity(desired: DesiredState, runs: dict) -> dict[str, float]:
+    from state.run_activity import log_changed_at
+
+    running = [(r.cluster, r.submission_id) for views in runs.values() for r in views if r.status == "RUNNING"]
+    return log_changed_at(desired.shared_roots, running)
+
+
+def _with_record(desired: DesiredState, event: Event) -> Event:
+    """Evidence and advice from the run's record, which this turn's refresh may just have written."""
+    if event.evidence or not event.submission_id or event.cluster not in desired.shared_roots:
+        return event
+    from state.records import read_record
+
+    record = read_record(desired.shared_roots[event.cluster], event.submission_id)
+    evidence = tuple(getattr(record, "evidence", ()) or ()) if record else ()
+    advice = getattr(record, "advice", None) if record else None
+    failure = event.failure or (record.failure if record else None)
+    return event.model_copy(update={"evidence": evidence, "advice": event.advice or advice, "failure": failure})
+
+
+def _clock(options: TurnOptions) -> ev.Clock:
+    return ev.Clock(now=time.time(), pending_alert=options.pending_alert, stall_alert=options.stall_alert)
+
+
+def _audit_view(desired: DesiredState) -> dict:
+    """The newest apply and whether the log verifies, from the first shared root's audit log."""
+    from state import audit
+
+    if not desired.shared_roots:
+        return {}
+    root = desired.shared_roots[sorted(desired.shared_roots)[0]]
+    _count, problems = audit.verify(root, desired.workspace.name)
+    if problems:  # a torn or edited log cannot be read as records; say so instead
+        return {"audit_verified": False, "audit_problem": "; ".join(problems[:3])}
+    ended = [e for e in audit.read(root, desired.workspace.name) if e.get("event") == "apply.end"]
+    last = {k: ended[-1].get(k) for k in ("time", "actor", "outcome", "commit")} if ended else None
+    return {"last_apply": last, "audit_verified": True}
+
