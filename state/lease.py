@@ -41,7 +41,10 @@ class Lease:
         return lease_path(self.shared_root, self.workspace)
 
     def try_hold(self) -> bool:
-        """Renew the lease if it is ours, take it if it is free or dead; False while another holds it."""
+        """Renew the lease if it is ours, take it if it is free or dead; False while another holds it.
+        Raises OSError when the shared root is not there (an NFS mount that is down is never created)."""
+        if not Path(self.shared_root).is_dir():
+            raise FileNotFoundError(f"shared root {self.shared_root} is not mounted here")
         current = self._read()
         if current is not None and current.get("holder") != self.holder and self._alive(current):
             return False

@@ -29,13 +29,14 @@ def run(directory: Path, options: ServeOptions) -> int:
     if not desired.shared_roots:
         raise ArgusError(f"{directory}: the workspace has no cluster, so no shared root to hold the loop's lease.")
     root = desired.shared_roots[sorted(desired.shared_roots)[0]]
-    audit.act_as(f"argus serve@{socket.gethostname()}")
     settings = LoopSettings(turn=options.turn, once=options.once, log_format=options.log_format,
                             notify=_notifier(options.notify, root, desired.workspace.name))
     server = _server(options.listen, desired.shared_roots, settings)
+    audit.act_as(f"argus serve@{socket.gethostname()}")
     try:
         return Loop(directory, root, desired.workspace.name, settings).run()
     finally:
+        audit.act_as(None)
         if server is not None:
             server.close()
 

@@ -51,7 +51,7 @@ class Loop:
 
     def run(self) -> int:
         """Until stopped (or one turn with --once). Returns the exit code: 1 when the last turn failed."""
-        self._handle_signals()
+        previous = self._handle_signals()
         keeper = threading.Thread(target=self._keep_lease, name="argus-lease", daemon=True)
         self._renew()
         keeper.start()
@@ -67,6 +67,8 @@ class Loop:
             self.stopping.set()
             keeper.join(timeout=5)
             self.lease.release()
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
             self.say(f"argus serve: stopped after {self.turns} turn(s); lease released")
         return 0 if report is None or report.ok else 1
 
@@ -126,17 +128,17 @@ class Loop:
             if was:
                 self.say(f"argus serve: lost the lease to {self.lease.holder_now()}; standing by")
 
-    def _handle_signals(self) -> None:
+    def _handle_signals(self) -> dict:
+        """SIGTERM and SIGINT stop the loop after its turn; returns the handlers to put back."""
         if threading.current_thread() is not threading.main_thread():
-            return
+            return {}
 
         def stop(signum: int, _frame: object) -> None:
             self.say(f"argus serve: {signal.Signals(signum).name}: finishing this turn, then stopping")
             self.stopping.set()
             self.wake.set()
 
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
+        return {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGINT)}
 
     def _log(self, report: TurnReport) -> None:
         fields = log_fields(report, self.turns)
