@@ -34,7 +34,7 @@ def run(directory: Path, options: ServeOptions) -> int:
     server = _server(options.listen, desired.shared_roots, settings)
     audit.act_as(f"argus serve@{socket.gethostname()}")
     try:
-        return Loop(directory, root, desired.workspace.name, settings).run()
+        return Loop(directory, root, desired.workspace.name, settings, loaded=desired).run()
     finally:
         audit.act_as(None)
         if server is not None:

@@ -38,10 +38,12 @@ class LoopSettings:
 
 
 class Loop:
-    def __init__(self, directory: Path, shared_root: str, workspace: str, settings: LoopSettings):
+    def __init__(self, directory: Path, shared_root: str, workspace: str, settings: LoopSettings,
+                 loaded: object | None = None):
+        """`loaded`: the desired state the command read at start-up, reused by the first turn."""
         from state.lease import Lease
 
-        self.directory, self.settings = directory, settings
+        self.directory, self.settings, self.loaded = directory, settings, loaded
         interval = settings.turn.interval
         self.lease = Lease(shared_root, workspace, ttl=LEASE_TTL_INTERVALS * interval)
         self.stopping = threading.Event()
@@ -86,7 +88,8 @@ class Loop:
     def _turn(self) -> TurnReport:
         self.turns += 1
         try:
-            return turn(self.directory, self.settings.turn, self.say)
+            loaded, self.loaded = self.loaded, None
+            return turn(self.directory, self.settings.turn, self.say, loaded)
         except Exception as err:  # a bug must not end the loop: report it, try again next turn
             traceback.print_exc(file=sys.stderr)
             now = time.time()

@@ -63,12 +63,15 @@ def choose(plan: Plan, sync_auto: bool) -> list[Change]:
     return [c for c in plan.actionable if c.action is Action.RETRY and c.address not in blocked]
 
 
-def turn(directory: Path, options: TurnOptions, say: Callable[[str], None]) -> TurnReport:
+def turn(directory: Path, options: TurnOptions, say: Callable[[str], None],
+         loaded: DesiredState | None = None) -> TurnReport:
+    """`loaded`: the desired state just read by the caller (the loop's start-up), so the first turn
+    does not read every spec file twice; ignored with --git-pull, which may change them."""
     started = time.time()
     out = Outcome()
     ok = True
     try:
-        _reconcile(directory, options, out, say)
+        _reconcile(directory, options, out, say, loaded)
     except ArgusError as err:
         ok, out.error = False, str(err)
     ws = out.desired.workspace.name if out.desired else directory.name
@@ -79,12 +82,13 @@ def turn(directory: Path, options: TurnOptions, say: Callable[[str], None]) -> T
                       retried=out.retried, events=tuple(out.events), notes=tuple(out.notes), **audit_view)
 
 
-def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callable[[str], None]) -> None:
+def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callable[[str], None],
+               loaded: DesiredState | None) -> None:
     from reconcile.commands.common import connect, load, observe_and_plan
     from state.gitinfo import desired_commit
 
     may_sync = options.sync == "auto" and _pulled(directory, options, out)
-    desired = out.desired = load(directory)
+    desired = out.desired = loaded if loaded is not None and not options.git_pull else load(directory)
     out.commit = desired_commit(desired.root).commit
     ray = connect(desired, options.timeout)
     observed, plan = observe_and_plan(desired, ray)
