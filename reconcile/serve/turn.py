@@ -186,7 +186,8 @@ def _events(desired: DesiredState, observed, plan: Plan, out: Outcome, options: 
     found += ev.retried_events(ws, plan, set(out.retried), clock)
     drift = ev.drift_event(ws, out.unapplied, clock)
     found += [drift] if drift else []
-    return [*out.events, *(_with_record(desired, e) for e in found)]
+    return [e.model_copy(update={"commit": out.commit}) for e in (*out.events, *(_with_record(desired, e)
+                                                                                 for e in found))]
 
 
 def _log_activity(desired: DesiredState, runs: dict) -> dict[str, float]:
