@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo demo-multi-version test lint
+.PHONY: install demo demo-multi-version test lint chromium
 
 install: $(VENV)/.installed
 
@@ -22,5 +22,14 @@ demo-multi-version: install
 lint: install
 	$(BIN)/ruff check .
 
-test: lint
+test: lint chromium
 	$(BIN)/python -m pytest -q
+
+# The status page's tests look at it in a real headless browser: Debian's chromium.
+chromium:
+	@test -x /usr/bin/chromium || { \
+	  echo "make test: installing Debian's chromium for the status page's browser tests"; \
+	  SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || { \
+	    $$SUDO apt-get update -qq && \
+	    $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; }

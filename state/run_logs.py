@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 
@@ -21,6 +22,20 @@ def chunks(shared_root: str, submission_id: str) -> Iterator[str]:
     for data in _raw(shared_root, submission_id, 0):
         yield decoder.decode(data)
     yield decoder.decode(b"", final=True)
+
+
+def tail(shared_root: str, submission_id: str, limit: int = 4 * CHUNK) -> str:
+    """The log's last `limit` bytes, decoded; "" when the run kept no log. Never blocks: a FIFO or
+    device planted in place of the log between the check and the open reads as no log."""
+    fd = _open(shared_root, submission_id, os.O_NONBLOCK)
+    if fd is None:
+        return ""
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        handle.seek(max(0, info.st_size - limit))
+        return handle.read(limit).decode("utf-8", errors="replace")
 
 
 def _raw(shared_root: str, submission_id: str, offset: int) -> Iterator[bytes]:
@@ -50,11 +65,11 @@ def follow(shared_root: str, submission_id: str, write: Callable[[str], None],
         time.sleep(poll)
 
 
-def _open(shared_root: str, submission_id: str) -> int | None:
+def _open(shared_root: str, submission_id: str, flags: int = 0) -> int | None:
     path = driver_log(shared_root, submission_id)
     if path is None:
         return None
     try:
-        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | flags)
     except OSError:
         return None

@@ -1,0 +1,159 @@
+"""The status page of `argus serve`: one small server-rendered HTML page, no JavaScript.
+
+Run ids, health, evidence lines, advice, errors and commit text come from Ray, the runs' own logs
+and git: all hostile. Every value reaches the page through `_e` (html.escape), the one way in; the
+server also sends a Content-Security-Policy that forbids scripts, in case one slips through anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from html import escape
+from urllib.parse import quote
+
+from reconcile.model import Change, RunView
+from reconcile.serve.report import TurnReport
+from reconcile.views.human import health_of, sync_of
+
+REFRESH_SECONDS = 30
+MAX_EVIDENCE_LINES = 20
+"""The lines that made the class come first; the whole log is one click away."""
+STYLE = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:72em;padding:0 1em;color:#222}
+h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.25em .6em;vertical-align:top}
+tr{border-bottom:1px solid #ddd}th{background:#f3f3f3}dt{font-weight:600;float:left;clear:left;width:9em}
+dd{margin:0 0 .2em 10em}pre{margin:.2em 0;white-space:pre-wrap;font-size:12px;background:#f7f7f7}
+td p{margin:0 0 .3em}.bad{color:#b00020;font-weight:600}.good{color:#1b6e20;font-weight:600}code{font-size:13px}
+"""
+
+
+def render_page(report: TurnReport | None, now: float) -> str:
+    if report is None:
+        return _page("argus serve", "<h1>argus serve</h1><p>No turn has finished yet.</p>")
+    parts = [f"<h1>argus · workspace {_e(report.workspace)}</h1>", _turn(report, now), _notes(report.notes),
+             _apply(report), _diagnostics(report), _jobs(report)]
+    parts += [_runs(job, runs) for job, runs in sorted(report.runs.items()) if runs]
+    return _page(f"argus · {report.workspace}", "\n".join(p for p in parts if p))
+
+
+def _page(title: str, body: str) -> str:
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}"><title>{_e(title)}</title>'
+            f"<style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")
+
+
+def _turn(report: TurnReport, now: float) -> str:
+    outcome = ('<span class="good">ok</span>' if report.ok
+               else f'<span class="bad">failed</span>: {_e(report.error or "no reason given")}')
+    rows = [("Last turn", f"{_time(report.finished_at)} ({_ago(now - report.finished_at)}), took "
+                          f"{report.finished_at - report.started_at:.1f} s"),
+            ("Outcome", outcome), ("Sync", _e(report.sync)), ("Interval", f"{report.interval:g} s"),
+            ("Commit", f"<code>{_e((report.commit or '-')[:12])}</code>"),
+            ("Drift", f"{report.drift} change(s) not carried out")]
+    rows += [("Applied", _e(", ".join(report.applied)))] if report.applied else []
+    rows += [("Retried", _e(", ".join(report.retried)))] if report.retried else []
+    return _dl(rows)
+
+
+def _notes(notes: Iterable[str]) -> str:
+    items = "".join(f"<li>{_e(note)}</li>" for note in notes)
+    return f"<h2>Notes</h2><ul>{items}</ul>" if items else ""
+
+
+def _apply(report: TurnReport) -> str:
+    last: Mapping[str, object] = report.last_apply or {}
+    shown = [(key.capitalize(), _e(last.get(key) or "-")) for key in ("time", "actor", "outcome")]
+    shown.append(("Commit", f"<code>{_e(str(last.get('commit') or '-')[:12])}</code>"))
+    rows = shown if last else [("Last apply", "none recorded")]
+    return "<h2>Last apply</h2>" + _dl([*rows, ("Audit log", _audit(report))])
+
+
+def _audit(report: TurnReport) -> str:
+    if report.audit_verified is None:
+        return "not read"
+    if report.audit_verified:
+        return '<span class="good">verifies</span>'
+    return f'<span class="bad">does not verify</span>: {_e(report.audit_problem or "no reason given")}'
+
+
+def _diagnostics(report: TurnReport) -> str:
+    found = report.plan.diagnostics if report.plan else ()
+    items = "".join(_diagnostic(d.severity, str(d.where) if d.where else "", d.text) for d in found)
+    return f"<h2>Plan diagnostics</h2><ul>{items}</ul>" if items else ""
+
+
+def _diagnostic(severity: str, where: str, text: str) -> str:
+    label = f'<span class="bad">{_e(severity)}</span>' if severity == "error" else _e(severity)
+    return f"<li>{label}: {_e(where + ': ' if where else '')}{_e(text)}</li>"
+
+
+def _jobs(report: TurnReport) -> str:
+    changes = {c.address.removeprefix("job."): c for c in report.plan.changes if c.address.startswith("job.")} \
+        if report.plan else {}
+    names = sorted(set(changes) | set(report.runs))
+    if not names:
+        return "<h2>Jobs</h2><p>No jobs.</p>"
+    rows = [_job_row(name, changes.get(name), set(changes)) for name in names]
+    return _table("Jobs", ("Job", "Sync", "Health", "Current run", "Plan"), rows)
+
+
+def _job_row(name: str, change: Change | None, desired: set[str]) -> tuple[str, ...]:
+    link = f'<a href="#job-{_e(name)}">job.{_e(name)}</a>'
+    if change is None:  # finished runs of a job no spec names any more: the plan leaves them alone
+        return link, "removed", "-", "-", "-"
+    current = change.current
+    run = _log_link(current.submission_id) if current else "-"
+    return (link, _e(sync_of(change, desired)), _e(health_of(change) or "-"), run,
+            f"{_e(change.action.value)}: {_e(change.reason)}")
+
+
+def _runs(job: str, runs: list[RunView]) -> str:
+    newest_first = sorted(runs, key=lambda r: (r.started_at, r.attempt, r.submission_id), reverse=True)
+    rows = [_run_row(run) for run in newest_first]
+    head = ("Run (log)", "Attempt", "Health", "Started", "Failure", "Advice and evidence")
+    return f'<section id="job-{_e(job)}">' + _table(f"job.{job}: runs", head, rows) + "</section>"
+
+
+def _run_row(run: RunView) -> tuple[str, ...]:
+    advice = getattr(run, "advice", None)
+    evidence = tuple(getattr(run, "evidence", ()) or ())
+    more = len(evidence) - MAX_EVIDENCE_LINES
+    lines = [*evidence[:MAX_EVIDENCE_LINES], *([f"... {more} more line(s): see the log"] if more > 0 else [])]
+    shown = (f"<p>{_e(advice)}</p>" if advice else "") + (f"<pre>{_e(chr(10).join(lines))}</pre>" if lines else "")
+    failure = f'<span class="bad">{_e(run.failure)}</span>' if run.failure else "-"
+    return (_log_link(run.submission_id), str(run.attempt), _e(run.health), _time(run.started_at), failure,
+            shown or "-")
+
+
+def _log_link(submission_id: str) -> str:
+    return f'<a href="/logs/{_e(quote(submission_id, safe=""))}"><code>{_e(submission_id)}</code></a>'
+
+
+def _table(title: str, head: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    header = "".join(f"<th>{cell}</th>" for cell in head)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<h2>{_e(title)}</h2><table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _dl(rows: list[tuple[str, str]]) -> str:
+    return "<dl>" + "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in rows) + "</dl>"
+
+
+def _e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def _time(epoch: float) -> str:
+    if not epoch:
+        return "-"
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 0:
+        return "just now"
+    if seconds < 120:
+        return f"{seconds:.0f} s ago"
+    return f"{seconds / 60:.0f} min ago" if seconds < 7200 else f"{seconds / 3600:.1f} h ago"
