@@ -60,7 +60,8 @@ def _server(listen: str | None, roots: dict[str, str], settings: LoopSettings):
     metrics = Metrics()
     server = StatusServer(host, port, metrics=metrics, roots=roots)
     settings.publish.extend([metrics.record, server.publish])
-    print(f"argus serve: listening on http://{host}:{server.port}/", flush=True)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"argus serve: listening on http://{shown}:{server.port}/", flush=True)
     return server
 
 
