@@ -1,0 +1,76 @@
+"""What a notification says: text for people, the versioned JSON event for programs. Pure.
+
+docs/notifications.md documents both; a change to the JSON event's shape that a receiver could
+trip on (a field renamed, removed or retyped) bumps PAYLOAD_VERSION. New fields do not.
+"""
+
+from __future__ import annotations
+
+import json
+
+from reconcile.serve.report import Event
+
+PAYLOAD_VERSION = 1
+"""`argus_event_version` in every JSON event."""
+
+SEVERITY = {"failed": "failure", "lost": "failure", "apply_failed": "failure", "stalled": "warning",
+            "pending": "warning", "drift": "warning", "retried": "info", "recovered": "success"}
+"""Event kind -> apprise's notify type (colour and icon in chat; `type` in a JSON webhook)."""
+
+MAX_EVIDENCE_LINES = 12
+MAX_LINE = 400
+"""Evidence shown to people: chat services cut long messages (WeCom at 2048 characters), and the
+lines that made the class come first. The JSON event carries all of it."""
+
+
+def title(event: Event) -> str:
+    return f"argus: {event.summary}"
+
+
+def body(event: Event) -> str:
+    """The event for people, one fact a line, only the facts it has."""
+    lines = [f"kind: {event.kind}", f"workspace: {event.workspace}"]
+    if event.job:
+        lines.append(f"job: {event.job}" + (f" on cluster {event.cluster}" if event.cluster else ""))
+    if event.submission_id:
+        lines.append(f"run: {event.submission_id}")
+    if event.failure:
+        lines.append(f"class: {event.failure}")
+    lines += _evidence(event.evidence)
+    if event.advice:
+        lines.append(f"advice: {event.advice}")
+    if event.attempt is not None:
+        lines.append(f"attempt: {_attempt(event)}")
+    if event.next:
+        lines.append(f"next: {event.next}")
+    if event.commit:
+        lines.append(f"commit: {event.commit[:12]}")
+    lines += [f"{name}: {value}" for name, value in sorted(event.details.items())]
+    lines.append(f"time: {event.time}")
+    return "\n".join(lines)
+
+
+def payload(event: Event) -> dict[str, object]:
+    """The JSON event: every field of the Event, plus its version."""
+    return {"argus_event_version": PAYLOAD_VERSION, **event.model_dump(mode="json")}
+
+
+def payload_text(event: Event) -> str:
+    return json.dumps(payload(event), sort_keys=True, separators=(",", ":"))
+
+
+def _attempt(event: Event) -> str:
+    return f"{event.attempt} of {event.max_attempts}" if event.max_attempts else str(event.attempt)
+
+
+def _evidence(evidence: tuple[str, ...]) -> list[str]:
+    if not evidence:
+        return []
+    shown = [f"  {_cut(line)}" for line in evidence[:MAX_EVIDENCE_LINES]]
+    hidden = len(evidence) - len(shown)
+    more = [f"  ({hidden} more line(s) in the run's record)"] if hidden else []
+    return ["evidence:", *shown, *more]
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= MAX_LINE else line[: MAX_LINE - 3] + "..."

@@ -1,0 +1,156 @@
+"""The loop's events to people and programs, through apprise: each event to each channel once.
+
+A channel is one `--notify` URL. The ledger (state.sent_events) is kept per channel, so a Slack
+that is down does not make a working webhook hear an event twice; it is on the shared root, so
+a restarted loop, or a standby that takes over, does not send again what was sent. A try is
+counted before it is made; after MAX_TRIES failed tries an event is given up on that channel.
+
+`send` never raises and never takes much longer than its budget: each channel sends from its own
+thread, the caller waits for them at most `budget` seconds, and a channel that is still busy then
+finishes the one send it is in (apprise's own timeouts bound it) and leaves the rest to the next
+turn. The first failure of a channel also leaves the rest to the next turn: a dead service costs
+one timeout a turn, not one per event. What a late send ends in is reported by the next `send`.
+
+Channels, and what may be said of their URLs, are in reconcile.serve.channels.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import apprise
+
+from reconcile.serve.channels import CAPTURE, STRUCTURED, Channel, channels, quiet_apprise, scrub
+from reconcile.serve.messages import SEVERITY, body, payload_text, title
+from reconcile.serve.report import Event
+from state.sent_events import SentLedger
+
+BUDGET = 5.0
+"""Seconds a turn waits for its notifications, whatever the services do."""
+MAX_TRIES = 3
+
+
+class Notifier:
+    def __init__(self, urls: Sequence[str], shared_root: str, workspace: str, budget: float = BUDGET):
+        """Raises NotifyError naming every URL apprise cannot use (by place and scheme)."""
+        quiet_apprise()
+        self.channels = channels(urls)
+        self.ledger = SentLedger(shared_root, workspace)
+        self.budget = budget
+        self._workers: dict[str, threading.Thread] = {}
+        """Channel id -> the thread sending to it, from this or an earlier turn."""
+        self._problems: list[str] = []
+        self._lock = threading.Lock()
+
+    def send(self, events: Sequence[Event]) -> list[str]:
+        """Send what each channel has not had yet; returns problems, never raises."""
+        deadline = time.monotonic() + self.budget
+        stop = threading.Event()
+        started = [c for c in self.channels if self._start(c, list(events), stop)]
+        for channel in started:
+            self._workers[channel.id].join(max(0.0, deadline - time.monotonic()))
+        stop.set()
+        for channel in [c for c in started if self._busy(c)]:
+            self._problem(f"{channel.label}: no answer within {self.budget:g} s; "
+                          "its other events wait for the next turn")
+        return self._drain()
+
+    def wait(self, timeout: float) -> bool:
+        """Until no channel is sending (a send the budget cut short); True when none is. For a loop
+        that is stopping: what is in flight gets recorded."""
+        deadline = time.monotonic() + timeout
+        for worker in self._workers.values():
+            worker.join(max(0.0, deadline - time.monotonic()))
+        return not any(self._busy(c) for c in self.channels)
+
+    def _busy(self, channel: Channel) -> bool:
+        worker = self._workers.get(channel.id)
+        return worker is not None and worker.is_alive()
+
+    def _start(self, channel: Channel, events: list[Event], stop: threading.Event) -> bool:
+        if self._busy(channel):
+            self._problem(f"{channel.label}: still busy with an earlier send; its events wait for the next turn")
+            return False
+        worker = threading.Thread(target=self._deliver_all, args=(channel, events, stop),
+                                  name=f"argus notify {channel.id}", daemon=True)
+        self._workers[channel.id] = worker
+        worker.start()
+        return True
+
+    def _deliver_all(self, channel: Channel, events: list[Event], stop: threading.Event) -> None:
+        for event in events:
+            if stop.is_set() or not self._deliver(channel, event):
+                return
+
+    def _deliver(self, channel: Channel, event: Event) -> bool:
+        """True when the channel is done with the event (now or before); False ends its turn."""
+        try:
+            if self.ledger.was_sent(channel.id, event.key):
+                return True
+            tries = self.ledger.tries(channel.id, event.key)
+            if tries >= MAX_TRIES:
+                return True
+            self.ledger.count_try(channel.id, event.key, tries + 1)
+        except OSError as err:
+            self._problem(f"{channel.label}: event {event.key} not sent: the ledger at {self.ledger.path} "
+                          f"cannot be used ({err.strerror or err})")
+            return False
+        accepted, why = _post(channel, event)
+        if accepted:
+            self._record(channel, event)
+            return True
+        if tries + 1 >= MAX_TRIES:
+            self._problem(f"{channel.label}: event {event.key} given up after {MAX_TRIES} tries: {why}")
+        else:
+            self._problem(f"{channel.label}: event {event.key} not sent (try {tries + 1} of {MAX_TRIES}, "
+                          f"again next turn): {why}")
+        return False
+
+    def _record(self, channel: Channel, event: Event) -> None:
+        sent_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        try:
+            self.ledger.record_sent(channel.id, event.key, event.kind, event.time, channel.label, sent_at)
+        except OSError as err:
+            self._problem(f"{channel.label}: event {event.key} was sent but not recorded in {self.ledger.path} "
+                          f"({err.strerror or err}): it may be sent again")
+
+    def _problem(self, text: str) -> None:
+        with self._lock:
+            self._problems.append(text)
+
+    def _drain(self) -> list[str]:
+        with self._lock:
+            drained, self._problems = self._problems, []
+        return drained
+
+
+def _post(channel: Channel, event: Event) -> tuple[bool, str]:
+    """One apprise send: (accepted, why not). A plugin that raises is a failed send."""
+    structured = channel.scheme in STRUCTURED
+    overflow = _overflow(channel.plugin, structured)
+    with CAPTURE.lines() as lines:
+        try:
+            accepted = bool(channel.plugin.notify(
+                body=payload_text(event) if structured else body(event), title=title(event),
+                notify_type=apprise.NotifyType(SEVERITY[event.kind]), body_format=apprise.NotifyFormat.TEXT,
+                **({"overflow": overflow} if overflow else {})))
+        except Exception as err:  # noqa: BLE001 - a bug in a plugin must not end the loop
+            accepted = False
+            lines.append(f"{type(err).__name__}: {err}")
+    why = lines[-1] if lines else "the service did not accept it"
+    return accepted, scrub(why, channel.secrets)[:300]
+
+
+def _overflow(plugin: Any, structured: bool) -> str | None:
+    """The JSON event is never cut (cut JSON is no JSON); text for people is cut rather than left
+    to a service that refuses long messages, unless the URL asked for something else."""
+    if structured:
+        return apprise.OverflowMode.UPSTREAM
+    mode = getattr(plugin, "overflow_mode", None)
+    if getattr(mode, "value", mode) == apprise.OverflowMode.UPSTREAM.value:
+        return apprise.OverflowMode.TRUNCATE
+    return None

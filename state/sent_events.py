@@ -1,0 +1,117 @@
+"""The notifier's ledger on the shared root: which event went to which channel, and how often it was tried.
+
+    <shared_root>/.argus/serve/<workspace>/sent/<channel>/<key hash>.json   written once the channel accepted it
+    <shared_root>/.argus/serve/<workspace>/sent/<channel>/<key hash>.tries  written before each try: tries so far
+
+It lives beside the loop's lease, so a loop that restarts, or a standby that takes over, sees what
+the one before it sent. File names are hashes: an event key (made of job names and submission
+ids) never becomes a path. Every job on the cluster can write the shared root, so directories are
+opened without following symlinks and files are read only when regular and small.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import re
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+WORKSPACE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+CHANNEL = re.compile(r"^[0-9a-f]{16}$")
+MAX_READ = 4096
+DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class SentLedger:
+    """One workspace's ledger. Every method may raise OSError (the shared root is gone, or a
+    component of the path was replaced by a symlink): the notifier then does not send."""
+
+    shared_root: str
+    workspace: str
+
+    def __post_init__(self) -> None:
+        if not WORKSPACE.match(self.workspace):
+            raise ValueError(f"not a workspace name: {self.workspace!r}")
+
+    @property
+    def path(self) -> Path:
+        return Path(self.shared_root, *self._parts())
+
+    def was_sent(self, channel: str, key: str) -> bool:
+        return self._read(channel, f"{key_hash(key)}.json") is not None
+
+    def tries(self, channel: str, key: str) -> int:
+        """Tries so far; a file that is not a small count reads as none."""
+        text = self._read(channel, f"{key_hash(key)}.tries")
+        return int(text) if text is not None and text.strip().isdigit() else 0
+
+    def count_try(self, channel: str, key: str, tries: int) -> None:
+        self._write(channel, f"{key_hash(key)}.tries", f"{tries}\n")
+
+    def record_sent(self, channel: str, key: str, kind: str, time: str, label: str, sent_at: str) -> None:
+        entry = {"key": key, "kind": kind, "time": time, "channel": channel, "label": label, "sent_at": sent_at}
+        self._write(channel, f"{key_hash(key)}.json", json.dumps(entry, indent=2, sort_keys=True) + "\n")
+
+    def _parts(self, channel: str | None = None) -> list[str]:
+        if channel is not None and not CHANNEL.match(channel):
+            raise ValueError(f"not a channel id: {channel!r}")
+        return [".argus", "serve", self.workspace, "sent", *([channel] if channel else [])]
+
+    def _read(self, channel: str, name: str) -> str | None:
+        """The file's text when it is a regular file of at most MAX_READ bytes; None when absent
+        (or a symlink: writing replaces the link itself, never its target)."""
+        try:
+            with _directory(self.shared_root, self._parts(channel), create=False) as parent:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                return None
+            raise
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            data = handle.read(MAX_READ + 1)
+        return data.decode("utf-8", "replace") if len(data) <= MAX_READ else None
+
+    def _write(self, channel: str, name: str, text: str) -> None:
+        """Atomic: a temporary file in the same directory, renamed over the name."""
+        with _directory(self.shared_root, self._parts(channel), create=True) as parent:
+            temporary = f".{name}.{os.getpid()}.tmp"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(temporary, flags, 0o644, dir_fd=parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+
+
+@contextlib.contextmanager
+def _directory(root: str, parts: list[str], create: bool) -> Iterator[int]:
+    """A descriptor of root/parts..., no component below the root followed if it is a symlink.
+    The root itself is the operator's setting (a mount point may well be a symlink)."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o755, dir_fd=fd)
+            child = os.open(part, DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
