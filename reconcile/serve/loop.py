@@ -68,6 +68,7 @@ class Loop:
         finally:
             self.stopping.set()
             keeper.join(timeout=5)
+            self._finish_sends()
             self.lease.release()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -105,10 +106,17 @@ class Loop:
                           notes=(f"standby: {holder} holds the lease of this workspace",))
 
     def _notify(self, report: TurnReport) -> None:
-        if self.settings.notify is None or not report.events:
+        if self.settings.notify is None:  # called every turn: it also reports sends that ended late
             return
         for problem in self.settings.notify(list(report.events)):
             self.say(f"argus serve: notification: {problem}")
+
+    def _finish_sends(self) -> None:
+        """A send still under way is given a few seconds, so its ledger records it and a restarted loop
+        does not send it again."""
+        wait = getattr(getattr(self.settings.notify, "__self__", None), "wait", None)
+        if wait is not None:
+            wait(5.0)
 
     def _keep_lease(self) -> None:
         period = self.settings.turn.interval / 3
