@@ -12,6 +12,7 @@ from specs.base import Frozen
 from specs.diagnostics import Diagnostic
 from specs.models import Name
 from specs.submission import SUBMISSION_ID_PATTERN, Submission
+from state.failures import advice_for
 from state.observed import LAYOUT, MAYBE_RUNNING, RunStatus
 
 SNAPSHOT_PATH_PATTERN = r"^common/code/[a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9-]{0,62}$"
@@ -145,10 +146,23 @@ class RunView(Frozen):
     submission: Submission | None = Field(default=None, exclude=True)
     """What the run was asked to run, from argus's record; None when unknown. Left out of plan
     JSON and saved plans, whose format does not carry it."""
+    evidence: tuple[str, ...] = Field(default=(), exclude=True)
+    """The log lines that made the failure class, from argus's record. Left out of plan JSON and
+    saved plans like `submission`: `argus status` shows them."""
 
     @property
     def finished(self) -> bool:
         return self.status not in MAYBE_RUNNING
+
+    @property
+    def failed(self) -> bool:
+        """Ended in failure, or lost with its head: the runs `argus status` explains."""
+        return self.status is RunStatus.FAILED or self.lost
+
+    @property
+    def advice(self) -> str | None:
+        """What to do about the failure class (state.failures.ADVICE)."""
+        return advice_for(self.failure)
 
     @property
     def health(self) -> str:

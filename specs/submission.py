@@ -200,6 +200,12 @@ def secret_refs(env: dict[str, str]) -> dict[str, str]:
     return refs
 
 
+def held_secrets(env: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+    """The values `environ` holds of env's `${env:NAME}` references, by NAME: what a run was sent,
+    and what its logs may echo."""
+    return {name: environ[name] for name in secret_refs(dict(env)).values() if environ.get(name)}
+
+
 def expand(text: str, shared_root_path: str, submission: str = "") -> str:
     """Fill in `${shared_root}` (seed 001 writes paths this way) and `${submission_id}` (a run's
     log directory is named after it, and the id is derived from the hash: it stays out of it)."""

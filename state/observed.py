@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, ValidatorFunctionWrapHandler, field_validator
 
 from specs.base import Frozen, TextEnum
 from specs.diagnostics import Diagnostic
@@ -120,6 +120,11 @@ class RunRecord(Frozen):
     """The job's `protect:` at submit time: still guards the run after its spec is deleted."""
     failure: str | None = None
     """Why the run failed (state.failures), once argus has seen it finish and kept its log."""
+    evidence: tuple[Annotated[str, Field(max_length=1000)], ...] = Field(default=(), max_length=20)
+    """The log lines (or Ray's message) that made the failure class, secret values masked. Bounded
+    generously: state.failures makes fewer and shorter lines; the bounds are for hostile records."""
+    advice: str | None = Field(default=None, max_length=2000)
+    """What to do about the failure class, as argus said it when it recorded the class."""
     session_name: str | None = None
     """The cluster's Ray session when argus submitted: tells a refused submit from a forgotten one."""
     error: str | None = None
@@ -136,14 +141,15 @@ class RunRecord(Frozen):
     def _status_of_earlier_versions(cls, value: Any) -> Any:
         return _RECORDED_BEFORE.get(value, value) if isinstance(value, str) else value
 
-    @field_validator("submission", mode="wrap")
+    @field_validator("submission", "evidence", "advice", mode="wrap")
     @classmethod
-    def _unreadable_submission_is_unknown(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        """Records on NFS are hostile input: a submission of another shape is unknown, not a crash."""
+    def _unreadable_is_unknown(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+        """Records on NFS are hostile input: a submission, evidence or advice of another shape is
+        unknown, not a crash (nor a record skipped, which would hide the run)."""
         try:
             return handler(value)
         except ValidationError:
-            return None
+            return cls.model_fields[info.field_name].default
 
 
 class RunEnd(Frozen):

@@ -25,6 +25,9 @@ from state.files import write_atomic, write_json
 from state.observed import RunEnd, RunRecord
 
 MAX_END_BYTES = 4096
+OMITTED_WHEN_EMPTY = ("evidence", "advice")
+"""Fields added after `failure`: left out of a record that has none, so the records of runs that did
+not fail still read in the versions before them (their models forbid unknown keys)."""
 TAIL_BYTES = 64 * 1024
 """How much of a driver log's end is read to classify a failure: the traceback is at the end."""
 
@@ -47,7 +50,9 @@ def write_status(shared_root: str, record: RunRecord) -> None:
     # Validated again on the way out: model_copy(update=...) does not validate, and what is
     # written here must read back as the same record.
     checked = RunRecord.model_validate(dict(record))
-    write_json(job_dir(shared_root, record.submission_id) / "status.json", checked.model_dump(mode="json"))
+    empty = {name for name in OMITTED_WHEN_EMPTY if not getattr(checked, name)}
+    write_json(job_dir(shared_root, record.submission_id) / "status.json",
+               checked.model_dump(mode="json", exclude=empty))
 
 
 def append_submit_log(shared_root: str, submission_id: str, text: str) -> None:

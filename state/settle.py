@@ -4,18 +4,23 @@ Any command that observes (plan, apply, status, logs) reads each run's exit.json
 never waits for an apply. A record still saying a run is underway whose end is now known (its
 exit.json) and that Ray no longer knows is rewritten with that end. Runs Ray still knows are
 settled by apply (execute.refresh), which also keeps their log and audits their end: settling
-them here would take that moment from it. Settling writes only what the observation already
-decided, so it changes no plan.
+them here would take that moment from it. Settling writes what the observation already decided,
+and for a failed run what explains it (its class, the log lines that made it, the advice), which
+only retry policies read, and they have had it classified already: it changes no plan.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+from dataclasses import replace
+from typing import Any
 
 from specs.desired import DesiredState
+from specs.submission import held_secrets
 from state import records
-from state.failures import Evidence, classify
-from state.observed import TERMINAL, ObservedState, RunEnd, RunStatus
+from state.failures import Evidence, advice_for, classify, matched_lines
+from state.observed import TERMINAL, ObservedState, RunEnd, RunRecord, RunStatus
 
 
 def with_ends(desired: DesiredState, observed: ObservedState) -> ObservedState:
@@ -38,12 +43,33 @@ def settle(desired: DesiredState, observed: ObservedState) -> int:
         if (end is None or end.status is None or sid in on_ray or record.status in TERMINAL
                 or record.cluster not in desired.clusters):
             continue
-        settled = record.model_copy(update={"status": end.status, "updated_at": records.now(),
-                                            "failure": record.failure or observed.failures.get(sid)})
+        root = desired.shared_root(record.cluster)
+        explained = _explained(root, record, end, observed.failures.get(sid)) if end.status is RunStatus.FAILED else {}
+        settled = record.model_copy(update={"status": end.status, "updated_at": records.now(), **explained})
         with contextlib.suppress(OSError):
-            records.write_status(desired.shared_root(record.cluster), settled)
+            records.write_status(root, settled)
             written += 1
     return written
+
+
+def _explained(root: str, record: RunRecord, end: RunEnd, failure: str | None) -> dict[str, Any]:
+    """A failed run's class (classified here from its own log when its job has no retry policy to have
+    asked already), the lines that made it, secret values masked, and what to do about it."""
+    tail = records.log_tail(root, record.submission_id)
+    evidence = Evidence(status="FAILED", exit_code=end.exit_code, log_tail=tail)
+    failure = record.failure or failure or classify(evidence)
+    shown = replace(evidence, log_tail=_masked(record, tail))
+    return {"failure": failure, "evidence": matched_lines(shown, failure), "advice": advice_for(failure)}
+
+
+def _masked(record: RunRecord, text: str) -> str:
+    """A log may echo a secret the run was sent: the values of its `${env:NAME}` references this process
+    holds are masked, as apply masks them (reconcile.execute.world.Secrets). Before the lines are cut
+    to length: a cut could leave part of a value that no longer matches."""
+    env = record.submission.env_vars if record.submission else {}
+    for value in held_secrets(env, os.environ).values():
+        text = text.replace(value, "***")
+    return text
 
 
 def _runs_by_cluster(desired: DesiredState, observed: ObservedState) -> dict[str, set[str]]:

@@ -234,7 +234,8 @@ def _assert_status_marks_the_dead_cluster(argus, ws, ghost: RunRecord, *options:
     by_address = {row["address"]: row for row in data["jobs"]}
     assert (by_address["job.healthy"]["sync"], by_address["job.healthy"]["health"]) == ("in sync", "SUCCEEDED")
     assert by_address["job.stranded"] == {"address": "job.stranded", "sync": "unknown",
-                                          "health": "cluster dead unreachable", "submission_id": None}
+                                          "health": "cluster dead unreachable", "submission_id": None,
+                                          "failure": None, "advice": None, "evidence": []}
 
     markdown = argus("status", ws.root, "--format", "markdown", *options)
     assert markdown.code == 1 and "cluster dead unreachable" in markdown.out

@@ -12,6 +12,9 @@ from conftest import QUICK, SLEEP, jobs_of, sdk, wait_for
 
 from state import audit
 
+NOT_FAILED = {"failure": None, "advice": None, "evidence": []}
+"""What `argus status --format json` says of a job whose current run did not fail."""
+
 
 def test_apply_then_plan_again_has_no_changes(workspace, argus):
     workspace.job("hello", QUICK)
@@ -193,8 +196,9 @@ def test_status_and_logs(workspace, argus):
         "job.talker", job.submission_id, "SUCCEEDED")
     assert "hello from argus" in as_json["logs"]
     assert json.loads(argus("status", workspace.root, "--json").out)["jobs"] == [
-        {"address": "job.later", "sync": "in sync", "health": None, "submission_id": None},
-        {"address": "job.talker", "sync": "in sync", "health": "SUCCEEDED", "submission_id": job.submission_id}]
+        {"address": "job.later", "sync": "in sync", "health": None, "submission_id": None, **NOT_FAILED},
+        {"address": "job.talker", "sync": "in sync", "health": "SUCCEEDED", "submission_id": job.submission_id,
+         **NOT_FAILED}]
     missing = argus("logs", "later", workspace.root)
     assert missing.code == 1 and "job.later has no run yet" in missing.err
 

@@ -17,6 +17,7 @@ from conftest import jobs_of, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 MAKE_REPO = ROOT / "examples" / "multi-version" / "make-repo.sh"
+NOT_FAILED = {"failure": None, "advice": None, "evidence": []}
 SOURCES_AND_CHECKS = ("state.sources", "state.safegit", "state.workcopy", "state.gitinfo", "state.verl_checks")
 PPO = """
     kind: Job
@@ -51,9 +52,10 @@ def test_status_and_logs_run_without_git_or_hydra(workspace, argus, monkeypatch:
     status = argus("status", workspace.root, "--json")
     assert status.code == 0, status.err
     assert json.loads(status.out)["jobs"] == before == [
-        {"address": "job.on-a", "sync": "in sync", "health": "SUCCEEDED", "submission_id": ran.submission_id},
-        {"address": "job.on-b", "sync": "missing", "health": None, "submission_id": None},
-        {"address": "job.ppo", "sync": "missing", "health": None, "submission_id": None}]
+        {"address": "job.on-a", "sync": "in sync", "health": "SUCCEEDED", "submission_id": ran.submission_id,
+         **NOT_FAILED},
+        {"address": "job.on-b", "sync": "missing", "health": None, "submission_id": None, **NOT_FAILED},
+        {"address": "job.ppo", "sync": "missing", "health": None, "submission_id": None, **NOT_FAILED}]
     human = argus("status", workspace.root)
     assert human.code == 0 and f"job.on-a  in sync  SUCCEEDED  {ran.submission_id}" in human.out.splitlines()
     logs = argus("logs", "on-a", workspace.root, "--json")

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import json
 
-from conftest import jobs_of, wait_for
+from conftest import jobs_of, sdk, wait_for
 
 from state import audit
+from state.failures import ADVICE
 
 NCCL = ("import sys; print('[rank0]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
         "OpType=ALLREDUCE) ran for 600012 milliseconds before timing out.'); sys.exit(1)")
 BUG = "import sys; print('Traceback (most recent call last):'); print('KeyError: 1'); sys.exit(1)"
 POLICY = "retry: {max_attempts: 2, on: [nccl_timeout, node_lost]}\n"
+SECRET = "s3cret-echoed-by-the-run"
+WATCHDOG = "[rank0]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE)"
+PADDED = WATCHDOG + " peer " + "x" * (290 - len(WATCHDOG) - len(" peer  token "))
+"""The secret after it starts at character 290: a line cut to 300 before masking would keep 10 of its characters."""
+ECHOES_SECRET = ("import os, sys; print('step 1'); "
+                 "print('" + PADDED + " token ' + os.environ['TOKEN'] + ' ' + 'y' * 40); "
+                 "print('[rank0]: terminate called'); sys.exit(1)")
+OOM_LINE = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.41 GiB for"
+OOM = f"import os, sys; print('{OOM_LINE} ' + os.environ['TOKEN']); sys.exit(1)"
 
 
 def test_a_retryable_failure_is_retried_then_recorded(workspace, argus):
@@ -56,3 +66,36 @@ def test_old_finished_runs_leave_rays_table_but_not_argus_records(workspace, arg
     kept = sorted((workspace.shared / "jobs").glob("*/logs/driver.log"))
     assert len(kept) == 5 and all("round" in p.read_text() for p in kept)
     assert argus("plan", workspace.root, "--detailed-exitcode").code == 0
+
+
+def test_status_explains_a_failed_run_with_advice_and_the_line_that_matched(workspace, argus, monkeypatch):
+    """Recorded by apply (Ray still knows the run) and settled by status (Ray forgot it first): both
+    records hold the class, the advice and the matched line, with the secret the run echoed masked."""
+    monkeypatch.setenv("ARGUS_TEST_NCCL_TOKEN", SECRET)
+    secret_env = "env: {TOKEN: '${env:ARGUS_TEST_NCCL_TOKEN}'}\n"
+    workspace.job("hung", ["python3", "-c", ECHOES_SECRET], extra=secret_env)
+    workspace.job("forgotten", ["python3", "-c", OOM], extra=secret_env)
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    sid = {j.metadata["argus.job"]: j.submission_id for j in jobs_of(workspace.address, workspace.name)}
+    for run in sid.values():
+        wait_for(workspace.address, run, {"FAILED"})
+    sdk(workspace.address).delete_job(sid["forgotten"])
+
+    assert argus("status", workspace.root).code == 0  # settles the forgotten run's record from its exit.json
+    assert argus("apply", workspace.root, "--auto-approve").code == 0  # records the run Ray still knows
+    hung, forgotten = (json.loads((workspace.shared / "jobs" / sid[job] / "status.json").read_text())
+                       for job in ("hung", "forgotten"))
+    assert (hung["failure"], hung["advice"]) == ("nccl_timeout", ADVICE["nccl_timeout"])
+    assert hung["evidence"] == [f"{PADDED} token *** {'y' * 5}…"]
+    assert (forgotten["status"], forgotten["failure"], forgotten["advice"]) == ("FAILED", "oom", ADVICE["oom"])
+    assert forgotten["evidence"] == [f"{OOM_LINE} ***"]
+
+    human = argus("status", workspace.root).out
+    assert "    failure: nccl_timeout" in human and "NCCL_SOCKET_IFNAME" in human
+    assert f"    log:     {PADDED} token ***" in human
+    assert "    failure: oom" in human and "actor_rollout_ref.rollout.gpu_memory_utilization" in human
+    rows = {r["address"]: r for r in json.loads(argus("status", workspace.root, "--format", "json").out)["jobs"]}
+    assert (rows["job.hung"]["failure"], rows["job.hung"]["advice"]) == ("nccl_timeout", ADVICE["nccl_timeout"])
+    assert rows["job.hung"]["evidence"] == hung["evidence"]
+    assert rows["job.forgotten"]["health"] == "forgotten (FAILED)" and rows["job.forgotten"]["failure"] == "oom"
+    assert SECRET[:4] not in human + json.dumps(rows) + json.dumps(hung) + json.dumps(forgotten)

@@ -9,9 +9,11 @@ import pytest
 
 from reconcile.model import Plan, PlanOptions
 from reconcile.plan.planner import plan
-from reconcile.views.machine import plan_json
+from reconcile.views.human import render_status
+from reconcile.views.machine import plan_json, status_json
 from specs.submission import RunId, labels, parse_labels, resolve, spec_hash
 from state import records
+from state.failures import ADVICE
 from state.observed import ACTIVE, MAYBE_RUNNING, TERMINAL, UNCONFIRMED, RayJob, RunRecord, RunStatus
 from tests.test_planner import CLUSTER, WS, desired, job, observed, record_of, run_of
 
@@ -88,6 +90,57 @@ def test_an_unreadable_record_file_is_skipped(tmp_path: Path, text: str):
     write_record(tmp_path, "x")
     (tmp_path / "jobs" / "team.ppo.0d3b16c73fd5.1" / "status.json").write_bytes(text.encode("utf-8", "surrogateescape"))
     assert records.read_records(str(tmp_path), "team") == {}
+
+
+@pytest.mark.parametrize("damage", [
+    {"evidence": [1]}, {"evidence": "line"}, {"evidence": ["x" * 5000]}, {"evidence": ["x"] * 100},
+    {"advice": 7}, {"advice": "x" * 10_000},
+])
+def test_evidence_or_advice_of_another_shape_is_unknown_not_a_hidden_run(tmp_path: Path, damage: dict):
+    write_record(tmp_path, {**PREVIOUS_VERSION_RECORD, **damage})
+    [record] = records.read_records(str(tmp_path), "team").values()
+    assert (record.evidence, record.advice, record.status) == ((), None, RunStatus.RUNNING)
+
+
+def test_a_failed_runs_evidence_and_advice_round_trip(tmp_path: Path):
+    failed = {"status": "FAILED", "failure": "oom", "evidence": ["CUDA out of memory"], "advice": ADVICE["oom"]}
+    record = RunRecord.model_validate({**PREVIOUS_VERSION_RECORD, **failed})
+    records.write_status(str(tmp_path), record)
+    written = json.loads((tmp_path / "jobs" / record.submission_id / "status.json").read_text())
+    assert written == {**PREVIOUS_VERSION_RECORD, **failed}
+    assert records.read_record(str(tmp_path), record.submission_id) == record
+
+
+@pytest.mark.parametrize("on_ray", [True, False])
+def test_a_failed_run_is_explained_by_status_but_its_evidence_stays_out_of_plan_json(on_ray: bool):
+    spec = job()
+    ray_job = run_of(spec, "FAILED")
+    evidence = tuple(f"[rank{r}] CUDA out of memory" for r in range(5))
+    record = record_of(ray_job, "FAILED", failure="oom", evidence=evidence, advice="stale words")
+    result = plan(desired(spec), observed(*([ray_job] if on_ray else []), records=(record,)))
+    [change] = result.changes
+    assert change.current.evidence == evidence and change.current.advice == ADVICE["oom"]  # today's advice
+    assert "evidence" not in json.loads(plan_json(result))["changes"][0]["current"]
+
+    shown = render_status(result, {"j"}).splitlines()
+    advice = shown[3:len(shown) - 4]
+    assert shown[2] == "    failure: oom" and shown[3].startswith("    advice:  Out of memory. On a GPU")
+    assert " ".join(line.strip() for line in advice).removeprefix("advice:  ") == ADVICE["oom"]
+    assert all(len(line) <= 100 for line in advice)
+    assert shown[-4:] == ["    log:     [rank2] CUDA out of memory", "             [rank3] CUDA out of memory",
+                          "             [rank4] CUDA out of memory",
+                          "             (2 earlier line(s): argus status --format json)"]
+    [row] = json.loads(status_json(result, {"j"}))["jobs"]
+    assert (row["failure"], row["advice"], row["evidence"]) == ("oom", ADVICE["oom"], list(evidence))
+
+
+def test_status_explains_no_run_that_did_not_fail():
+    spec = job()
+    ray_job = run_of(spec, "STOPPED")
+    result = plan(desired(spec), observed(ray_job, records=(record_of(ray_job, "STOPPED", failure="stopped"),)))
+    assert len(render_status(result, {"j"}).splitlines()) == 2
+    [row] = json.loads(status_json(result, {"j"}))["jobs"]
+    assert (row["failure"], row["advice"], row["evidence"]) == (None, None, [])
 
 
 def test_a_record_of_a_run_that_vanished_while_stopping_reads_as_stopped(tmp_path: Path):

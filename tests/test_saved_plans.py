@@ -147,7 +147,8 @@ def test_plan_formats_on_a_real_cluster(workspace, argus):
     assert markdown.startswith(f"### argus plan for `{workspace.name}`")
     assert "| `+` | `job.shown` | submit |" in markdown
     status = json.loads(argus("status", workspace.root, "--format", "json").out)
-    assert status["jobs"] == [{"address": "job.shown", "sync": "missing", "health": None, "submission_id": None}]
+    assert status["jobs"] == [{"address": "job.shown", "sync": "missing", "health": None, "submission_id": None,
+                               "failure": None, "advice": None, "evidence": []}]
 
 
 def test_a_replace_plan_applied_twice_asks_for_one_new_attempt(workspace, argus, tmp_path):

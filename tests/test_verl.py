@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -11,10 +12,12 @@ from pathlib import Path
 
 import pytest
 from conftest import make_workspace
+from ruamel.yaml import YAML
 
 from specs.loader import load_workspace
 from specs.submission import expand, resolve
 from state import local
+from state.failures import ADVICE
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "h20"
@@ -48,6 +51,16 @@ def test_every_example_job_composes_against_real_verl(h20: Path, argus):
     result = argus("validate", "--deep", h20)
     assert result.code == 0, result.out + result.err
     assert "Deep: 4 verl job(s) compose against their code." in result.out
+
+
+def test_the_failure_advice_names_only_keys_verl_0_9_1_has(verl_repo: Path):
+    """The config keys the advice tells people to change exist in the verl the examples pin."""
+    config = YAML(typ="safe").load(verl_repo / "verl" / "trainer" / "config" / "_generated_ppo_trainer.yaml")
+    keys = set(_dotted(config))
+    named = {m for text in ADVICE.values() for m in re.findall(r"\b(?:actor_rollout_ref|critic|trainer)\.\w[\w.]*\w",
+                                                               text)}
+    assert {"actor_rollout_ref.rollout.gpu_memory_utilization", "actor_rollout_ref.nccl_timeout"} <= named
+    assert sorted(named - keys) == []
 
 
 def test_a_typo_in_an_override_fails_at_its_line(h20: Path, argus):
@@ -214,3 +227,8 @@ def test_a_snapshot_whose_config_extends_the_search_path_is_not_composed(h20: Pa
     found = verl_checks.compose(config, job, desired, str(tmp_path / "cache"), "d" * 64)
     assert found is not None and found.severity == "error" and "hydra.searchpath" in found.message
     assert "The Zen of Python" not in capsys.readouterr().out  # `import this` never ran
+
+
+def _dotted(tree: dict, prefix: str = "") -> list[str]:
+    return [key for name, value in tree.items() for key in
+            (_dotted(value, f"{prefix}{name}.") if isinstance(value, dict) else [f"{prefix}{name}"])]

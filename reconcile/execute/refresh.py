@@ -7,14 +7,18 @@ No git, no snapshot, no verl check runs here.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
-from reconcile.execute.world import World
+from reconcile.execute.world import Secrets, World
 from specs.address import Address
+from specs.submission import held_secrets
 from state import debug, records
 from state.audit_events import RunFinished
-from state.failures import classify, evidence_of
-from state.observed import TERMINAL, ClusterState, RayJob, RunRecord
+from state.failures import Evidence, advice_for, classify, evidence_of, matched_lines
+from state.observed import TERMINAL, ClusterState, RayJob, RunRecord, RunStatus
 
 
 def refresh_records(world: World, observed: Mapping[str, ClusterState], keep_finished: int = 3) -> int:
@@ -76,7 +80,8 @@ def _status(root: str, job: RayJob) -> str:
 
 def _record_progress(world: World, record: RunRecord, job: RayJob) -> None:
     """A run seen finished for the first time: keep its driver log (Ray keeps it on one node's
-    disk only), classify a failure, and say so in the audit log."""
+    disk only), classify a failure (with the lines that made its class, and what to do), and say so
+    in the audit log."""
     root = world.roots[record.cluster]
     status = _status(root, job)
     if status not in TERMINAL:
@@ -87,7 +92,25 @@ def _record_progress(world: World, record: RunRecord, job: RayJob) -> None:
     else:  # a run that never reached its wrapper (runtime env setup), or one of an earlier version
         logs = world.clients[record.cluster].logs(job.submission_id)
         records.write_log(root, job.submission_id, "driver.log", logs)
-    failure = classify(evidence_of(job, logs, status))
-    world.runs.update(record, status=status, failure=failure)
+    explained = _explained(world, record, evidence_of(job, logs, status))
+    world.runs.update(record, status=status, **explained)
     world.audit.append(record.cluster, RunFinished(address=Address.job(record.job), submission_id=job.submission_id,
-                                                   status=status, failure=failure))
+                                                   status=status, failure=explained["failure"]))
+
+
+def _explained(world: World, record: RunRecord, evidence: Evidence) -> dict[str, Any]:
+    """The run's failure class; for a failed run also the lines that made it and what to do about it."""
+    failure = classify(evidence)
+    if evidence.status != RunStatus.FAILED:
+        return {"failure": failure}
+    # Redacted before the lines are cut to length: a cut could leave part of a value that no longer matches.
+    redact = _secrets_of(world, record).redact
+    shown = replace(evidence, message=redact(evidence.message), log_tail=redact(evidence.log_tail))
+    return {"failure": failure, "evidence": matched_lines(shown, failure), "advice": advice_for(failure)}
+
+
+def _secrets_of(world: World, record: RunRecord) -> Secrets:
+    """This apply's secrets and those of the run's own `${env:NAME}` references this process holds: the
+    run may have been sent by an earlier apply, with secrets this plan does not send."""
+    env = record.submission.env_vars if record.submission else {}
+    return Secrets({**held_secrets(env, os.environ), **world.secrets.values})

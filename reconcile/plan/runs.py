@@ -102,7 +102,7 @@ def _seen_on_ray(job: RayJob, run: RunId, cluster: str, observed: ObservedState)
                    status=(end and end.status) or job.status, on_ray=True, started_at=(job.start_time or 0) / 1000,
                    protect=bool(record and record.protect),
                    failure=(record.failure if record else None) or observed.failures.get(job.submission_id),
-                   submission=record.submission if record else None)
+                   evidence=record.evidence if record else (), submission=record.submission if record else None)
 
 
 def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
@@ -117,7 +117,8 @@ def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
                    attempt=record.attempt, status=ended or record.status, on_ray=False,
                    protect=record.protect, lost=lost, failure="lost" if lost else record.failure
                    or observed.failures.get(record.submission_id),
-                   started_at=_epoch(record.submitted_at or record.updated_at), submission=record.submission)
+                   started_at=_epoch(record.submitted_at or record.updated_at), submission=record.submission,
+                   evidence=record.evidence)
 
 
 def _head_restarted(record: RunRecord, observed: ObservedState) -> bool:

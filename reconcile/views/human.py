@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -10,11 +11,15 @@ from typing import Any
 
 import typer
 
-from reconcile.model import Action, Change, FieldChange, Plan
+from reconcile.model import Action, Change, FieldChange, Plan, RunView
 from reconcile.views.argv import argv_lines, field_argv_diff
-from specs.diagnostics import Diagnostic
+from specs.diagnostics import Diagnostic, printable
 
 _MARK_COLOURS = {"-": "red", "+": "green"}
+STATUS_WIDTH = 100
+"""Where `argus status` wraps a failed run's advice."""
+EVIDENCE_SHOWN = 3
+"""Log lines shown under a failed run; `status --format json` has all the record keeps."""
 
 
 @dataclass(frozen=True)
@@ -63,12 +68,15 @@ def render_outcomes(rows: list[tuple[str, str, str]]) -> str:
 
 def render_status(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None) -> str:
     unseen = unseen or Unseen()
+    jobs = [c for c in sorted(plan.changes, key=lambda c: c.address) if c.address.startswith("job.")]
     rows = [("JOB", "SYNC", "HEALTH", "RUN")]
     rows += [(c.address, sync_of(c, desired_jobs, unseen), health_of(c, unseen) or "-",
-              c.current.submission_id if c.current else "-") for c in sorted(plan.changes, key=lambda c: c.address)
-             if c.address.startswith("job.")]
+              c.current.submission_id if c.current else "-") for c in jobs]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:3], widths, strict=True)) + "  " + r[3] for r in rows]
+    lines = []
+    for row, change in zip(rows, [None, *jobs], strict=True):
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
+        lines += _failure_lines(change) if change else []
     if plan.unmanaged:
         lines += ["", "Not managed by this workspace (never touched):"]
         lines += [f"  {j.cluster}: {j.submission_id} {j.status} (owner: {j.owner or 'none, submitted by hand'})"
@@ -102,6 +110,26 @@ def health_of(change: Change, unseen: Unseen | None = None) -> str | None:
         return change.current.health if change.current else None
     seen = f" (last seen {change.current.status})" if change.current else ""
     return f"cluster {hidden} unreachable{seen}"
+
+
+def failed_run(change: Change) -> RunView | None:
+    """The job's current run when it failed or was lost: the run status explains."""
+    run = change.current
+    return run if run is not None and run.failed else None
+
+
+def _failure_lines(change: Change) -> list[str]:
+    """Under a job whose run failed: the class, what to do, and the last log lines that made the class."""
+    run = failed_run(change)
+    if run is None or run.failure is None:
+        return []
+    lines = [f"    failure: {run.failure}"]
+    lines += textwrap.wrap(run.advice or "", width=STATUS_WIDTH, initial_indent="    advice:  ",
+                           subsequent_indent=" " * 13, break_long_words=False, break_on_hyphens=False)
+    shown = run.evidence[-EVIDENCE_SHOWN:]
+    lines += [f"    {'log:' if i == 0 else '':9}{printable(line)}" for i, line in enumerate(shown)]
+    hidden = len(run.evidence) - len(shown)
+    return lines + ([f"             ({hidden} earlier line(s): argus status --format json)"] if hidden else [])
 
 
 def _change_lines(change: Change, colour: bool) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from reconcile.model import Action, Change, FieldChange, Plan
 from reconcile.views.argv import argv_lines, field_argv_diff
-from reconcile.views.human import Unseen, health_of, shows_submission, summary, sync_of
+from reconcile.views.human import Unseen, failed_run, health_of, shows_submission, summary, sync_of
 
 JSON_FORMAT_VERSION = 1
 MARKDOWN_LIMIT = 60_000
@@ -24,10 +24,11 @@ def plan_json(plan: Plan) -> str:
 
 
 def status_json(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None) -> str:
-    """`unreachable` names each cluster that did not answer and why; its jobs' sync is "unknown"."""
+    """`unreachable` names each cluster that did not answer and why; its jobs' sync is "unknown".
+    A job whose current run failed has its failure class, advice and evidence; the others null and []."""
     unseen = unseen or Unseen()
     rows = [{"address": c.address, "sync": sync_of(c, desired_jobs, unseen), "health": health_of(c, unseen),
-             "submission_id": c.current.submission_id if c.current else None}
+             "submission_id": c.current.submission_id if c.current else None, **_failure(c)}
             for c in sorted(plan.changes, key=lambda c: c.address) if c.address.startswith("job.")]
     unmanaged = [j.model_dump(mode="json") for j in plan.unmanaged]
     return json.dumps({"format_version": JSON_FORMAT_VERSION, "workspace": plan.workspace, "jobs": rows,
@@ -83,6 +84,13 @@ def _field_lines(d: FieldChange) -> list[str]:
 def _diff_marker(change: Change) -> str:
     """diff syntax colours + green and - red; a replace shows as a change (!)."""
     return {Action.REPLACE: "!"}.get(change.action, change.action.symbol[0])
+
+
+def _failure(change: Change) -> dict[str, Any]:
+    run = failed_run(change)
+    if run is None:
+        return {"failure": None, "advice": None, "evidence": []}
+    return {"failure": run.failure, "advice": run.advice, "evidence": list(run.evidence)}
 
 
 def _counts(plan: Plan) -> dict[str, int]:
