@@ -32,7 +32,7 @@ def pull(directory: Path, timeout: float = PULL_TIMEOUT) -> Pulled:
         upstream = run("rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}").strip()
     except safegit.GitError:
         return Pulled(False, f"the checkout at {top} has no upstream branch: `git branch -u origin/main` there")
-    run("fetch", "--quiet", "--no-tags", upstream.split("/", 1)[0])
+    run("fetch", "--quiet", "--no-tags")  # the current branch's own remote, whatever its name
     before = run("rev-parse", "HEAD").strip()
     dirty = run("status", "--porcelain", "--untracked-files=all")
     if dirty.strip():
@@ -46,6 +46,16 @@ def pull(directory: Path, timeout: float = PULL_TIMEOUT) -> Pulled:
         run("merge", "--ff-only", "--quiet", upstream)
     after = run("rev-parse", "HEAD").strip()
     return Pulled(True, f"fast-forwarded {before[:12]}..{after[:12]}" if behind else "up to date", before, after)
+
+
+def untracked(directory: Path, files: list[str], timeout: float = PULL_TIMEOUT) -> list[str]:
+    """Of the spec files argus read (relative to `directory`), those git does not track: an ignored
+    file is invisible to `git status`, but the loader reads every *.yaml on disk."""
+    top = Path(_git(directory, "rev-parse", "--show-toplevel", timeout=timeout).strip())
+    git_dir = Path(_git(directory, "rev-parse", "--absolute-git-dir", timeout=timeout).strip())
+    paths = [str((directory / f).resolve().relative_to(top.resolve())) for f in files]
+    tracked = set(_runner(git_dir, top, timeout)("ls-files", "-z", "--", *paths).split("\0")) if paths else set()
+    return sorted(f for f, p in zip(files, paths, strict=True) if p not in tracked)
 
 
 def _runner(git_dir: Path, work_tree: Path, timeout: float):

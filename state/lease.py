@@ -15,6 +15,7 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from state.files import write_json
@@ -33,6 +34,8 @@ class Lease:
     workspace: str
     ttl: float
     holder: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")
+    once: bool = False
+    """A process that makes one turn and exits: it judges the lease by its renewal time."""
     _seen: str | None = None
     _seen_since: float = 0.0
 
@@ -43,8 +46,9 @@ class Lease:
     def try_hold(self) -> bool:
         """Renew the lease if it is ours, take it if it is free or dead; False while another holds it.
         Raises OSError when the shared root is not there (an NFS mount that is down is never created)."""
-        if not Path(self.shared_root).is_dir():
-            raise FileNotFoundError(f"shared root {self.shared_root} is not mounted here")
+        if not (Path(self.shared_root) / ".argus").is_dir():  # an empty mount point is no shared root
+            raise FileNotFoundError(f"shared root {self.shared_root} has no .argus directory: it is not mounted "
+                                    "here, or nothing was ever applied to it (run `argus apply` once)")
         current = self._read()
         if current is not None and current.get("holder") != self.holder and self._alive(current):
             return False
@@ -63,12 +67,19 @@ class Lease:
             self.path.unlink(missing_ok=True)
 
     def _alive(self, current: dict) -> bool:
-        """Changed since we last looked (renewed), or unchanged for less than ttl of our own clock."""
+        """Changed since we last looked (renewed), or unchanged for less than the longer of our ttl and
+        the holder's own (a loop with a longer interval renews less often) on our own clock. A process
+        that looks only once (`--once`) cannot watch: it reads the holder's renewal time instead,
+        allowing the holder's ttl again for clock skew."""
+        ttl = max(self.ttl, _number(current.get("ttl")))
+        if self.once:
+            renewed = _epoch(current.get("renewed_at"))
+            return renewed is None or time.time() - renewed < 2 * ttl
         text = json.dumps(current, sort_keys=True)
         if text != self._seen:
             self._seen, self._seen_since = text, time.monotonic()
             return True
-        return time.monotonic() - self._seen_since < self.ttl
+        return time.monotonic() - self._seen_since < ttl
 
     def _read(self) -> dict | None:
         try:
@@ -78,3 +89,16 @@ class Lease:
         except (OSError, ValueError):
             return {"holder": "(unreadable lease)"}  # a torn or hostile file: wait it out like a live one
         return data if isinstance(data, dict) else {"holder": "(unreadable lease)"}
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def _epoch(value: object) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

@@ -49,8 +49,19 @@ def test_a_failure_says_its_class_and_what_argus_does_next():
 
 def test_only_the_newest_run_of_a_job_is_told_about():
     old = run("ws.a.h.1", RunStatus.FAILED, failure="oom", age=9000)
-    new = run("ws.a.h.2", RunStatus.RUNNING, attempt=2, age=10)
+    new = run("ws.a.k.1", RunStatus.RUNNING, attempt=1, age=10)  # a new spec's first run
     assert run_events("ws", Plan(workspace="ws", changes=()), {"a": [old, new]}, {"a": NCCL}, {}, CLOCK) == []
+
+
+def test_the_failure_a_running_retry_follows_is_told_too():
+    """An apply may submit the retry between two turns: the loop still tells the failure, once."""
+    failed = run("ws.a.h.1", RunStatus.FAILED, failure="nccl_timeout", age=120)
+    retry = run("ws.a.h.2", RunStatus.RUNNING, attempt=2, age=30)
+    events = run_events("ws", Plan(workspace="ws", changes=()), {"a": [failed, retry]}, {"a": NCCL}, {}, CLOCK)
+    assert [(e.kind, e.submission_id) for e in events] == [("failed", "ws.a.h.1")]
+    done = retry.model_copy(update={"status": RunStatus.SUCCEEDED})
+    events = run_events("ws", Plan(workspace="ws", changes=()), {"a": [failed, done]}, {"a": NCCL}, {}, CLOCK)
+    assert [e.kind for e in events] == ["recovered"]
 
 
 def test_recovered_pending_stalled_and_lost():
@@ -70,10 +81,13 @@ def test_recovered_pending_stalled_and_lost():
 
 
 def test_drift_retried_and_apply_failed_keys_are_stable():
-    first = drift_event("ws", [("job.a", "submit"), ("job.b", "stop")], CLOCK)
-    again = drift_event("ws", [("job.b", "stop"), ("job.a", "submit")], Clock(NOW + 30, 600, 1800))
-    other = drift_event("ws", [("job.a", "submit")], CLOCK)
+    first = drift_event("ws", [("job.a", "submit", "ws.a.1.1"), ("job.b", "stop", "ws.b.2.1")], CLOCK)
+    again = drift_event("ws", [("job.b", "stop", "ws.b.2.1"), ("job.a", "submit", "ws.a.1.1")],
+                        Clock(NOW + 30, 600, 1800))
+    other = drift_event("ws", [("job.a", "submit", "ws.a.1.1")], CLOCK)
+    changed_again = drift_event("ws", [("job.a", "submit", "ws.a.3.1"), ("job.b", "stop", "ws.b.2.1")], CLOCK)
     assert first.key == again.key != other.key and "2 change(s) not applied" in first.summary
+    assert changed_again.key != first.key  # the same job changed again later is new drift
     assert drift_event("ws", [], CLOCK) is None
     assert apply_failed_event("ws", ["job.a"], "boom", CLOCK).key == apply_failed_event("ws", ["job.a"], "boom",
                                                                                         CLOCK).key

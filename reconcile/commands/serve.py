@@ -25,6 +25,8 @@ class ServeOptions:
 def run(directory: Path, options: ServeOptions) -> int:
     from state import audit
 
+    if options.turn.git_pull:  # a broken commit checked out before a restart is fixed by the next merge
+        _pull_first(directory)
     desired = load(directory)  # a workspace that does not load now is an error now, not a loop of errors
     if not desired.shared_roots:
         raise ArgusError(f"{directory}: the workspace has no cluster, so no shared root to hold the loop's lease.")
@@ -39,6 +41,17 @@ def run(directory: Path, options: ServeOptions) -> int:
         audit.act_as(None)
         if server is not None:
             server.close()
+
+
+def _pull_first(directory: Path) -> None:
+    from state import checkout, safegit
+
+    try:
+        pulled = checkout.pull(directory)
+    except safegit.GitError as err:
+        print(f"argus serve: git pull failed ({err})", flush=True)
+        return
+    print(f"argus serve: {pulled.message}", flush=True)
 
 
 def _notifier(urls: tuple[str, ...], root: str, workspace: str):

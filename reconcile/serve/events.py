@@ -42,14 +42,26 @@ def run_events(workspace: str, plan: Plan, runs: Mapping[str, list[RunView]], po
     retries = {c.address.removeprefix("job."): c for c in plan.changes if c.action is Action.RETRY}
     found = []
     for job, views in sorted(runs.items()):
-        if not views:
-            continue
-        run = max(views, key=lambda r: r.started_at)
-        event = _run_event(workspace, job, run, policies.get(job, Policy()), retries.get(job),
-                           log_changed_at.get(run.submission_id), clock)
-        if event is not None:
-            found.append(event)
+        for run in _told_about(views):
+            event = _run_event(workspace, job, run, policies.get(job, Policy()), retries.get(job),
+                               log_changed_at.get(run.submission_id), clock)
+            if event is not None:
+                found.append(event)
     return found
+
+
+def _told_about(views: list[RunView]) -> list[RunView]:
+    """The newest run, and while a new attempt is under way the failure it follows (the attempt may
+    have been submitted by an apply between two turns, before the loop saw that failure)."""
+    ordered = sorted(views, key=lambda r: r.started_at)
+    if not ordered:
+        return []
+    newest = ordered[-1]
+    before = ordered[-2] if len(ordered) > 1 else None
+    if before is not None and newest.attempt > 1 and not newest.finished and (
+            before.status is RunStatus.FAILED or before.lost):
+        return [before, newest]
+    return [newest]
 
 
 def retried_events(workspace: str, plan: Plan, submitted: set[str], clock: Clock) -> list[Event]:
@@ -68,11 +80,12 @@ def retried_events(workspace: str, plan: Plan, submitted: set[str], clock: Clock
     return found
 
 
-def drift_event(workspace: str, unapplied: list[tuple[str, str]], clock: Clock) -> Event | None:
-    """The desired state and the clusters differ and the loop did not act (sync off, or errors)."""
+def drift_event(workspace: str, unapplied: list[tuple[str, str, str]], clock: Clock) -> Event | None:
+    """The desired state and the clusters differ and the loop did not act (sync off, or errors).
+    `unapplied`: (address, action, what it would submit or stop); a new decision is new drift."""
     if not unapplied:
         return None
-    listed = ", ".join(f"{action} {address}" for address, action in unapplied[:10])
+    listed = ", ".join(f"{action} {address}" for address, action, _what in unapplied[:10])
     more = f" and {len(unapplied) - 10} more" if len(unapplied) > 10 else ""
     return _event(workspace, "drift", f"drift:{_digest(sorted(unapplied))}", clock,
                   summary=f"{len(unapplied)} change(s) not applied: {listed}{more}",

@@ -7,6 +7,7 @@ last renewal. SIGTERM or SIGINT lets the current turn finish, then releases the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
@@ -14,7 +15,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -45,7 +46,8 @@ class Loop:
 
         self.directory, self.settings, self.loaded = directory, settings, loaded
         interval = settings.turn.interval
-        self.lease = Lease(shared_root, workspace, ttl=LEASE_TTL_INTERVALS * interval)
+        self.lease = Lease(shared_root, workspace, ttl=LEASE_TTL_INTERVALS * interval, once=settings.once)
+        self.last_good: TurnReport | None = None
         self.stopping = threading.Event()
         self.active = threading.Event()
         self.wake = threading.Event()
@@ -56,6 +58,7 @@ class Loop:
         previous = self._handle_signals()
         keeper = threading.Thread(target=self._keep_lease, name="argus-lease", daemon=True)
         self._renew()
+        self.wake.clear()  # the first turn starts now: taking the lease must not add a second at once
         keeper.start()
         report = None
         try:
@@ -79,7 +82,7 @@ class Loop:
         if not self.active.is_set():
             report = self._standby()
         else:
-            report = self._turn()
+            report = self._kept(self._turn())
             self._notify(report)
         for publish in self.settings.publish:
             publish(report)
@@ -97,6 +100,17 @@ class Loop:
             return TurnReport(workspace=self.lease.workspace, started_at=now, finished_at=now, ok=False,
                               interval=self.settings.turn.interval, sync=self.settings.turn.sync,
                               error=f"internal error: {type(err).__name__}: {err}")
+
+    def _kept(self, report: TurnReport) -> TurnReport:
+        """A turn that failed before it could plan shows the last good turn's jobs and runs: they are
+        what people need to see during the incident."""
+        if report.plan is not None:
+            self.last_good = report
+            return report
+        if self.last_good is None:
+            return report
+        return replace(report, plan=self.last_good.plan, runs=self.last_good.runs,
+                       notes=(*report.notes, "jobs and runs as the last good turn saw them"))
 
     def _standby(self) -> TurnReport:
         now = time.time()
@@ -145,9 +159,10 @@ class Loop:
             return {}
 
         def stop(signum: int, _frame: object) -> None:
-            self.say(f"argus serve: {signal.Signals(signum).name}: finishing this turn, then stopping")
-            self.stopping.set()
+            self.stopping.set()  # first: a print interrupted mid-write must not lose the stop
             self.wake.set()
+            with contextlib.suppress(RuntimeError):
+                self.say(f"argus serve: {signal.Signals(signum).name}: finishing this turn, then stopping")
 
         return {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGINT)}
 

@@ -44,7 +44,7 @@ class Outcome:
     runs: dict = field(default_factory=dict)
     applied: tuple[str, ...] = ()
     retried: tuple[str, ...] = ()
-    unapplied: list[tuple[str, str]] = field(default_factory=list)
+    unapplied: list[tuple[str, str, str]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
@@ -52,9 +52,12 @@ class Outcome:
     desired: DesiredState | None = None
 
 
-def choose(plan: Plan, sync_auto: bool) -> list[Change]:
+def choose(plan: Plan, sync_auto: bool, may_retry: bool = True) -> list[Change]:
     """What the loop carries out: retries always (a job's own errors hold its retry back; an error
-    elsewhere than on a job holds all back); with --sync auto every change of an error-free plan."""
+    elsewhere than on a job holds all back); with --sync auto every change of an error-free plan.
+    Nothing when `may_retry` is False (a checkout that is not what was merged)."""
+    if not may_retry:
+        return []
     if sync_auto and not plan.errors:
         return list(plan.actionable)
     blocked = {d.address for d in plan.errors}
@@ -87,19 +90,34 @@ def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callabl
     from reconcile.commands.common import connect, load, observe_and_plan
     from state.gitinfo import desired_commit
 
-    may_sync = options.sync == "auto" and _pulled(directory, options, out)
+    reviewed = _pulled(directory, options, out)
     desired = out.desired = loaded if loaded is not None and not options.git_pull else load(directory)
+    reviewed = reviewed and _all_tracked(directory, desired, options, out)
+    may_sync = options.sync == "auto" and reviewed
     out.commit = desired_commit(desired.root).commit
     ray = connect(desired, options.timeout)
     observed, plan = observe_and_plan(desired, ray)
-    if choose(plan, may_sync) or _records_behind(desired, observed):
-        observed, plan = _carry_out(desired, ray, options, may_sync, out, say) or (observed, plan)
+    acted: tuple | None = None
+    try:  # a checkout that is not what was merged gets records only, not even retries
+        if choose(plan, may_sync, reviewed) or _records_behind(desired, observed):
+            acted = _carry_out(desired, ray, options, may_sync, reviewed, out, say)
+    finally:  # what was seen and done is told even when carrying it out failed half-way
+        observed, plan = acted or (observed, plan)
+        _tell(desired, observed, plan, out, options)
+
+
+def _tell(desired: DesiredState, observed, plan: Plan, out: Outcome, options: TurnOptions) -> None:
     from reconcile.plan.runs import runs_by_job
 
     out.plan, out.runs = plan, runs_by_job(desired.workspace.name, observed)
-    chosen = {c.address for c in choose(plan, may_sync)} & set(out.applied)
-    out.unapplied = [(c.address, c.action.value) for c in plan.actionable if c.address not in chosen]
+    applied = set(out.applied)
+    out.unapplied = [(c.address, c.action.value, _decision(c)) for c in plan.actionable if c.address not in applied]
     out.events = _events(desired, observed, plan, out, options)
+
+
+def _decision(change: Change) -> str:
+    """What a change would submit or stop: a new change of the same job is new drift."""
+    return ",".join(sorted(str(getattr(s, "submission_id", "") or getattr(s, "kind", "")) for s in change.steps))
 
 
 def _pulled(directory: Path, options: TurnOptions, out: Outcome) -> bool:
@@ -118,13 +136,31 @@ def _pulled(directory: Path, options: TurnOptions, out: Outcome) -> bool:
     return pulled.ok
 
 
+def _all_tracked(directory: Path, desired: DesiredState, options: TurnOptions, out: Outcome) -> bool:
+    """With --git-pull: every spec file argus read is one git tracks (an ignored file is not)."""
+    if not options.git_pull:
+        return True
+    from state import checkout, safegit
+
+    files = sorted({source.file for source in desired.sources.values()})
+    try:
+        stray = checkout.untracked(directory, files)
+    except (safegit.GitError, ValueError) as err:
+        out.notes.append(f"cannot tell which spec files git tracks ({err}): nothing applied this turn")
+        return False
+    if stray:
+        out.notes.append(f"spec files git does not track (ignored or new): {', '.join(stray[:5])}: "
+                         "nothing applied this turn")
+    return not stray
+
+
 def _records_behind(desired: DesiredState, observed) -> bool:
     from reconcile.execute.refresh import records_behind
 
     return records_behind(desired.shared_roots, observed.records, observed.clusters)
 
 
-def _carry_out(desired: DesiredState, ray, options: TurnOptions, may_sync: bool, out: Outcome,
+def _carry_out(desired: DesiredState, ray, options: TurnOptions, may_sync: bool, may_retry: bool, out: Outcome,
                say: Callable[[str], None]):
     """Under the apply lock (taken without waiting: a busy lock skips the turn and says so), plan
     again and execute what the loop may; then bring the records up to date."""
@@ -135,7 +171,7 @@ def _carry_out(desired: DesiredState, ray, options: TurnOptions, may_sync: bool,
     try:
         with lock.held(list(desired.shared_roots.values()), desired.workspace.name, plan_id, 0.0):
             observed, plan = observe_and_plan(desired, ray)
-            chosen = choose(plan, may_sync)
+            chosen = choose(plan, may_sync, may_retry)
             _execute(desired, ray, observed, plan, chosen, plan_id, options, out, say)
             return observed, plan
     except lock.LockHeld as err:
@@ -221,7 +257,10 @@ def _audit_view(desired: DesiredState) -> dict:
     if not desired.shared_roots:
         return {}
     root = desired.shared_roots[sorted(desired.shared_roots)[0]]
-    _count, problems = audit.verify(root, desired.workspace.name)
+    try:
+        _count, problems = audit.verify(root, desired.workspace.name)
+    except (OSError, ValueError, AttributeError, TypeError) as err:  # a hostile line must not blind the loop
+        problems = [f"the audit log cannot be read: {type(err).__name__}"]
     if problems:  # a torn or edited log cannot be read as records; say so instead
         return {"audit_verified": False, "audit_problem": "; ".join(problems[:3])}
     ended = [e for e in audit.read(root, desired.workspace.name) if e.get("event") == "apply.end"]
