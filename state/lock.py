@@ -104,6 +104,33 @@ def break_lock(shared_root: str, workspace: str, lock_id: str) -> LockInfo | Non
     return holder
 
 
+def break_abandoned_loop_lock(shared_root: str, workspace: str, older_than: float) -> LockInfo | None:
+    """The lock of an `argus serve` on another host that lost its lease (killed, or cut off) and held
+    it longer than any turn takes: the loop that now holds the lease breaks it (audited), since
+    `argus unlock` needs a person. A lock of a person's `argus apply` is never broken here."""
+    path = lock_path(shared_root, workspace)
+    holder = read(path)
+    if holder is None or not holder.user.startswith("argus serve@"):
+        return None
+    if (holder.host, holder.pid) == (socket.gethostname(), os.getpid()) or _seconds_since(holder.started) < older_than:
+        return None
+    if break_lock(shared_root, workspace, holder.id) is None:
+        return None
+    from state import audit
+    from state.audit_events import LockBroken
+
+    audit.append(shared_root, workspace, LockBroken(reason="left by an argus serve that lost its lease",
+                                                    lock=holder.model_dump()))
+    return holder
+
+
+def _seconds_since(started: str) -> float:
+    try:
+        return (datetime.now(timezone.utc) - datetime.fromisoformat(started)).total_seconds()
+    except ValueError:
+        return 0.0
+
+
 def _holder_died_here(path: Path, workspace: str) -> bool:
     """A lock whose holder ran on this host and no longer exists is broken at once (and audited):
     a SIGKILLed apply must not block the next one. Holders on other hosts need `argus unlock`."""

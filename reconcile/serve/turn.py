@@ -176,6 +176,12 @@ def _carry_out(desired: DesiredState, ray, options: TurnOptions, may_sync: bool,
             return observed, plan
     except lock.LockHeld as err:
         out.notes.append(f"skipped this turn: {err}")
+        stale_after = options.stop_timeout + 3 * options.interval  # longer than any turn of a live loop
+        for root in sorted(set(desired.shared_roots.values())):
+            broken = lock.break_abandoned_loop_lock(root, desired.workspace.name, stale_after)
+            if broken is not None:
+                out.notes.append(f"broke the apply lock {broken.id} of {broken.user} (pid {broken.pid}), which "
+                                 "lost its lease; next turn goes ahead")
         return None
 
 
