@@ -198,13 +198,16 @@ def serve(directory: Path = DIR,
                                             "status page."),
           once: bool = typer.Option(False, "--once", help="One turn, then exit (cron, tests)."),
           log_format: LogFormat = LOG_FORMAT,
+          stop_timeout: float = typer.Option(120.0, "--stop-timeout",
+                                             help="Seconds to wait for a stopped job to reach a final status."),
           timeout: float = TIMEOUT) -> int:
     """Keep watch: every interval load, observe, plan; keep records, retry, notify, and with --sync auto apply."""
     from reconcile.commands import serve as command
     from reconcile.serve.turn import TurnOptions
 
     turn = TurnOptions(sync=sync.value, git_pull=git_pull, interval=interval, timeout=timeout,
-                       pending_alert=pending_alert, stall_alert=stall_alert, with_audit=listen is not None)
+                       stop_timeout=stop_timeout, pending_alert=pending_alert, stall_alert=stall_alert,
+                       with_audit=listen is not None)
     return command.run(directory, command.ServeOptions(turn=turn, notify=tuple(notify), listen=listen, once=once,
                                                        log_format=log_format.value))
 
