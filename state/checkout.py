@@ -6,6 +6,7 @@ is working in it: it is reported and left alone, never merged, reset or applied.
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,8 +26,7 @@ class Pulled:
 
 def pull(directory: Path, timeout: float = PULL_TIMEOUT) -> Pulled:
     """Fetch the upstream and fast-forward to it; nothing changes unless that is all it takes."""
-    top = Path(_git(directory, "rev-parse", "--show-toplevel", timeout=timeout).strip())
-    git_dir = Path(_git(directory, "rev-parse", "--absolute-git-dir", timeout=timeout).strip())
+    top, git_dir = _repository(directory, timeout)
     run = _runner(git_dir, top, timeout)
     try:
         upstream = run("rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}").strip()
@@ -51,11 +51,16 @@ def pull(directory: Path, timeout: float = PULL_TIMEOUT) -> Pulled:
 def untracked(directory: Path, files: list[str], timeout: float = PULL_TIMEOUT) -> list[str]:
     """Of the spec files argus read (relative to `directory`), those git does not track: an ignored
     file is invisible to `git status`, but the loader reads every *.yaml on disk."""
-    top = Path(_git(directory, "rev-parse", "--show-toplevel", timeout=timeout).strip())
-    git_dir = Path(_git(directory, "rev-parse", "--absolute-git-dir", timeout=timeout).strip())
+    top, git_dir = _repository(directory, timeout)
     paths = [str((directory / f).resolve().relative_to(top.resolve())) for f in files]
     tracked = set(_runner(git_dir, top, timeout)("ls-files", "-z", "--", *paths).split("\0")) if paths else set()
     return sorted(f for f, p in zip(files, paths, strict=True) if p not in tracked)
+
+
+def _repository(directory: Path, timeout: float) -> tuple[Path, Path]:
+    """The checkout's top directory and its git directory, in one discovery."""
+    top, git_dir = _git(directory, "rev-parse", "--show-toplevel", "--absolute-git-dir", timeout=timeout).splitlines()
+    return Path(top), Path(git_dir)
 
 
 def _runner(git_dir: Path, work_tree: Path, timeout: float):
@@ -66,8 +71,6 @@ def _runner(git_dir: Path, work_tree: Path, timeout: float):
 
 def _git(directory: Path, *args: str, timeout: float) -> str:
     """Discovery of the checkout's own repository: the operator's, so discovery is what is meant."""
-    import subprocess
-
     done = subprocess.run(["git", "-C", str(directory), *args], capture_output=True, text=True, timeout=timeout,
                           env=safegit.git_env(), stdin=subprocess.DEVNULL)
     if done.returncode:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from reconcile.model import Action, Change, Plan
+from reconcile.model import Action, Change, Plan, SubmitStep
 from reconcile.serve import events as ev
 from reconcile.serve.report import Event, TurnReport
 from specs.desired import DesiredState
@@ -202,12 +202,10 @@ def _execute(desired, ray, observed, plan: Plan, chosen: list[Change], plan_id: 
                                                 _clock(options)))
         raise
     finally:
-        submitted = {getattr(s, "submission_id", "") for c in chosen for s in c.steps if s.kind == "submit"}
         done = {address for address, _action, _outcome in ctx.outcomes}
         out.applied = tuple(sorted(done))
-        out.retried = tuple(sorted(sid for c in chosen if c.action is Action.RETRY and c.address in done
-                                   for sid in submitted if any(getattr(s, "submission_id", "") == sid
-                                                               for s in c.steps)))
+        out.retried = tuple(sorted(s.submission_id for c in chosen if c.action is Action.RETRY and c.address in done
+                                   for s in c.steps if isinstance(s, SubmitStep)))
     refresh_records(world, observed.clusters, options.keep_finished)
 
 
