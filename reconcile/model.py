@@ -46,6 +46,8 @@ class Action(str, Enum):
     REPLACE = "replace", "-/+", 2, "yellow"
     RETRY = "retry", "+", 3, "green"
     """A new attempt of a failed run of the same spec."""
+    QUEUE = "queue", "~", 2, "cyan"
+    """A run that waits in the cluster's admission queue until its whole demand fits (reconcile.plan.queue)."""
     DELETE = "delete", "-", 4, "red"
     NOOP = "no-op", " ", 5, None
 
@@ -59,6 +61,19 @@ class StepModel(Frozen, ABC):
         """One line for people, the same in the plan and in apply's progress. Pure."""
 
 
+class Ask(Frozen):
+    """What admission weighs for one run: its whole demand, its priority, whether it may be preempted."""
+
+    job: Name
+    bundles: tuple[dict[str, float], ...] = ()
+    """Each on one node: verl's placement group per node."""
+    driver: dict[str, float] = {}
+    spread: dict[str, float] = {}
+    """Anywhere: a `command` job's declared `demand:`."""
+    priority: int = 0
+    preemptible: bool = False
+
+
 class SubmitStep(StepModel):
     """Submit one run; idempotent because the submission id is deterministic."""
 
@@ -68,9 +83,26 @@ class SubmitStep(StepModel):
     spec_hash: Hex
     attempt: int
     submission: Submission
+    ask: Ask | None = None
+    """Set when the run has a demand: apply admits it again, under the cluster's admission lock, before
+    submitting; a run that no longer fits waits in the queue instead."""
 
     def describe(self) -> str:
         return f"submit {self.submission_id} to cluster {self.cluster}"
+
+
+class EnqueueStep(StepModel):
+    """Put a run in its cluster's admission queue (the workspace's ledger on the shared root)."""
+
+    kind: Literal["enqueue"] = "enqueue"
+    cluster: Name
+    submission_id: SubmissionId
+    spec_hash: Hex
+    attempt: int
+    ask: Ask
+
+    def describe(self) -> str:
+        return f"queue {self.submission_id} on cluster {self.cluster} until its whole demand fits"
 
 
 class StopStep(StepModel):
@@ -121,7 +153,8 @@ class DeleteSnapshotStep(StepModel):
         return f"delete snapshot {self.path} from the shared root of {self.cluster}"
 
 
-Step = Annotated[SubmitStep | StopStep | MkdirStep | SnapshotStep | DeleteSnapshotStep, Field(discriminator="kind")]
+Step = Annotated[SubmitStep | StopStep | MkdirStep | SnapshotStep | DeleteSnapshotStep | EnqueueStep,
+                 Field(discriminator="kind")]
 
 
 class RunView(Frozen):
@@ -195,6 +228,30 @@ class Change(Frozen):
     after: dict[str, Any] | None = None
     diff: tuple[FieldChange, ...] = ()
     steps: tuple[Step, ...] = ()
+    queue: QueueInfo | None = None
+    """For a job with a demand that wants to start: admitted now, or its place in the queue."""
+
+
+class QueueInfo(Frozen):
+    """A job's place in its cluster's admission queue, as the plan shows it."""
+
+    cluster: str
+    submission_id: str
+    """The run that starts or waits (with its spec hash and attempt: what a reviewer approved)."""
+    spec_hash: str
+    attempt: int
+    demand: str
+    """Its whole demand, described: "2 node(s) x (2 GPU, 4 CPU); driver 1 CPU"."""
+    gpus: float = 0.0
+    priority: int = 0
+    position: int | None = None
+    """1 for the head of the queue; None when it starts now."""
+    reason: str
+    wanted: Action = Action.SUBMIT
+    """What the plan would do were there room: submit, replace or retry."""
+    from_queue: bool = False
+    """It waited in the queue (an earlier apply queued it) and is admitted now: `argus serve` starts
+    it even without --sync auto, as the apply that queued it asked."""
 
 
 class UnmanagedJob(Frozen):
@@ -227,7 +284,7 @@ class Plan(Frozen):
 
     @property
     def actionable(self) -> tuple[Change, ...]:
-        return tuple(c for c in self.changes if c.action is not Action.NOOP)
+        return tuple(c for c in self.changes if c.action is not Action.NOOP and not _waits_as_before(c))
 
     @property
     def errors(self) -> tuple[Diagnostic, ...]:
@@ -238,3 +295,8 @@ class Plan(Frozen):
 
     def counts(self) -> dict[Action, int]:
         return {a: sum(c.action is a for c in self.changes) for a in Action}
+
+
+def _waits_as_before(change: Change) -> bool:
+    """A job already in the queue that still waits: shown, but nothing to do."""
+    return change.action is Action.QUEUE and not change.steps

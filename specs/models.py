@@ -23,6 +23,7 @@ MAX_COUNT = 2**53
 """Every integer of a spec stays below this: a 5,000-digit hex number would pass YAML and pydantic,
 then break hashing and JSON later (Python refuses to print ints over 4,300 digits)."""
 
+MAX_PRIORITY = 1_000_000
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 Resources = dict[str, Annotated[float, Field(ge=0)]]
 
@@ -241,6 +242,15 @@ class Job(Spec):
     run: int = Field(default=1, ge=1, le=MAX_COUNT, strict=True)
     """Bump to ask for a new run of an otherwise unchanged spec."""
     retry: Retry | None = None
+    priority: int = Field(default=0, ge=-MAX_PRIORITY, le=MAX_PRIORITY, strict=True)
+    """Place in the cluster's admission queue: higher first, then first come. Outside the spec hash:
+    changing it never replaces a run."""
+    preemptible: bool = Field(default=False, strict=True)
+    """May be stopped for a higher-priority job that cannot otherwise fit; it waits in the queue again."""
+    demand: Resources | None = None
+    """`command` only: everything the job holds at once, its driver included ({GPU: 2, CPU: 4}); it
+    starts only when all of it is free. Default: the driver's own resources. verl jobs derive theirs
+    from `trainer`. Outside the spec hash."""
 
 
 SECRET_KEY_PATTERN = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)

@@ -35,12 +35,16 @@ def workload_diagnostics(job: Job, src: Source) -> list[Diagnostic]:
     """What each workload needs and forbids; verl overrides may not set keys argus types."""
     at = partial(_error, Address.job(job.name), src)
     verl_fields = [f for f in ("model", "data", "trainer", "overrides") if getattr(job, f)]
+    derived = []
+    if job.workload != "command" and job.demand is not None:
+        derived = [at("demand", f"`workload: {job.workload}` derives its demand from `trainer` (nnodes x "
+                             "n_gpus_per_node GPUs, the CPUs verl asks per GPU, and the driver): remove `demand`")]
     if job.workload == "command":
         found = [at(f, f"`{f}` is for verl workloads (ppo, grpo, sft), not `workload: command`")
                  for f in verl_fields]
         return found + ([] if job.entrypoint else [at("entrypoint", "`workload: command` needs an `entrypoint`")])
-    found = [at(f, f"`workload: {job.workload}` needs `{f}`") for f in ("model", "data", "code")
-             if getattr(job, f) is None]
+    found = derived + [at(f, f"`workload: {job.workload}` needs `{f}`") for f in ("model", "data", "code")
+                       if getattr(job, f) is None]
     if job.entrypoint is not None:
         found.append(at("entrypoint", f"`workload: {job.workload}` builds its own entrypoint (verl)",
                         hint="put extra Hydra settings in `overrides:`"))

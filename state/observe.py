@@ -7,6 +7,7 @@ only the runs and the snapshots' manifests.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from specs.desired import DesiredState
@@ -16,6 +17,7 @@ from state import snapshots
 from state.cache import cache_root
 from state.observed import (
     LAYOUT,
+    ClusterQueue,
     ClusterState,
     ObservedState,
     RunRecord,
@@ -102,7 +104,31 @@ def _world(desired: DesiredState, ray: dict[str, RayClient], clusters: dict[str,
         absent_roots=absent,
         workload_checks=checks,
         failures=unclassified_failures(desired, ray, clusters, records),
+        queues=read_queues(desired, absent),
+        observed_at=time.time(),
     )
+
+
+def read_queues(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, ClusterQueue]:
+    """Each cluster's admission queue on its shared root: every workspace's ledger, and the quotas."""
+    from state.queue_ledger import read_ledgers
+
+    found = {}
+    for name, root in sorted(desired.shared_roots.items()):
+        if name in absent:
+            continue
+        entries = tuple(e for e in read_ledgers(root) if e.cluster == name)
+        found[name] = _with_quotas(ClusterQueue(entries=entries), root)
+    return found
+
+
+def _with_quotas(queue: ClusterQueue, root: str) -> ClusterQueue:
+    from state.quotas import QuotaFileError, load_quotas
+
+    try:
+        return queue.model_copy(update={"quotas": load_quotas(Path(root))})
+    except QuotaFileError as err:
+        return queue.model_copy(update={"problem": str(err)})
 
 
 def _records(desired: DesiredState) -> dict[str, RunRecord]:

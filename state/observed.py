@@ -83,6 +83,8 @@ class Node(Frozen):
     ip: str
     is_head: bool
     resources: dict[str, float]
+    used: dict[str, float] = {}
+    """What Ray reports in use on it now (its autoscaler's report; a few seconds late); empty when unknown."""
 
 
 class ClusterState(Frozen):
@@ -216,6 +218,42 @@ LAYOUT = ("datasets", "hf", "ray/tmp", "user/code", "common/code", "outputs/logs
 """The directories of DESIGN.md's NFS layout, relative to a shared root."""
 
 
+Amount = Annotated[float, Field(ge=0, le=2**53, allow_inf_nan=False)]
+ResourceName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:/-]+$")]
+Amounts = Annotated[dict[ResourceName, Amount], Field(max_length=32)]
+
+
+class LedgerEntry(Frozen):
+    """One job in a cluster's admission queue, as its workspace wrote it to the shared root
+    (.argus/queue/<workspace>.json): waiting, or admitted (its run holds its demand)."""
+
+    workspace: Name
+    job: Name
+    cluster: Name
+    submission_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
+    spec_hash: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    priority: Annotated[int, Field(ge=-(2**31), le=2**31)] = 0
+    preemptible: bool = False
+    arrived: Amount
+    """Epoch seconds when argus first queued this spec of the job: its place among equal priorities."""
+    seen: Amount
+    """Epoch seconds when its workspace last confirmed it still wants it: old entries expire."""
+    admitted: Amount | None = None
+    """Epoch seconds of the admission; its demand is held from then on, allocated or not."""
+    bundles: Annotated[tuple[Amounts, ...], Field(max_length=256)] = ()
+    driver: Amounts = {}
+    spread: Amounts = {}
+
+
+class ClusterQueue(Frozen):
+    """A cluster's admission queue as its shared root holds it: every workspace's entries, and the quotas."""
+
+    entries: tuple[LedgerEntry, ...] = ()
+    quotas: dict[str, dict[str, float]] = {}
+    problem: str | None = None
+    """Why the quota file cannot be used: nothing is admitted on this cluster until it is fixed."""
+
+
 class ObservedState(Frozen):
     """Every cluster of the desired state, this workspace's run records, and the shared filesystem."""
 
@@ -237,3 +275,7 @@ class ObservedState(Frozen):
     """Clusters whose dashboard could not be read, with why: absent from `clusters`, planned around."""
     ends: dict[str, RunEnd] = {}
     """By submission id: the exit.json each run of this workspace wrote when it ended."""
+    queues: dict[str, ClusterQueue] = {}
+    """Per cluster whose shared root is here: its admission queue across workspaces."""
+    observed_at: float = 0.0
+    """Epoch seconds of the observation: the arrival time of a job queued now."""

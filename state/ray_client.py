@@ -64,7 +64,7 @@ class RayClient:
             address=self.address,
             session_name=version.get("session_name", ""),
             ray_version=version.get("ray_version", ""),
-            nodes=self.alive_nodes(rows),
+            nodes=with_usage(self.alive_nodes(rows), self.usage_by_node()),
             dead_nodes=sum(r.get("state") == "DEAD" for r in rows),
             jobs=jobs,
         )
@@ -90,6 +90,17 @@ class RayClient:
             for r in rows
             if r.get("state") == "ALIVE"
         )
+
+    def usage_by_node(self) -> dict[str, dict[str, Any]]:
+        """What each node uses now, from the autoscaler's report (`ray status`): {} when the cluster
+        has none (no monitor), so admission then counts only what argus itself admitted."""
+        try:
+            body = self._get_json("/api/cluster_status")
+        except ClusterRequestFailed:
+            return {}
+        report = ((body.get("data") or {}).get("clusterStatus") or {}).get("loadMetricsReport") or {}
+        usage = report.get("usageByNode")
+        return usage if isinstance(usage, dict) else {}
 
     def submit(self, submission_id: str, payload: dict[str, Any]) -> str:
         """Ray's atomic create-if-absent. Returns "submitted", or "exists" when it is already ours."""
@@ -314,3 +325,25 @@ def _summary(err: Exception) -> str:
         if re.match(r"^[A-Za-z_.]*(Error|Exception): ", line):
             return line.strip()[:400]
     return lines[0][:400] if lines else type(err).__name__
+
+
+def with_usage(nodes: tuple[Node, ...], usage: dict[str, dict[str, Any]]) -> tuple[Node, ...]:
+    """Each node with what it uses. The dashboard camel-cases the report's resource names
+    (worker_node -> workerNode): they are matched back to the node's own names."""
+    return tuple(node.model_copy(update={"used": _used(node, usage.get(node.node_id))}) for node in nodes)
+
+
+def _used(node: Node, report: Any) -> dict[str, float]:
+    if not isinstance(report, dict):
+        return {}
+    used = {}
+    for name in node.resources:
+        pair = report.get(_camel(name), report.get(name))
+        if isinstance(pair, list) and pair and isinstance(pair[0], int | float) and pair[0] >= 0:
+            used[name] = float(pair[0])
+    return used
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)

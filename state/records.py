@@ -89,7 +89,7 @@ def read_record(shared_root: str, submission_id: str) -> RunRecord | None:
 
 def read_end(shared_root: str, submission_id: str) -> RunEnd | None:
     """The run's exit.json, or None when it has not ended (or wrote something that is not one)."""
-    raw = _read_small(job_dir(shared_root, submission_id) / "exit.json", MAX_END_BYTES)
+    raw = read_small(job_dir(shared_root, submission_id) / "exit.json", MAX_END_BYTES)
     try:
         return RunEnd.model_validate_json(raw) if raw is not None else None
     except ValidationError:
@@ -120,7 +120,7 @@ def log_tail(shared_root: str, submission_id: str, limit: int = TAIL_BYTES) -> s
     return ""
 
 
-def _read_small(path: Path, limit: int) -> bytes | None:
+def read_small(path: Path, limit: int) -> bytes | None:
     """A regular file's bytes, if it is no bigger than limit; symlinks are not followed."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)

@@ -62,4 +62,4 @@ def test_a_quota_holds_a_workspace_to_its_share():
 
 
 def test_other_work_counts_against_free_capacity():
-    assert starts(decide([gpus(2)], [WORKER], used_by_others=[{"GPU": 2.0}])) == []
+    assert starts(decide([gpus(2)], [WORKER], in_use=[{"GPU": 2.0}])) == []

@@ -182,7 +182,7 @@ def test_a_job_with_our_workspace_label_but_no_spec_hash_is_unmanaged():
     assert result.changes == () and [j.submission_id for j in result.unmanaged] == ["x"]
 
 
-def test_a_verl_job_that_fits_only_when_others_finish_gets_a_warning_naming_them():
+def test_a_verl_job_that_fits_only_when_others_finish_waits_in_the_queue():
     from specs.models import CodeSnapshot
     from state.observed import Node, SnapshotState, SourceState
 
@@ -200,9 +200,13 @@ def test_a_verl_job_that_fits_only_when_others_finish_gets_a_warning_naming_them
     seen = ObservedState(clusters={"c": cluster},
                          records={holder.submission_id: record_of(holder, "RUNNING", submission=holding)},
                          snapshots={"verl": SnapshotState(source=SourceState(commit="c0", digest="d0"))})
-    [warning] = [d for d in plan(state, seen).diagnostics if d.address == "job.ppo"]
-    assert warning.severity == "warning" and warning.where == Where("jobs/ppo.yaml", 9)
-    assert f"other jobs hold the GPUs ({holder.submission_id} (4 GPUs))" in warning.message
+    result = plan(state, seen)
+    [queued] = [c for c in result.changes if c.address == "job.ppo"]
+    assert not [d for d in result.diagnostics if d.address == "job.ppo"]
+    assert queued.action is Action.QUEUE and [s.kind for s in queued.steps] == ["enqueue"]
+    assert queued.queue.position == 1 and queued.queue.gpus == 4
+    assert queued.reason == "queued #1 on c: needs 4 GPU, 0 GPU free"
+    assert queued not in result.actionable or queued.steps  # an enqueue is something to do; waiting is not
 
 
 def test_a_retryable_failure_gets_a_new_attempt_up_to_the_limit():

@@ -11,6 +11,7 @@ import typer
 
 from reconcile.boundary import EXIT_ERROR, EXIT_OK
 from reconcile.commands.common import check_addresses, connect, load, observe_and_plan
+from reconcile.execute.admit import confirm_queue
 from reconcile.execute.applier import ApplyContext, apply_plan
 from reconcile.execute.refresh import refresh_records
 from reconcile.model import Plan, PlanOptions
@@ -128,6 +129,8 @@ def _execute(plan: Plan, ctx: ApplyContext) -> int:
     """Apply, then bring the records up to date from the same observation and what apply did."""
     world = apply_plan(plan, ctx)
     refresh_records(world, ctx.observed.clusters if ctx.observed else {}, ctx.keep_finished)
+    if ctx.observed is not None:
+        confirm_queue(ctx.desired, ctx.observed, plan)
     if plan.actionable:
         typer.echo(f"\nApply complete (plan {ctx.plan_id}):\n" + render_outcomes(ctx.outcomes))
     return EXIT_OK

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from reconcile.execute.admit import admitted
 from reconcile.execute.world import Done, Outcome, World
 from reconcile.execute.wrapper import wrapped
 from reconcile.model import StopStep, SubmitStep
@@ -16,6 +17,10 @@ from state.records import job_dir
 def submit(step: SubmitStep, world: World) -> Done:
     """Record the intent, submit, record the outcome: a crash in between leaves SUBMITTING behind."""
     root, client = world.roots[step.cluster], world.clients[step.cluster]
+    waits = admitted(step, world)
+    if waits is not None:
+        world.echo(f"  {step.submission_id} {waits}")
+        return Done(Outcome.QUEUED)
     if step.submission.code is not None:
         world.code.check(step.submission.code, step.cluster)
     payload = payload_of(step, root, world.runs.labels(step))

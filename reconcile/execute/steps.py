@@ -10,9 +10,18 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, get_args
 
-from reconcile.execute import files, ray_steps
+from reconcile.execute import admit, files, ray_steps
 from reconcile.execute.world import Done, World
-from reconcile.model import DeleteSnapshotStep, MkdirStep, SnapshotStep, Step, StepModel, StopStep, SubmitStep
+from reconcile.model import (
+    DeleteSnapshotStep,
+    EnqueueStep,
+    MkdirStep,
+    SnapshotStep,
+    Step,
+    StepModel,
+    StopStep,
+    SubmitStep,
+)
 
 Executor = Callable[[Any, World], Done]
 
@@ -22,6 +31,7 @@ EXECUTORS: Mapping[type[StepModel], Executor] = MappingProxyType({
     MkdirStep: files.make_dir,
     SnapshotStep: files.make_snapshot,
     DeleteSnapshotStep: files.delete_snapshot,
+    EnqueueStep: admit.enqueue,
 })
 
 

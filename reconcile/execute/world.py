@@ -37,6 +37,8 @@ class Outcome(str, Enum):
     STOPPED = "stopped"
     DELETED = "deleted"
     ALREADY_GONE = "already gone"
+    QUEUED = "queued"
+    """Waits in the cluster's admission queue: its whole demand does not fit (yet)."""
 
 
 @dataclass(frozen=True)

@@ -23,14 +23,16 @@ Resources = Mapping[str, float]
 
 @dataclass(frozen=True)
 class Demand:
-    """A job's whole demand: bundles that must each fit on one node, and its driver (anywhere)."""
+    """A job's whole demand: bundles that must each fit on one node, its driver (on one node), and
+    what may spread over any nodes (a `command` job's declared `demand:`)."""
 
     bundles: tuple[Resources, ...] = ()
     driver: Resources = field(default_factory=dict)
+    spread: Resources = field(default_factory=dict)
 
     def total(self) -> dict[str, float]:
         summed: dict[str, float] = {}
-        for part in (*self.bundles, self.driver):
+        for part in (*self.bundles, self.driver, self.spread):
             for name, amount in part.items():
                 summed[name] = summed.get(name, 0.0) + amount
         return summed
@@ -67,17 +69,24 @@ def never_fits(demand: Demand, capacity: Sequence[Resources]) -> bool:
     return place(demand, [dict(node) for node in capacity]) is None
 
 
-def decide(entries: Sequence[Entry], capacity: Sequence[Resources], used_by_others: Sequence[Resources] = (),
+def decide(entries: Sequence[Entry], capacity: Sequence[Resources], in_use: Sequence[Resources] = (),
            quotas: Mapping[str, Resources] | None = None) -> list[Decision]:
-    """Which waiting entries start now. `capacity`: each alive node's resources; `used_by_others`:
-    per node, what work argus did not admit uses (same order). Admitted entries hold their demand."""
-    free = [_minus(node, used) for node, used in zip(capacity, _padded(used_by_others, len(capacity)), strict=True)]
+    """Which waiting entries start now. `capacity`: each alive node's resources; `in_use`: per node
+    (same order), what Ray reports in use now, argus's allocated runs and other work alike.
+
+    Admitted entries hold their whole demand, allocated or not. Free on a node is the smaller of
+    two views: capacity less the admitted demand, and capacity less what Ray reports in use (which
+    also sees work argus did not admit). The views may place one run on different nodes: then the
+    smaller is too small, never too big, so a run may wait longer but no GPU is promised twice."""
     held = [e for e in entries if e.admitted]
+    free = [dict(node) for node in capacity]
     for entry in held:
         free = place(entry.demand, free) or free  # a run that no longer fits the shape still holds what it can
+    reported = [_minus(node, used) for node, used in zip(capacity, _padded(in_use, len(capacity)), strict=True)]
+    free = [{name: min(amount, seen.get(name, amount)) for name, amount in node.items()}
+            for node, seen in zip(free, reported, strict=True)]
     usage = _usage_by_workspace(held)
-    after_all_end = [_minus(node, used) for node, used in zip(capacity, _padded(used_by_others, len(capacity)),
-                                                               strict=True)]
+    after_all_end = [dict(node) for node in capacity]
     decisions, head, waiting = [], None, 0
     for entry in order([e for e in entries if not e.admitted]):
         over = _over_quota(entry, usage, quotas or {})
@@ -117,6 +126,20 @@ def place(demand: Demand, free: Sequence[Resources]) -> list[dict[str, float]] |
             return None
         for name, amount in bundle.items():
             spot[name] = spot.get(name, 0.0) - amount
+    return _spread(demand.spread, left)
+
+
+def _spread(need: Resources, left: list[dict[str, float]]) -> list[dict[str, float]] | None:
+    """Take each resource from the nodes that have least of it first (big nodes stay whole): a
+    spread demand fits when the cluster has enough of it in all."""
+    for name, amount in need.items():
+        wanted = amount
+        for node in sorted(left, key=lambda n: n.get(name, 0.0)):
+            taken = min(max(node.get(name, 0.0), 0.0), wanted)
+            node[name] = node.get(name, 0.0) - taken
+            wanted -= taken
+        if wanted > 1e-9:
+            return None
     return left
 
 

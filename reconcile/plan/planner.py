@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from reconcile.model import Action, Change, Plan, PlanOptions, RunView, StopStep, SubmitStep
 from reconcile.plan.code import code_ref, plan_dirs, plan_prune, plan_snapshots
 from reconcile.plan.diff import field_diff
+from reconcile.plan.queue import plan_admission
 from reconcile.plan.runs import is_active, newest, ownership_diagnostics, runs_by_job, unmanaged
 from reconcile.plan.unreachable import blocked_elsewhere, not_planned, unreachable_clusters, unseen_clusters
 from reconcile.plan.verl import verl_diagnostics
@@ -34,7 +35,10 @@ def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | 
     changes += job_changes
     diagnostics += job_diagnostics
     diagnostics += _world_diagnostics(desired, observed)
-    diagnostics += verl_diagnostics(desired, observed, {c.address: c for c in changes}, runs)
+    diagnostics += verl_diagnostics(desired, observed)
+    flagged = {d.address for d in diagnostics if d.severity == "error"}
+    changes, admission = plan_admission(desired, observed, changes, flagged, runs)
+    diagnostics += admission
     prune_changes, prune_diagnostics = plan_prune(desired, observed, runs, options.prune)
     changes += prune_changes
     diagnostics += prune_diagnostics + _empty_guard(desired, changes, options)

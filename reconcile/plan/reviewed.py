@@ -19,7 +19,7 @@ StepKey = tuple[str, ...]
 
 def decision_differences(reviewed: Plan, fresh: Plan) -> list[str]:
     """One line per address whose decisions differ; empty when the fresh plan may be applied."""
-    before, after = _decisions(reviewed.actionable), _decisions(fresh.actionable)
+    before, after = _decisions(_deciding(reviewed)), _decisions(_deciding(fresh))
     everything = _decisions(fresh.changes)
     found = []
     for address in sorted(set(before) | set(after)):
@@ -37,8 +37,8 @@ def replacements_done(reviewed: Plan, known_runs: set[str]) -> set[str]:
 
 def step_key(step: Step) -> StepKey:
     """What a step decides, field by field; two steps with one key do the same thing."""
-    if step.kind == "submit":
-        return (step.kind, step.cluster, step.submission_id, step.spec_hash, str(step.attempt))
+    if step.kind in ("submit", "enqueue"):  # queued or started now: one decision, to run this run
+        return ("submit", step.cluster, step.submission_id, step.spec_hash, str(step.attempt))
     if step.kind == "snapshot":
         return (step.kind, step.cluster, step.name, step.commit, step.digest)
     if step.kind == "stop":
@@ -58,8 +58,16 @@ def _decisions(changes: Iterable[Change]) -> dict[str, list[Change]]:
     return grouped
 
 
+def _deciding(plan: Plan) -> list[Change]:
+    """The actionable changes, and the jobs that keep waiting in the queue: whether a run starts
+    now or waits for room is the world's doing, not a new decision (a reviewer approved the run)."""
+    return [c for c in plan.changes if c in plan.actionable or c.action is Action.QUEUE]
+
+
 def _keys(changes: list[Change]) -> set[StepKey]:
-    return {step_key(s) for c in changes for s in c.steps}
+    keys = {step_key(s) for c in changes for s in c.steps}
+    return keys | {("submit", q.cluster, q.submission_id, q.spec_hash, str(q.attempt))
+                   for c in changes if c.action is Action.QUEUE and (q := c.queue) is not None}
 
 
 def _added(old: list[Change], new: list[Change]) -> bool:
@@ -91,7 +99,7 @@ def _describe(changes: list[Change]) -> str:
 
 
 def _subject(step: Step) -> str:
-    if step.kind in ("submit", "stop"):
+    if step.kind in ("submit", "stop", "enqueue"):
         return step.submission_id
     if step.kind == "snapshot":
         return f"{step.name} at {step.commit[:12]} (digest {step.digest[:12]})"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reconcile.model import Action, Change, RunView
 from specs import verl
 from specs.address import Address
 from specs.desired import DesiredState
@@ -14,15 +13,14 @@ from specs.submission import driver_needs, resolve
 from state.observed import ClusterState, Node, ObservedState
 
 
-def verl_diagnostics(desired: DesiredState, observed: ObservedState, changes: Mapping[str, Change],
-                     runs: Mapping[str, list[RunView]]) -> list[Diagnostic]:
+def verl_diagnostics(desired: DesiredState, observed: ObservedState) -> list[Diagnostic]:
+    """Whether each job fits *now* is admission's (reconcile.plan.queue): here, whether it can ever fit."""
     found = [d for _, checked in sorted(observed.workload_checks.items()) for d in checked]  # located already
     found += _checkpoint_clashes(desired)
-    for name, job in sorted(desired.jobs.items()):
+    for _, job in sorted(desired.jobs.items()):
         cluster = observed.clusters.get(job.cluster)
         if job.workload != "command" and cluster is not None and job.state == "running":
-            starting = changes[Address.job(name)].action in (Action.SUBMIT, Action.REPLACE)
-            found += _capacity(desired, job, cluster, starting, runs)
+            found += _capacity(desired, job, cluster)
     for name, cluster in sorted(desired.clusters.items()):
         if name in observed.clusters:
             found += _node_expectations(desired, cluster, observed.clusters[name])
@@ -48,8 +46,7 @@ def _checkpoint_clashes(desired: DesiredState) -> list[Diagnostic]:
     return found
 
 
-def _capacity(desired: DesiredState, job: Job, cluster: ClusterState, starting: bool,
-              runs: Mapping[str, list[RunView]]) -> list[Diagnostic]:
+def _capacity(desired: DesiredState, job: Job, cluster: ClusterState) -> list[Diagnostic]:
     trainer, per_gpu = job.trainer or Trainer(), verl.WORKLOADS[job.workload].cpus_per_gpu
     gpus, cpus = trainer.n_gpus_per_node, trainer.n_gpus_per_node * per_gpu
     fitting = [n for n in cluster.nodes if n.resources.get("GPU", 0) >= gpus and n.resources.get("CPU", 0) >= cpus]
@@ -65,26 +62,7 @@ def _capacity(desired: DesiredState, job: Job, cluster: ClusterState, starting: 
         return [Diagnostic(severity="error", address=address, field="entrypoint_resources",
                            message=f"no alive node of cluster {cluster.name!r} offers the driver's {driver}",
                            ).located(source)]
-    if not starting:
-        return []
-    holders = _gpu_holders(job, runs)
-    free = sum(n.resources.get("GPU", 0) for n in fitting) - sum(holders.values())
-    if free >= gpus * trainer.nnodes:
-        return []
-    held = ", ".join(f"{sid} ({n} GPUs)" for sid, n in sorted(holders.items()))
-    return [Diagnostic(severity="warning", address=address, field="trainer",
-                       message=f"{address} does not fit on {cluster.name!r} now: other jobs hold the GPUs ({held}); "
-                               "it will wait in PENDING until they finish").located(source)]
-
-
-def _gpu_holders(job: Job, runs: Mapping[str, list[RunView]]) -> dict[str, int]:
-    """Active runs of this workspace's other verl jobs on the same cluster, and the GPUs they hold."""
-    return {r.submission_id: _gpus(r) for name, job_runs in runs.items() if name != job.name for r in job_runs
-            if r.cluster == job.cluster and r.on_ray and not r.finished and _gpus(r)}
-
-
-def _gpus(run: RunView) -> int:
-    return (run.submission.gpus or 0) if run.submission else 0
+    return []
 
 
 def _node_expectations(desired: DesiredState, cluster: Cluster, state: ClusterState) -> list[Diagnostic]:

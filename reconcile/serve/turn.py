@@ -63,7 +63,15 @@ def choose(plan: Plan, sync_auto: bool, may_retry: bool = True) -> list[Change]:
     blocked = {d.address for d in plan.errors}
     if any(not address.startswith("job.") for address in blocked):
         return []
-    return [c for c in plan.actionable if c.action is Action.RETRY and c.address not in blocked]
+    return [c for c in plan.actionable
+            if c.address not in blocked and (c.action is Action.RETRY or _queued_by_apply(c))]
+
+
+def _queued_by_apply(change: Change) -> bool:
+    """A run an apply queued, now admitted; or a retry that must wait for room: the loop fulfils
+    what was applied, as it does retries."""
+    queue = change.queue
+    return queue is not None and (queue.from_queue or queue.wanted is Action.RETRY)
 
 
 def turn(directory: Path, options: TurnOptions, say: Callable[[str], None],
@@ -187,6 +195,7 @@ def _carry_out(desired: DesiredState, ray, options: TurnOptions, may_sync: bool,
 
 def _execute(desired, ray, observed, plan: Plan, chosen: list[Change], plan_id: str, options: TurnOptions,
              out: Outcome, say: Callable[[str], None]) -> None:
+    from reconcile.execute.admit import confirm_queue
     from reconcile.execute.applier import apply_plan, open_world
     from reconcile.execute.refresh import refresh_records
     from reconcile.execute.world import Secrets
@@ -207,6 +216,7 @@ def _execute(desired, ray, observed, plan: Plan, chosen: list[Change], plan_id: 
         out.retried = tuple(sorted(s.submission_id for c in chosen if c.action is Action.RETRY and c.address in done
                                    for s in c.steps if isinstance(s, SubmitStep)))
     refresh_records(world, observed.clusters, options.keep_finished)
+    confirm_queue(desired, observed, plan)
 
 
 def _context(desired, ray, observed, plan_id: str, options: TurnOptions, say: Callable[[str], None]):

@@ -39,6 +39,7 @@ def render_plan(plan: Plan, colour: bool = False) -> str:
         lines += [f"  Limited by {' '.join(asked)}: other changes may be pending.", ""]
     for change in plan.actionable:
         lines.extend(_change_lines(change, colour))
+    lines.extend(_waiting_lines(plan))
     in_sync = [c for c in plan.changes if c.action is Action.NOOP]
     if in_sync:
         lines.append("  Unchanged:")
@@ -51,12 +52,24 @@ def render_plan(plan: Plan, colour: bool = False) -> str:
 
 
 def summary(plan: Plan) -> str:
+    waiting = sum(c.action is Action.QUEUE for c in plan.changes)
     if not plan.actionable:
+        if waiting:
+            return f"No changes. {waiting} job(s) wait in the admission queue for room on their cluster."
         return "No changes. The clusters match the desired state."
     counts = plan.counts()
     shown = [a for a in (Action.CREATE, Action.SUBMIT, Action.RETRY, Action.REPLACE, Action.STOP, Action.DELETE)
              if counts[a] or a in (Action.SUBMIT, Action.REPLACE, Action.STOP)]
-    return f"Plan: {', '.join(f'{counts[a]} to {a.value}' for a in shown)}."
+    queued = f", {waiting} queued" if waiting else ""
+    return f"Plan: {', '.join(f'{counts[a]} to {a.value}' for a in shown)}{queued}."
+
+
+def _waiting_lines(plan: Plan) -> list[str]:
+    """Jobs already in the queue that still wait: nothing to do, but people need to see where they stand."""
+    waiting = [c for c in plan.changes if c.action is Action.QUEUE and c not in plan.actionable]
+    if not waiting:
+        return []
+    return ["  Waiting in the admission queue:", *(f"    {c.address}: {c.reason}" for c in waiting), ""]
 
 
 def render_outcomes(rows: list[tuple[str, str, str]]) -> str:
@@ -76,7 +89,7 @@ def render_status(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = No
     lines = []
     for row, change in zip(rows, [None, *jobs], strict=True):
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
-        lines += _failure_lines(change) if change else []
+        lines += (_failure_lines(change) + _queue_lines(change)) if change else []
     if plan.unmanaged:
         lines += ["", "Not managed by this workspace (never touched):"]
         lines += [f"  {j.cluster}: {j.submission_id} {j.status} (owner: {j.owner or 'none, submitted by hand'})"
@@ -99,6 +112,8 @@ def sync_of(change: Change, desired_jobs: set[str], unseen: Unseen | None = None
         return "removed"
     if change.action is Action.NOOP:
         return "in sync"
+    if change.action is Action.QUEUE:
+        return f"queued #{change.queue.position}" if change.queue else "queued"
     return "missing" if change.action is Action.SUBMIT and change.current is None else "changed"
 
 
@@ -132,6 +147,13 @@ def _failure_lines(change: Change) -> list[str]:
     return lines + ([f"             ({hidden} earlier line(s): argus status --format json)"] if hidden else [])
 
 
+def _queue_lines(change: Change) -> list[str]:
+    """Under a job that waits for room: why, and what it asks for."""
+    if change.action is not Action.QUEUE or change.queue is None:
+        return []
+    return [f"    queued:  {change.reason}", f"    demand:  {change.queue.demand} (priority {change.queue.priority})"]
+
+
 def _change_lines(change: Change, colour: bool) -> list[str]:
     symbol = change.action.symbol
     head = f"{symbol:>3} {change.address}"
@@ -140,6 +162,8 @@ def _change_lines(change: Change, colour: bool) -> list[str]:
     if change.action is Action.RETRY:  # + retry job.NAME (attempt 2/3: nccl_timeout)
         head = head.replace(change.address, f"retry {change.address}")
     lines = [f"{head}  ({change.action.value}: {change.reason})"]
+    if change.queue is not None:
+        lines.append(f"      demand: {change.queue.demand} (priority {change.queue.priority})")
     for d in change.diff:
         lines.extend(_field_lines(d, colour))
     if shows_submission(change):

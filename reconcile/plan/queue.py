@@ -1,0 +1,232 @@
+"""The plan's admission stage: which of this workspace's jobs start now, and where the rest wait. Pure.
+
+Every job that wants to start (submit, replace, retry) and has a demand joins its cluster's queue,
+beside the other workspaces' waiting entries from the shared root; the runs argus admitted (any
+workspace's) hold their whole demand. reconcile.plan.admission decides; this module turns the
+decision into changes: a job that fits keeps its submit, one that does not becomes `queue`.
+The same function decides again at apply, under the cluster's admission lock (reconcile.execute.admit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from reconcile.model import Action, Ask, Change, EnqueueStep, QueueInfo, RunView, StopStep, SubmitStep
+from reconcile.plan import demand as demands
+from reconcile.plan.admission import Decision, Demand, Entry, decide, never_fits
+from reconcile.plan.demand import ask_of
+from specs.address import Address
+from specs.desired import DesiredState
+from specs.diagnostics import Diagnostic
+from specs.submission import driver_needs
+from state.observed import ACTIVE, ClusterQueue, ClusterState, LedgerEntry, ObservedState
+
+WANTS_TO_START = (Action.SUBMIT, Action.REPLACE, Action.RETRY)
+ADMIT_GRACE = 600.0
+"""Seconds an admitted run that Ray does not list (yet) holds its demand: a submit in flight."""
+QUEUE_TTL = 3600.0
+"""Seconds a waiting entry keeps its place without its workspace confirming it (serve does every turn)."""
+
+
+@dataclass(frozen=True)
+class Want:
+    """One of this workspace's runs that wants to start."""
+
+    key: str
+    submission_id: str
+    spec_hash: str
+    ask: Ask
+
+
+def ask_demand(ask: Ask) -> Demand:
+    return Demand(bundles=ask.bundles, driver=ask.driver, spread=ask.spread)
+
+
+def decide_cluster(workspace: str, cluster: ClusterState, queue: ClusterQueue, wants: Sequence[Want],
+                   now: float, leaving: Iterable[str] = (), unledgered: Sequence[Entry] = ()) -> dict[str, Decision]:
+    """Decisions for `wants`, by key, among everything else the cluster's queue holds.
+    `leaving`: submission ids the plan stops, whose demand is free for what follows; `unledgered`:
+    this workspace's active runs that no ledger holds (submitted before admission existed)."""
+    entries = [*held(cluster, queue, now, set(leaving)), *unledgered, *waiting(workspace, queue, now)]
+    for want in wants:
+        entries.append(Entry(key=want.key, workspace=workspace, demand=ask_demand(want.ask),
+                             priority=want.ask.priority, arrived=arrival(workspace, queue, want, now)))
+    capacity = [n.resources for n in cluster.nodes]
+    mine = {w.key for w in wants}
+    return {d.key: d for d in decide(entries, capacity, [n.used for n in cluster.nodes], queue.quotas)
+            if d.key in mine}
+
+
+def held(cluster: ClusterState, queue: ClusterQueue, now: float, leaving: set[str]) -> list[Entry]:
+    """Admitted entries whose run still holds its demand: active on Ray, or admitted a moment ago."""
+    status = {j.submission_id: j.status for j in cluster.jobs}
+    found = []
+    for e in queue.entries:
+        if e.admitted is None or e.submission_id in leaving:
+            continue
+        known = status.get(e.submission_id)
+        if known in ACTIVE or (known is None and now - e.admitted < ADMIT_GRACE):
+            found.append(Entry(key=f"{e.workspace}/{e.job}", workspace=e.workspace, demand=_demand(e),
+                               priority=e.priority, arrived=e.arrived, admitted=True))
+    return found
+
+
+def waiting(workspace: str, queue: ClusterQueue, now: float) -> list[Entry]:
+    """The other workspaces' waiting entries that are still confirmed; this workspace's own come from its plan."""
+    return [Entry(key=f"{e.workspace}/{e.job}", workspace=e.workspace, demand=_demand(e), priority=e.priority,
+                  arrived=e.arrived)
+            for e in queue.entries if e.admitted is None and e.workspace != workspace and now - e.seen < QUEUE_TTL]
+
+
+def arrival(workspace: str, queue: ClusterQueue, want: Want, now: float) -> float:
+    """When argus first queued this spec of the job; now for a spec it never queued."""
+    return min((e.arrived for e in queue.entries if e.workspace == workspace and f"{workspace}/{e.job}" == want.key
+                and e.spec_hash == want.spec_hash), default=now)
+
+
+def queued_before(workspace: str, queue: ClusterQueue, want: Want) -> LedgerEntry | None:
+    return next((e for e in queue.entries if e.workspace == workspace and e.submission_id == want.submission_id
+                 and e.admitted is None), None)
+
+
+def too_big(cluster: ClusterState, ask: Ask) -> bool:
+    return never_fits(ask_demand(ask), [n.resources for n in cluster.nodes])
+
+
+def over_quota_alone(workspace: str, queue: ClusterQueue, ask: Ask) -> str:
+    """The demand alone is over the workspace's quota: it could never start."""
+    cap, total = queue.quotas.get(workspace) or {}, ask_demand(ask).total()
+    over = [f"{name} {total.get(name, 0):g} > {limit:g}" for name, limit in sorted(cap.items())
+            if total.get(name, 0) > limit]
+    return ", ".join(over)
+
+
+def queued_change(change: Change, want: Want, decision: Decision, info: QueueInfo, enqueued: bool) -> Change:
+    """The change of a job that waits: the stops it still needs (a replaced run), and its queue entry."""
+    stops = tuple(s for s in change.steps if isinstance(s, StopStep))
+    enqueue = () if enqueued else (EnqueueStep(cluster=info.cluster, submission_id=want.submission_id,
+                                                spec_hash=want.spec_hash, attempt=info.attempt, ask=want.ask),)
+    return change.model_copy(update={
+        "action": Action.QUEUE, "steps": (*stops, *enqueue), "queue": info,
+        "reason": f"queued #{decision.position} on {info.cluster}: {decision.reason}"})
+
+
+def admitted_change(change: Change, want: Want, info: QueueInfo) -> Change:
+    steps = tuple(s.model_copy(update={"ask": want.ask}) if isinstance(s, SubmitStep) else s for s in change.steps)
+    return change.model_copy(update={"steps": steps, "queue": info})
+
+
+def info_of(cluster: str, want: Want, attempt: int, decision: Decision | None, from_queue: bool,
+            wanted: Action = Action.SUBMIT) -> QueueInfo:
+    demand = ask_demand(want.ask)
+    return QueueInfo(cluster=cluster, submission_id=want.submission_id, spec_hash=want.spec_hash, attempt=attempt,
+                     demand=demands.describe(demand), gpus=demands.gpus(demand),
+                     priority=want.ask.priority, position=decision.position if decision else None, wanted=wanted,
+                     reason=decision.reason if decision else "fits now", from_queue=from_queue)
+
+
+def error(address: str, field: str, message: str) -> Diagnostic:
+    return Diagnostic(severity="error", address=address, field=field, message=message)
+
+
+def stopping(changes: Iterable[Change]) -> set[str]:
+    return {s.submission_id for c in changes for s in c.steps if isinstance(s, StopStep)}
+
+
+def job_address(key: str) -> str:
+    return Address.job(key.split("/", 1)[1])
+
+
+def _demand(entry: LedgerEntry) -> Demand:
+    return Demand(bundles=tuple(entry.bundles), driver=entry.driver, spread=entry.spread)
+
+
+def by_cluster(wants: Mapping[str, tuple[str, Want]]) -> dict[str, list[Want]]:
+    """Wants grouped by the cluster they wait on."""
+    grouped: dict[str, list[Want]] = {}
+    for cluster, want in wants.values():
+        grouped.setdefault(cluster, []).append(want)
+    return grouped
+
+
+def plan_admission(desired: DesiredState, observed: ObservedState, changes: list[Change], flagged: set[str],
+                   runs: Mapping[str, list[RunView]]) -> tuple[list[Change], list[Diagnostic]]:
+    """Each job that wants to start and has a demand: admitted now, or queued with its place and why.
+    `flagged`: addresses that already have an error (a verl job that can never fit says so itself)."""
+    workspace, wants, found = desired.workspace.name, {}, []
+    for change in changes:
+        want, problem = _want(desired, observed, change)
+        if problem and change.address not in flagged:
+            found.append(error(change.address, problem[0], problem[1]).located(desired.source(change.address)))
+        elif want is not None and not problem:
+            wants[change.address] = want
+    decisions: dict[str, Decision] = {}
+    leaving = stopping(changes)
+    for name, group in by_cluster(wants).items():
+        queue = _queue(observed, name)
+        decisions.update(decide_cluster(workspace, observed.clusters[name], queue, group, observed.observed_at,
+                                        leaving, _unledgered(workspace, name, queue, runs, leaving)))
+    return [_decided(workspace, observed, c, wants.get(c.address), decisions) for c in changes], found
+
+
+def _want(desired: DesiredState, observed: ObservedState,
+          change: Change) -> tuple[tuple[str, Want] | None, tuple[str, str] | None]:
+    step = next((s for s in change.steps if isinstance(s, SubmitStep)), None)
+    if change.action not in WANTS_TO_START or step is None or not _nodes_known(observed, step.cluster):
+        return None, None
+    job = desired.jobs.get(step.submission.job)
+    if job is None:
+        return None, None
+    ask = ask_of(job, step.submission)
+    if not any(ask_demand(ask).total().values()):
+        return None, None  # asks for nothing: never waits, never delays anyone
+    cluster, queue = observed.clusters[step.cluster], _queue(observed, step.cluster)
+    if too_big(cluster, ask):
+        return None, ("demand", f"{change.address} can never start on cluster {cluster.name!r}: its whole demand "
+                                f"({demands.describe(ask_demand(ask))}) does not fit the alive nodes even when idle")
+    if over := over_quota_alone(desired.workspace.name, queue, ask):
+        return None, ("demand", f"{change.address} can never start under workspace "
+                                f"{desired.workspace.name}'s quota on {cluster.name!r}: {over}")
+    if queue.problem:
+        return None, ("cluster", f"nothing is admitted on cluster {cluster.name!r} until its quota file is "
+                                 f"fixed: {queue.problem}")
+    key = f"{desired.workspace.name}/{job.name}"
+    return (step.cluster, Want(key=key, submission_id=step.submission_id, spec_hash=step.spec_hash, ask=ask)), None
+
+
+def _decided(workspace: str, observed: ObservedState, change: Change, want: tuple[str, Want] | None,
+             decisions: Mapping[str, Decision]) -> Change:
+    if want is None:
+        return change
+    cluster, wanted = want
+    decision, before = decisions[wanted.key], queued_before(workspace, _queue(observed, cluster), wanted)
+    attempt = next(s.attempt for s in change.steps if isinstance(s, SubmitStep))
+    info = info_of(cluster, wanted, attempt, decision, from_queue=before is not None and decision.start,
+                   wanted=change.action)
+    if decision.start:
+        return admitted_change(change, wanted, info)
+    return queued_change(change, wanted, decision, info, enqueued=before is not None)
+
+
+def _unledgered(workspace: str, cluster: str, queue: ClusterQueue, runs: Mapping[str, list[RunView]],
+                leaving: set[str]) -> list[Entry]:
+    """Active runs of this workspace that no ledger names hold what their submission asked: the GPUs
+    of a verl run (its shape unknown, so anywhere) and its driver."""
+    ledgered = {e.submission_id for e in queue.entries}
+    return [Entry(key=f"{workspace}/{job}", workspace=workspace, admitted=True,
+                  demand=Demand(spread={"GPU": float(r.submission.gpus)} if r.submission.gpus else {},
+                                driver=driver_needs(r.submission)))
+            for job, job_runs in sorted(runs.items()) for r in job_runs
+            if r.cluster == cluster and r.on_ray and r.status in ACTIVE and r.submission is not None
+            and r.submission_id not in ledgered and r.submission_id not in leaving]
+
+
+def _nodes_known(observed: ObservedState, cluster: str) -> bool:
+    """A dashboard that answers runs on an alive head: no node at all means nodes were not read."""
+    state = observed.clusters.get(cluster)
+    return state is not None and bool(state.nodes)
+
+
+def _queue(observed: ObservedState, cluster: str) -> ClusterQueue:
+    return observed.queues.get(cluster) or ClusterQueue()
