@@ -154,6 +154,29 @@ def status(directory: Path = DIR, timeout: float = TIMEOUT, output_format: Forma
     return command.run(directory, timeout, "json" if as_json else output_format.value, watch)
 
 
+class UsageKey(str, Enum):
+    workspace = "workspace"
+    job = "job"
+    actor = "actor"
+
+
+USAGE_BY = typer.Option(UsageKey.workspace, "--by", help="Sum by workspace, job (WORKSPACE/JOB) or actor (who "
+                        "applied the run's plan, from the audit log; else unknown).")
+
+
+@app.command()
+def usage(directory: Path = DIR,
+          since: str | None = typer.Option(None, "--since", help="Count only the GPU-hours from this ISO date or "
+                                           "time on (UTC unless it names a zone); runs that ended before it are "
+                                           "left out."),
+          by: UsageKey = USAGE_BY,
+          as_json: bool = typer.Option(False, "--json", help="A JSON list of objects, one a row.")) -> int:
+    """GPU-hours and run counts of every workspace's runs on the shared roots, from their records. Offline."""
+    from reconcile.commands import usage as command
+
+    return command.run(directory, by.value, since, as_json)
+
+
 @app.command()
 def logs(job: str = typer.Argument(..., help="Job name."), directory: Path = DIR, timeout: float = TIMEOUT,
          follow: bool = typer.Option(False, "--follow", "-f", help="Stream the log until the run ends."),
