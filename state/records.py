@@ -25,6 +25,7 @@ from state.files import write_atomic, write_json
 from state.observed import RunEnd, RunRecord
 
 MAX_END_BYTES = 4096
+MAX_RECORD_BYTES = 1024 * 1024
 OMITTED_WHEN_EMPTY = ("evidence", "advice")
 """Fields added after `failure`: left out of a record that has none, so the records of runs that did
 not fail still read in the versions before them (their models forbid unknown keys)."""
@@ -138,11 +139,14 @@ def now() -> str:
 
 
 def _read(path: Path) -> RunRecord | None:
-    """A record argus did not write, or cannot read any more, is skipped: never a crash."""
+    """A record argus did not write, or cannot read any more, is skipped: never a crash. Nor is a
+    symlink followed or a huge file read; and a record must live in its own run's directory."""
+    raw = read_small(path, MAX_RECORD_BYTES)
     try:
-        return RunRecord.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, RecursionError, ValidationError):
+        record = RunRecord.model_validate(json.loads(raw)) if raw is not None else None
+    except (ValueError, RecursionError, ValidationError):
         return None
+    return record if record is not None and record.submission_id == path.parent.name else None
 
 
 def _yaml(data: Any) -> str:

@@ -86,8 +86,16 @@ def arrival(workspace: str, queue: ClusterQueue, want: Want, now: float) -> floa
 
 
 def queued_before(workspace: str, queue: ClusterQueue, want: Want) -> LedgerEntry | None:
+    """This run's waiting entry: an apply queued it."""
     return next((e for e in queue.entries if e.workspace == workspace and e.submission_id == want.submission_id
                  and e.admitted is None), None)
+
+
+def says_the_same(entry: LedgerEntry | None, ask: Ask) -> bool:
+    """The entry says what the spec says now; a new priority or demand is written again, so the
+    other workspaces see it."""
+    return entry is not None and (entry.priority, entry.preemptible, entry.bundles, entry.driver, entry.spread) \
+        == (ask.priority, ask.preemptible, ask.bundles, ask.driver, ask.spread)
 
 
 def too_big(cluster: ClusterState, ask: Ask) -> bool:
@@ -206,7 +214,7 @@ def _decided(workspace: str, observed: ObservedState, change: Change, want: tupl
                    wanted=change.action)
     if decision.start:
         return admitted_change(change, wanted, info)
-    return queued_change(change, wanted, decision, info, enqueued=before is not None)
+    return queued_change(change, wanted, decision, info, enqueued=says_the_same(before, wanted.ask))
 
 
 def _unledgered(workspace: str, cluster: str, queue: ClusterQueue, runs: Mapping[str, list[RunView]],
