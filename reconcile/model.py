@@ -46,6 +46,8 @@ class Action(str, Enum):
     REPLACE = "replace", "-/+", 2, "yellow"
     RETRY = "retry", "+", 3, "green"
     """A new attempt of a failed run of the same spec."""
+    PREEMPT = "preempt", "-", 1, "red"
+    """Stop a preemptible run for a higher-priority job that cannot otherwise fit; it waits in the queue again."""
     QUEUE = "queue", "~", 2, "cyan"
     """A run that waits in the cluster's admission queue until its whole demand fits (reconcile.plan.queue)."""
     DELETE = "delete", "-", 4, "red"
@@ -111,6 +113,9 @@ class StopStep(StepModel):
     kind: Literal["stop"] = "stop"
     cluster: Name
     submission_id: SubmissionId
+    preempted_for: str | None = None
+    """`<workspace>/<job>` of the higher-priority job this stop makes room for: the run's record says
+    it was preempted, so the planner queues a new attempt that resumes from its checkpoint."""
 
     def describe(self) -> str:
         return f"stop {self.submission_id} on cluster {self.cluster} and wait until it has stopped"

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from state.observed import PREEMPTED  # noqa: F401  (a class of its own: not a failure of the run)
+
 FAILURE_CLASSES = ("oom", "nccl_timeout", "node_lost", "config_error", "import_error", "runtime_env_setup",
                    "start_timeout", "user_code", "stopped", "unknown", "lost")
 NEVER_RETRIED = frozenset({"config_error", "import_error", "user_code", "stopped"})

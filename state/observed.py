@@ -26,6 +26,9 @@ class RunStatus(TextEnum):
     """Ray refused the submit: the run never existed."""
 
 
+PREEMPTED = "preempted"
+"""The failure field of a run argus stopped for a higher-priority job (reconcile.plan.preemption):
+not a failure of the run; it gets a new attempt when there is room again, whatever its retry policy."""
 TERMINAL = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.STOPPED})
 ACTIVE = frozenset({RunStatus.PENDING, RunStatus.RUNNING})
 UNCONFIRMED = frozenset({RunStatus.SUBMITTING, RunStatus.SUBMIT_FAILED})

@@ -63,3 +63,20 @@ def test_a_quota_holds_a_workspace_to_its_share():
 
 def test_other_work_counts_against_free_capacity():
     assert starts(decide([gpus(2)], [WORKER], in_use=[{"GPU": 2.0}])) == []
+
+
+def test_the_head_preempts_the_fewest_lower_priority_preemptible_runs_it_needs():
+    node = {"GPU": 4.0}
+    low = Entry("a/low", "a", Demand(spread={"GPU": 2.0}), priority=0, arrived=1, admitted=True, preemptible=True)
+    later = Entry("a/later", "a", Demand(spread={"GPU": 2.0}), priority=0, arrived=2, admitted=True, preemptible=True)
+    urgent = Entry("b/urgent", "b", Demand(spread={"GPU": 2.0}), priority=10, arrived=3)
+    small = Entry("b/small", "b", Demand(spread={"GPU": 1.0}), priority=0, arrived=4)
+    decisions = {d.key: d for d in decide([low, later, urgent, small], [node])}
+    assert decisions["b/urgent"].preempts == ("a/later",)  # one is enough: the most recently admitted
+    assert not decisions["b/urgent"].start and not decisions["b/small"].start  # nothing backfills the freed room
+    protected = Entry("a/low", "a", Demand(spread={"GPU": 4.0}), priority=0, arrived=1, admitted=True)
+    assert decide([protected, urgent], [node])[0].preempts == ()  # not preemptible: never stopped
+    higher = Entry("a/low", "a", Demand(spread={"GPU": 4.0}), priority=20, admitted=True, preemptible=True)
+    assert decide([higher, urgent], [node])[0].preempts == ()  # only lower priorities give way
+    whole = Entry("c/whole", "c", Demand(spread={"GPU": 4.0}), priority=10, arrived=3)
+    assert decide([low, later, whole], [node])[0].preempts == ("a/later", "a/low")  # both needed, both stopped

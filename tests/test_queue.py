@@ -232,3 +232,47 @@ def test_admission_waits_for_a_lock_held_by_another_admission(gpu_cluster, share
     finally:
         holder.wait(timeout=30)
         stop_all(gpu_cluster.address, ws)
+
+
+RESUMABLE = ("import os, sys, time; p = sys.argv[1]; s = int(open(p).read()) if os.path.exists(p) else 0; "
+             "print('resumed from step', s, flush=True) if s else None; "
+             "[(open(p, 'w').write(str(i)), time.sleep(0.5)) for i in range(s + 1, 21)]; print('done', flush=True)")
+
+
+def test_a_preemptible_run_gives_way_to_a_higher_priority_job_and_resumes_after(gpu_cluster, shared, tmp_path,
+                                                                                 argus):
+    a, b = team(tmp_path, "team-a", gpu_cluster, shared), team(tmp_path, "team-b", gpu_cluster, shared)
+    step = shared / "low.step"
+    a.write("jobs/low.yaml", f"""
+        kind: Job
+        name: low
+        cluster: local
+        workload: command
+        entrypoint: [python3, -c, {json.dumps(RESUMABLE)}, {step}]
+        demand: {{GPU: 2}}
+        preemptible: true
+        """)
+    gpu_job(b, shared, "urgent", priority=10)
+    try:
+        assert argus("apply", a.root, "--auto-approve").code == 0
+        until(lambda: step.exists() and int(step.read_text() or 0) >= 3, "low made progress", timeout=60)
+        waiting = argus("apply", b.root, "--auto-approve")
+        assert waiting.code == 0 and "stops the preemptible team-a/low to fit" in waiting.out, waiting.out
+        assert active(b) == []
+        loops = [serve(a), serve(b)]
+        try:
+            until(lambda: succeeded(a) == 1 and succeeded(b) == 1, "urgent ran, then low finished", timeout=240)
+        finally:
+            errors = [stop(loop) for loop in loops]
+        runs = {j.metadata["argus.attempt"]: j for j in jobs_of(a.address, a.name)}
+        assert sorted(runs) == ["1", "2"], errors  # preempted once, resumed once: never more
+        assert runs["1"].status.value == "STOPPED" and runs["2"].status.value == "SUCCEEDED"
+        resumed = argus("logs", "low", a.root)
+        assert "resumed from step" in resumed.out and "done" in resumed.out
+        [(job, urgent_start, urgent_end)] = ran(shared)
+        assert runs["1"].end_time / 1000 <= urgent_start + 1 and runs["2"].start_time / 1000 >= urgent_end - 1
+        audit_lines = [json.loads(line) for line in (shared / ".argus" / "audit" / "team-a.jsonl").read_text()
+                       .splitlines()]
+        assert any(e.get("action") == "preempt" and e.get("outcome", "").startswith("stopped") for e in audit_lines)
+    finally:
+        stop_all(gpu_cluster.address, a, b)

@@ -10,6 +10,7 @@ from reconcile.execute.wrapper import wrapped
 from reconcile.model import StopStep, SubmitStep
 from specs.errors import ArgusError
 from specs.submission import expand
+from state.failures import PREEMPTED
 from state.observed import RunStatus
 from state.records import job_dir
 
@@ -41,6 +42,10 @@ def submit(step: SubmitStep, world: World) -> Done:
 def stop(step: StopStep, world: World) -> Done:
     """Stop, then wait until Ray says the run ended, so a replacement never runs beside it."""
     client = world.clients[step.cluster]
+    if step.preempted_for is not None:  # first the mark: a crash after the stop still leaves it
+        record = world.runs.get(step.submission_id)
+        if record is not None:
+            world.runs.update(record, failure=PREEMPTED)
     client.stop(step.submission_id)
     world.journal.touched.add(step.cluster)
     final = client.wait_terminal(step.submission_id, world.stop_timeout, progress=world.echo)

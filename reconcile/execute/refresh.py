@@ -17,7 +17,7 @@ from specs.address import Address
 from specs.submission import held_secrets
 from state import debug, records
 from state.audit_events import RunFinished
-from state.failures import Evidence, advice_for, classify, evidence_of, matched_lines
+from state.failures import PREEMPTED, Evidence, advice_for, classify, evidence_of, matched_lines
 from state.observed import TERMINAL, ClusterState, RayJob, RunRecord, RunStatus
 
 
@@ -100,6 +100,8 @@ def _record_progress(world: World, record: RunRecord, job: RayJob) -> None:
 
 def _explained(world: World, record: RunRecord, evidence: Evidence) -> dict[str, Any]:
     """The run's failure class; for a failed run also the lines that made it and what to do about it."""
+    if record.failure == PREEMPTED and evidence.status != RunStatus.FAILED:
+        return {"failure": PREEMPTED}  # stopped by argus itself, for a job of higher priority
     failure = classify(evidence)
     if evidence.status != RunStatus.FAILED:
         return {"failure": failure}

@@ -49,6 +49,7 @@ class Entry:
     priority: int = 0
     arrived: float = 0.0
     admitted: bool = False
+    preemptible: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ class Decision:
     position: int | None
     """Place in the queue (1: the head) of a job that waits; None for one that starts."""
     reason: str
+    preempts: tuple[str, ...] = ()
+    """Keys of the admitted runs to stop so that this one (the head) fits; it starts once they have."""
 
 
 def order(entries: Sequence[Entry]) -> list[Entry]:
@@ -102,9 +105,20 @@ def decide(entries: Sequence[Entry], capacity: Sequence[Resources], in_use: Sequ
             decisions.append(Decision(entry.key, True, None, _started(head)))
             continue
         waiting += 1
-        head = head or entry
+        if head is None:
+            from reconcile.plan.preemption import victims  # it builds on place() and Entry, here
+
+            head, preempts = entry, victims(entry, held, capacity)
+            if preempts:
+                decisions.append(Decision(entry.key, False, waiting, _preempting(preempts), preempts))
+                free = [{} for _ in free]  # what the stopped runs free is the head's: nothing backfills it
+                continue
         decisions.append(Decision(entry.key, False, waiting, _why_waiting(entry, free, head, waiting)))
     return decisions
+
+
+def _preempting(keys: tuple[str, ...]) -> str:
+    return f"stops the preemptible {', '.join(keys)} to fit; starts once {'they have' if len(keys) > 1 else 'it has'}"
 
 
 def _head_still_fits(head: Entry, candidate: Entry, after_all_end: Sequence[Resources]) -> bool:

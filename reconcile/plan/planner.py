@@ -21,7 +21,7 @@ from specs.desired import DesiredState, Source
 from specs.diagnostics import Diagnostic
 from specs.models import Job
 from specs.submission import RunId, Submission, resolve
-from state.observed import MAYBE_RUNNING, ObservedState, RunStatus
+from state.observed import MAYBE_RUNNING, PREEMPTED, ObservedState, RunStatus
 
 
 def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | None = None) -> Plan:
@@ -162,17 +162,25 @@ def plan_removed(name: str, runs: list[RunView]) -> Change | None:
 
 
 def _retry(job: Job, sub: Submission, first: RunId, mine: list[RunView]) -> Change | None:
-    """A new attempt when the newest run of this spec failed in a way its retry policy names."""
+    """A new attempt when the newest run of this spec failed in a way its retry policy names, or was
+    preempted (never counted against the policy)."""
     last = newest(mine)
-    failure = last.failure
-    if job.retry is None or failure not in job.retry.on or last.attempt >= job.retry.max_attempts:
-        return None
-    if last.on_ray and last.status is not RunStatus.FAILED:
-        return None
     attempt = last.attempt + 1
-    change = _submit(Address.job(job.name), sub, first.with_attempt(attempt), mine, [],
-                     why=f"attempt {attempt}/{job.retry.max_attempts}: {last.submission_id} {failure}")
+    if last.failure == PREEMPTED and last.status is RunStatus.STOPPED:
+        why = f"attempt {attempt}: {last.submission_id} was preempted; it resumes from its checkpoint"
+    elif _retryable(job, last):
+        why = f"attempt {attempt}/{job.retry.max_attempts}: {last.submission_id} {last.failure}"
+    else:
+        return None
+    change = _submit(Address.job(job.name), sub, first.with_attempt(attempt), mine, [], why=why)
     return change.model_copy(update={"action": Action.RETRY})
+
+
+def _retryable(job: Job, last: RunView) -> bool:
+    policy = job.retry
+    if policy is None or last.failure not in policy.on or last.attempt >= policy.max_attempts:
+        return False
+    return not last.on_ray or last.status is RunStatus.FAILED
 
 
 def _submit(address: str, sub: Submission, run: RunId, runs: list[RunView], older_active: list[RunView],

@@ -53,9 +53,7 @@ def decide_cluster(workspace: str, cluster: ClusterState, queue: ClusterQueue, w
         entries.append(Entry(key=want.key, workspace=workspace, demand=ask_demand(want.ask),
                              priority=want.ask.priority, arrived=arrival(workspace, queue, want, now)))
     capacity = [n.resources for n in cluster.nodes]
-    mine = {w.key for w in wants}
-    return {d.key: d for d in decide(entries, capacity, [n.used for n in cluster.nodes], queue.quotas)
-            if d.key in mine}
+    return {d.key: d for d in decide(entries, capacity, [n.used for n in cluster.nodes], queue.quotas)}
 
 
 def held(cluster: ClusterState, queue: ClusterQueue, now: float, leaving: set[str]) -> list[Entry]:
@@ -68,7 +66,7 @@ def held(cluster: ClusterState, queue: ClusterQueue, now: float, leaving: set[st
         known = status.get(e.submission_id)
         if known in ACTIVE or (known is None and now - e.admitted < ADMIT_GRACE):
             found.append(Entry(key=f"{e.workspace}/{e.job}", workspace=e.workspace, demand=_demand(e),
-                               priority=e.priority, arrived=e.arrived, admitted=True))
+                               priority=e.priority, arrived=e.arrived, admitted=True, preemptible=e.preemptible))
     return found
 
 
@@ -170,12 +168,29 @@ def plan_admission(desired: DesiredState, observed: ObservedState, changes: list
         elif want is not None and not problem:
             wants[change.address] = want
     decisions: dict[str, Decision] = {}
-    leaving = stopping(changes)
-    for name, group in by_cluster(wants).items():
+    leaving, grouped = stopping(changes), by_cluster(wants)
+    for name in sorted(observed.clusters):
         queue = _queue(observed, name)
-        decisions.update(decide_cluster(workspace, observed.clusters[name], queue, group, observed.observed_at,
-                                        leaving, _unledgered(workspace, name, queue, runs, leaving)))
-    return [_decided(workspace, observed, c, wants.get(c.address), decisions) for c in changes], found
+        if _nodes_known(observed, name) and (name in grouped or queue.entries):
+            decisions.update(decide_cluster(workspace, observed.clusters[name], queue, grouped.get(name, []),
+                                            observed.observed_at, leaving,
+                                            _unledgered(workspace, name, queue, runs, leaving)))
+    decided = [_decided(workspace, observed, c, wants.get(c.address), decisions) for c in changes]
+    return [preempted(workspace, c, decisions) for c in decided], found
+
+
+def preempted(workspace: str, change: Change, decisions: Mapping[str, Decision]) -> Change:
+    """A running job of this workspace that the head of its cluster's queue preempts: its run is stopped."""
+    key = f"{workspace}/{change.address.removeprefix('job.')}"
+    head = next((d for d in decisions.values() if key in d.preempts), None)
+    run = change.current
+    if head is None or change.action is not Action.NOOP or run is None or not run.on_ray or run.status not in ACTIVE:
+        return change
+    return change.model_copy(update={
+        "action": Action.PREEMPT, "steps": (StopStep(cluster=run.cluster, submission_id=run.submission_id,
+                                                     preempted_for=head.key),),
+        "reason": f"preempted for {head.key}, which has a higher priority and cannot otherwise fit; it waits in "
+                  "the queue again and resumes from its checkpoint as a new attempt"})
 
 
 def _want(desired: DesiredState, observed: ObservedState,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from reconcile.model import Action, Plan, RunView
+from reconcile.model import Action, Change, Plan, RunView, StopStep
 from reconcile.serve.report import Event
 from state.observed import RunStatus
 
@@ -78,6 +78,16 @@ def retried_events(workspace: str, plan: Plan, submitted: set[str], clock: Clock
                                 cluster=previous.cluster if previous else None,
                                 summary=f"{change.address}: retried as attempt {attempt} ({change.reason})"))
     return found
+
+
+def preempted_events(workspace: str, changes: list[Change], done: set[str], clock: Clock) -> list[Event]:
+    """A run the loop stopped this turn for a higher-priority job."""
+    return [_event(workspace, "preempted", f"preempted:{step.submission_id}", clock,
+                   job=change.address.removeprefix("job."), submission_id=step.submission_id, cluster=step.cluster,
+                   summary=f"{change.address}: run {step.submission_id} preempted for {step.preempted_for}",
+                   next="waits in the queue; resumes from its checkpoint as a new attempt when there is room")
+            for change in changes if change.action is Action.PREEMPT and change.address in done
+            for step in change.steps if isinstance(step, StopStep)]
 
 
 def drift_event(workspace: str, unapplied: list[tuple[str, str, str]], clock: Clock) -> Event | None:

@@ -14,7 +14,8 @@ PAYLOAD_VERSION = 1
 """`argus_event_version` in every JSON event."""
 
 SEVERITY = {"failed": "failure", "lost": "failure", "apply_failed": "failure", "stalled": "warning",
-            "pending": "warning", "drift": "warning", "retried": "info", "recovered": "success"}
+            "pending": "warning", "drift": "warning", "retried": "info", "recovered": "success",
+            "preempted": "warning"}
 """Event kind -> apprise's notify type (colour and icon in chat; `type` in a JSON webhook)."""
 
 MAX_EVIDENCE_LINES = 12

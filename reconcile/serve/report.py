@@ -13,7 +13,8 @@ from reconcile.model import Plan, RunView
 from specs.base import Frozen
 
 EVENT_KINDS = ("failed", "retried", "recovered", "lost", "pending", "stalled", "drift", "apply_failed")
-EventKind = Literal["failed", "retried", "recovered", "lost", "pending", "stalled", "drift", "apply_failed"]
+EventKind = Literal["failed", "retried", "recovered", "lost", "pending", "stalled", "drift", "apply_failed",
+                    "preempted"]
 
 
 class Event(Frozen):
@@ -72,3 +73,6 @@ class TurnReport:
     audit_problem: str | None = None
     notes: tuple[str, ...] = ()
     """What people should know about this turn (lock busy, dirty checkout, standby)."""
+    gpus_held: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Per cluster, the GPUs each workspace's admitted runs hold, every workspace's ledger counted
+    (reconcile.views.queue.gpus_held of the turn's observation)."""

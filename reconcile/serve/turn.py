@@ -44,6 +44,7 @@ class Outcome:
     runs: dict = field(default_factory=dict)
     applied: tuple[str, ...] = ()
     retried: tuple[str, ...] = ()
+    chosen: list[Change] = field(default_factory=list)
     unapplied: list[tuple[str, str, str]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -53,8 +54,9 @@ class Outcome:
 
 
 def choose(plan: Plan, sync_auto: bool, may_retry: bool = True) -> list[Change]:
-    """What the loop carries out: retries always (a job's own errors hold its retry back; an error
-    elsewhere than on a job holds all back); with --sync auto every change of an error-free plan.
+    """What the loop carries out: retries, preemptions and the runs an apply queued, always (a job's
+    own errors hold it back; an error elsewhere than on a job holds all back); with --sync auto
+    every change of an error-free plan.
     Nothing when `may_retry` is False (a checkout that is not what was merged)."""
     if not may_retry:
         return []
@@ -63,8 +65,8 @@ def choose(plan: Plan, sync_auto: bool, may_retry: bool = True) -> list[Change]:
     blocked = {d.address for d in plan.errors}
     if any(not address.startswith("job.") for address in blocked):
         return []
-    return [c for c in plan.actionable
-            if c.address not in blocked and (c.action is Action.RETRY or _queued_by_apply(c))]
+    return [c for c in plan.actionable if c.address not in blocked
+            and (c.action in (Action.RETRY, Action.PREEMPT) or _queued_by_apply(c))]
 
 
 def _queued_by_apply(change: Change) -> bool:
@@ -212,7 +214,7 @@ def _execute(desired, ray, observed, plan: Plan, chosen: list[Change], plan_id: 
         raise
     finally:
         done = {address for address, _action, _outcome in ctx.outcomes}
-        out.applied = tuple(sorted(done))
+        out.applied, out.chosen = tuple(sorted(done)), chosen
         out.retried = tuple(sorted(s.submission_id for c in chosen if c.action is Action.RETRY and c.address in done
                                    for s in c.steps if isinstance(s, SubmitStep)))
     refresh_records(world, observed.clusters, options.keep_finished)
@@ -234,6 +236,7 @@ def _events(desired: DesiredState, observed, plan: Plan, out: Outcome, options: 
                 for name, job in desired.jobs.items()}
     found = ev.run_events(ws, plan, out.runs, policies, _log_activity(desired, out.runs), clock)
     found += ev.retried_events(ws, plan, set(out.retried), clock)
+    found += ev.preempted_events(ws, out.chosen, set(out.applied), clock)
     drift = ev.drift_event(ws, out.unapplied, clock)
     found += [drift] if drift else []
     return [e.model_copy(update={"commit": out.commit}) for e in (*out.events, *(_with_record(desired, e)

@@ -1,0 +1,45 @@
+"""Which preemptible runs to stop so the head of the queue can start. Pure.
+
+Only the head preempts, only runs marked `preemptible: true` with a lower priority than the head's,
+and never more than needed: the fewest such runs whose whole demand, released, lets the head fit,
+chosen lowest priority first, then the most recently admitted (the least work lost), and any that
+turn out not to be needed are spared again. The check uses the demand argus admitted, not Ray's
+report: a stopped run's GPUs are free once it has ended, wherever Ray placed them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from reconcile.plan.admission import Entry, Resources, place
+
+
+def victims(head: Entry, held: Sequence[Entry], capacity: Sequence[Resources]) -> tuple[str, ...]:
+    """Keys of the runs to stop for `head`; () when preempting would not make it fit (or is not allowed)."""
+    candidates = sorted((e for e in held if e.preemptible and e.priority < head.priority),
+                        key=lambda e: (e.priority, -e.arrived, e.key))
+    chosen: list[Entry] = []
+    for candidate in candidates:
+        chosen.append(candidate)
+        if _fits_without(head, held, capacity, chosen):
+            return tuple(e.key for e in _spared(head, held, capacity, chosen))
+    return ()
+
+
+def _spared(head: Entry, held: Sequence[Entry], capacity: Sequence[Resources], chosen: list[Entry]) -> list[Entry]:
+    """Drop every chosen run the head fits without, latest choices first."""
+    kept = list(chosen)
+    for candidate in reversed(chosen):
+        rest = [e for e in kept if e is not candidate]
+        if _fits_without(head, held, capacity, rest):
+            kept = rest
+    return kept
+
+
+def _fits_without(head: Entry, held: Sequence[Entry], capacity: Sequence[Resources], gone: list[Entry]) -> bool:
+    leaving = {id(e) for e in gone}
+    free = [dict(node) for node in capacity]
+    for entry in held:
+        if id(entry) not in leaving:
+            free = place(entry.demand, free) or free
+    return place(head.demand, free) is not None
