@@ -154,6 +154,16 @@ def status(directory: Path = DIR, timeout: float = TIMEOUT, output_format: Forma
     return command.run(directory, timeout, "json" if as_json else output_format.value, watch)
 
 
+@app.command()
+def queue(directory: Path = DIR, timeout: float = TIMEOUT,
+          as_json: bool = typer.Option(False, "--json", help="Machine-readable output (docs/plan-format.md).")) -> int:
+    """Each cluster's whole admission queue, every workspace's: runs holding GPUs, waiting jobs with their
+    place and why, GPUs held per workspace, quotas."""
+    from reconcile.commands import queue as command
+
+    return command.run(directory, timeout, as_json)
+
+
 class UsageKey(str, Enum):
     workspace = "workspace"
     job = "job"

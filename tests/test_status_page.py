@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from reconcile.model import Action, Change, Plan, RunView
+from reconcile.model import Action, Change, Plan, QueueInfo, RunView
 from reconcile.serve.http import StatusServer
 from reconcile.serve.metrics import Metrics
 from reconcile.serve.report import TurnReport
@@ -44,6 +44,8 @@ def test_metrics_count_runs_failures_retries_and_turns(tmp_path):
     assert first[("argus_run_failures", (("class", "oom"), ("job", "ppo")))] == 1
     assert first[("argus_retries_total", (("job", "ppo"),))] == 1
     assert first[("argus_drift_changes", ())] == 2
+    assert first[("argus_queue_position", (("cluster", "gpu"), ("job", "big")))] == 3
+    assert first[("argus_gpus_held", (("cluster", "gpu"), ("workspace", "vision")))] == 2
     assert first[("argus_loop_duration_seconds", ())] == pytest.approx(1.5)
     assert first[("argus_loop_errors_total", ())] == 0
     success = first[("argus_last_success_timestamp_seconds", ())]
@@ -131,7 +133,8 @@ def test_the_page_in_a_browser_shows_jobs_failures_advice_apply_and_audit(tmp_pa
     for shown in ("job.ppo", "job.sft", "in sync", "missing", "RUNNING", "ppo-a3", "FAILED (nccl_timeout)",
                   "oom", 'href="/logs/ppo-a2"', escape(NCCL_LINE, quote=False), "2 change(s) not carried out",
                   "2024-05-01T10:00:00+00:00", "ci:alice", "applied", "9f1c2e3d4b5a", "verifies",
-                  "lock busy: skipped"):
+                  "lock busy: skipped", "Admission queue", "job.big", "#3", "waits behind vision/vit",
+                  "GPUs held per workspace", "vision"):
         assert shown in dom, shown
     assert failed.advice and escape(failed.advice, quote=False) in dom
     assert "<script" not in dom.lower()
@@ -196,13 +199,17 @@ def report(**fields: object) -> TurnReport:
     plan = Plan(workspace="llm-rl", changes=(
         Change(address="job.ppo", action=Action.NOOP, reason="ppo-a3 is RUNNING", current=ppo_runs[-1]),
         Change(address="job.sft", action=Action.NOOP, reason="sft-a1 finished SUCCEEDED", current=runs["sft"][0]),
-        Change(address="job.eval", action=Action.SUBMIT, reason="never ran")))
+        Change(address="job.eval", action=Action.SUBMIT, reason="never ran"),
+        Change(address="job.big", action=Action.QUEUE, reason="queued #3 on gpu", queue=QueueInfo(
+            cluster="gpu", submission_id="big-a1", spec_hash="cd" * 32, attempt=1, demand="8 GPU", gpus=8.0,
+            position=3, reason="needs 8 GPU, 2 GPU free; 2 ahead; waits behind vision/vit"))))
     now = time.time()
     values: dict = {"workspace": "llm-rl", "started_at": now - 1.5, "finished_at": now, "ok": True, "interval": 30.0,
                     "sync": "off", "commit": "9f1c2e3d4b5a6978", "plan": plan, "runs": runs, "drift": 2,
                     "retried": (), "notes": ("lock busy: skipped this turn",), "audit_verified": True,
                     "last_apply": {"time": "2024-05-01T10:00:00+00:00", "actor": "ci:alice", "outcome": "applied",
-                                   "commit": "9f1c2e3d4b5a6978"}}
+                                   "commit": "9f1c2e3d4b5a6978"},
+                    "gpus_held": {"gpu": {"llm-rl": 4.0, "vision": 2.0}}}
     values.update(fields)
     if "finished_at" in fields and "started_at" not in fields:
         values["started_at"] = values["finished_at"] - 1.5

@@ -7,6 +7,7 @@ saw of their runs), the others as usual, and the exit code is 1 since the world 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,32 +27,35 @@ def run(directory: Path, timeout: float, output_format: str = "human", watch: fl
     desired = load(directory)
     ray = connect(desired, timeout)
     while True:
-        plan, unseen = observe(desired, ray)
+        plan, unseen, held = observe(desired, ray)
         if watch and is_tty():
             typer.clear()
-        show(plan, set(desired.jobs), output_format, unseen)
+        show(plan, set(desired.jobs), output_format, unseen, held)
         if not watch or not any(c.current and c.current.on_ray and not c.current.finished for c in plan.changes):
             return EXIT_ERROR if unseen.clusters else EXIT_OK  # --watch ends when nothing is PENDING or RUNNING
         typer.echo(f"-- refreshing every {watch:g}s until every run has finished (^C to stop) --")
         time.sleep(watch)
 
 
-def observe(desired: DesiredState, ray: dict[str, RayClient]) -> tuple[Plan, Unseen]:
+def observe(desired: DesiredState, ray: dict[str, RayClient]) -> tuple[Plan, Unseen, dict[str, dict[str, float]]]:
     """A plan good for telling each job's sync state, from an observation that fetches no source and
-    checks no verl config (state.observe.observe_sync), and what of the world it could not see."""
+    checks no verl config (state.observe.observe_sync), what of the world it could not see, and the
+    GPUs each workspace holds per cluster."""
     from reconcile.plan.planner import plan
     from reconcile.plan.unreachable import hidden_jobs
+    from reconcile.views.queue import gpus_held
     from state.observe import observe_sync
 
     observed = observe_sync(desired, ray)
-    return plan(desired, observed), Unseen(observed.unreachable, hidden_jobs(desired, observed))
+    return plan(desired, observed), Unseen(observed.unreachable, hidden_jobs(desired, observed)), gpus_held(observed)
 
 
-def show(plan: Plan, desired_jobs: set[str], output_format: str, unseen: Unseen | None = None) -> None:
+def show(plan: Plan, desired_jobs: set[str], output_format: str, unseen: Unseen | None = None,
+         held: Mapping[str, Mapping[str, float]] | None = None) -> None:
     if output_format == "json":
         from reconcile.views.machine import status_json
 
-        typer.echo(status_json(plan, desired_jobs, unseen))
+        typer.echo(status_json(plan, desired_jobs, unseen, held))
     elif output_format == "markdown":
         typer.echo("```\n" + render_status(plan, desired_jobs, unseen) + "\n```")
     else:

@@ -14,6 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 
 from reconcile.model import RunView
 from reconcile.serve.report import TurnReport
+from reconcile.views.queue import queued
 from state.observed import RunStatus
 
 CONTENT_TYPE = getattr(exposition, "CONTENT_TYPE_PLAIN_0_0_4", CONTENT_TYPE_LATEST)
@@ -36,6 +37,12 @@ class Metrics:
         self.duration = Gauge("argus_loop_duration_seconds", "How long the last turn took.", registry=r)
         self.errors = Counter("argus_loop_errors", "Turns that failed.", registry=r)
         self.drift = Gauge("argus_drift_changes", "Changes the last turn found and did not carry out.", registry=r)
+        self.waiting = Gauge("argus_queue_waiting", "Jobs of the workspace waiting in the cluster's admission "
+                             "queue.", ["cluster"], registry=r)
+        self.position = Gauge("argus_queue_position", "Place of a waiting job in its cluster's admission queue "
+                              "(1: the head).", ["job", "cluster"], registry=r)
+        self.held = Gauge("argus_gpus_held", "GPUs the admitted runs of each workspace hold on the cluster, every "
+                          "workspace's counted.", ["workspace", "cluster"], registry=r)
 
     def record(self, report: TurnReport) -> None:
         """The loop calls this with every report."""
@@ -64,6 +71,21 @@ class Metrics:
                 self.runs.labels(job=job, status=status).set(count)
             for failure, count in Tally(_failure(run) for run in runs if _failure(run)).items():
                 self.failures.labels(**{"job": job, "class": failure}).set(count)
+        self._record_queue(report)
+
+    def _record_queue(self, report: TurnReport) -> None:
+        for gauge in (self.waiting, self.position, self.held):
+            gauge.clear()
+        waits = queued(report.plan)
+        counts = Tally(info.cluster for _job, info in waits)
+        for cluster in {*counts, *report.gpus_held}:  # a cluster whose queue was read and is empty: 0
+            self.waiting.labels(cluster=cluster).set(counts[cluster])
+        for job, info in waits:
+            if info.position is not None:
+                self.position.labels(job=job, cluster=info.cluster).set(info.position)
+        for cluster, by_workspace in report.gpus_held.items():
+            for workspace, gpus in by_workspace.items():
+                self.held.labels(workspace=workspace, cluster=cluster).set(gpus)
 
 
 def _failure(run: RunView) -> str | None:

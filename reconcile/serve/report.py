@@ -12,7 +12,7 @@ from typing import Literal
 from reconcile.model import Plan, RunView
 from specs.base import Frozen
 
-EVENT_KINDS = ("failed", "retried", "recovered", "lost", "pending", "stalled", "drift", "apply_failed")
+EVENT_KINDS = ("failed", "retried", "recovered", "lost", "pending", "stalled", "drift", "apply_failed", "preempted")
 EventKind = Literal["failed", "retried", "recovered", "lost", "pending", "stalled", "drift", "apply_failed",
                     "preempted"]
 

@@ -15,6 +15,7 @@ from urllib.parse import quote
 from reconcile.model import Change, RunView
 from reconcile.serve.report import TurnReport
 from reconcile.views.human import health_of, sync_of
+from reconcile.views.queue import queued
 
 REFRESH_SECONDS = 30
 MAX_EVIDENCE_LINES = 20
@@ -33,7 +34,7 @@ def render_page(report: TurnReport | None, now: float) -> str:
     if report is None:
         return _page("argus serve", "<h1>argus serve</h1><p>No turn has finished yet.</p>")
     parts = [f"<h1>argus · workspace {_e(report.workspace)}</h1>", _turn(report, now), _notes(report.notes),
-             _apply(report), _diagnostics(report), _jobs(report)]
+             _apply(report), _diagnostics(report), _jobs(report), _queue(report), _held(report)]
     parts += [_runs(job, runs) for job, runs in sorted(report.runs.items()) if runs]
     return _page(f"argus · {report.workspace}", "\n".join(p for p in parts if p))
 
@@ -107,6 +108,24 @@ def _job_row(name: str, change: Change | None, desired: set[str]) -> tuple[str, 
     run = _log_link(current.submission_id) if current else "-"
     return (link, _e(sync_of(change, desired)), _e(health_of(change) or "-"), run,
             f"{_e(change.action.value)}: {_e(change.reason)}")
+
+
+def _queue(report: TurnReport) -> str:
+    """This workspace's jobs that wait for room, with their place in their cluster's queue and why."""
+    rows = [(f'<a href="#job-{_e(job)}">job.{_e(job)}</a>', _e(info.cluster), f"#{_e(info.position or '-')}",
+             f"{info.gpus:g}", _e(info.priority), _e(info.demand), _e(info.reason))
+            for job, info in queued(report.plan)]
+    if not rows:
+        return ""
+    return _table("Admission queue", ("Job", "Cluster", "Position", "GPUs", "Priority", "Demand", "Why it waits"),
+                  rows)
+
+
+def _held(report: TurnReport) -> str:
+    """Every workspace's GPUs held on each cluster: whose runs the queue waits for."""
+    rows = [(_e(cluster), _e(workspace), f"{gpus:g}") for cluster, by_workspace in sorted(report.gpus_held.items())
+            for workspace, gpus in sorted(by_workspace.items())]
+    return _table("GPUs held per workspace", ("Cluster", "Workspace", "GPUs"), rows) if rows else ""
 
 
 def _runs(job: str, runs: list[RunView]) -> str:

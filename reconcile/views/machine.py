@@ -7,6 +7,7 @@ JSON schema's documentation.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from reconcile.model import Action, Change, FieldChange, Plan
@@ -23,16 +24,21 @@ def plan_json(plan: Plan) -> str:
     return json.dumps(data, indent=2, sort_keys=True)
 
 
-def status_json(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None) -> str:
+def status_json(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None,
+                gpus_held: Mapping[str, Mapping[str, float]] | None = None) -> str:
     """`unreachable` names each cluster that did not answer and why; its jobs' sync is "unknown".
-    A job whose current run failed has its failure class, advice and evidence; the others null and []."""
+    A job whose current run failed has its failure class, advice and evidence; the others null and [].
+    A job with a demand that wants to start has its `queue` place; `gpus_held`: per cluster, the GPUs
+    each workspace's admitted runs hold (reconcile.views.queue.gpus_held)."""
     unseen = unseen or Unseen()
     rows = [{"address": c.address, "sync": sync_of(c, desired_jobs, unseen), "health": health_of(c, unseen),
-             "submission_id": c.current.submission_id if c.current else None, **_failure(c)}
+             "submission_id": c.current.submission_id if c.current else None, **_failure(c), **_queue(c)}
             for c in sorted(plan.changes, key=lambda c: c.address) if c.address.startswith("job.")]
     unmanaged = [j.model_dump(mode="json") for j in plan.unmanaged]
+    held = {cluster: dict(by_workspace) for cluster, by_workspace in sorted((gpus_held or {}).items())}
     return json.dumps({"format_version": JSON_FORMAT_VERSION, "workspace": plan.workspace, "jobs": rows,
-                       "unmanaged": unmanaged, "unreachable": dict(unseen.clusters)}, indent=2, sort_keys=True)
+                       "unmanaged": unmanaged, "unreachable": dict(unseen.clusters), "gpus_held": held},
+                      indent=2, sort_keys=True)
 
 
 def plan_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
@@ -91,6 +97,15 @@ def _failure(change: Change) -> dict[str, Any]:
     if run is None:
         return {"failure": None, "advice": None, "evidence": []}
     return {"failure": run.failure, "advice": run.advice, "evidence": list(run.evidence)}
+
+
+def _queue(change: Change) -> dict[str, Any]:
+    """Only for a job the plan weighed for admission: the other rows keep their keys as before."""
+    info = change.queue
+    if info is None:
+        return {}
+    return {"queue": {"cluster": info.cluster, "position": info.position, "reason": info.reason,
+                      "demand": info.demand, "gpus": info.gpus, "priority": info.priority}}
 
 
 def _counts(plan: Plan) -> dict[str, int]:

@@ -1,0 +1,209 @@
+"""The admission queue as people and tools see it: `argus queue`, the GPUs held per workspace in
+`argus status --json`, the serve page and /metrics. Pure: an observation in, rows and text out.
+
+Nothing is decided here. The runs holding resources are reconcile.plan.queue's `held`; positions
+and reasons come from reconcile.plan.admission.decide over the entries every workspace's plan
+weighs, so a job's place reads the same here as in the plan of the workspace that queued it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from reconcile.model import Action, Plan, QueueInfo
+from reconcile.plan import demand as demands
+from reconcile.plan.admission import Demand, Entry, decide, order
+from reconcile.plan.queue import held, waiting
+from state.observed import ClusterQueue, ClusterState, LedgerEntry, ObservedState
+
+QUEUE_FORMAT_VERSION = 1
+EVERY_WORKSPACE = ""
+"""No workspace has an empty name: asked for the others' waiting entries, reconcile.plan.queue.waiting
+returns every workspace's."""
+
+
+@dataclass(frozen=True)
+class Held:
+    """A run admitted on the cluster that still holds its whole demand."""
+
+    workspace: str
+    job: str
+    submission_id: str
+    gpus: float
+    priority: int
+    admitted: float
+    """Epoch seconds of its admission."""
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A job in the cluster's queue, in queue order."""
+
+    position: int | None
+    """1 for the head; None for one that fits now: its workspace's next apply or serve turn starts it."""
+    workspace: str
+    job: str
+    submission_id: str
+    gpus: float
+    demand: str
+    priority: int
+    arrived: float
+    """Epoch seconds since it waits (for this spec of the job)."""
+    reason: str
+
+
+@dataclass(frozen=True)
+class ClusterQueueView:
+    """One cluster's whole queue across workspaces."""
+
+    cluster: str
+    held: tuple[Held, ...] = ()
+    waiting: tuple[Waiting, ...] = ()
+    gpus: float = 0.0
+    """GPUs of the alive nodes."""
+    quotas: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    problem: str | None = None
+    """Why the quota file cannot be used: nothing is admitted until it is fixed."""
+    unseen: str | None = None
+    """Why there is no queue to show: the cluster did not answer, or its shared root is not here."""
+
+    @property
+    def gpus_held(self) -> dict[str, float]:
+        return held_by_workspace(self.held)
+
+
+def queues_of(observed: ObservedState, clusters: Iterable[str]) -> list[ClusterQueueView]:
+    return [queue_of(name, observed) for name in clusters]
+
+
+def queue_of(name: str, observed: ObservedState) -> ClusterQueueView:
+    if name in observed.unreachable:
+        return ClusterQueueView(name, unseen=f"cluster not read: {observed.unreachable[name]}")
+    cluster, queue = observed.clusters.get(name), observed.queues.get(name)
+    if cluster is None or queue is None:
+        return ClusterQueueView(name, unseen="its shared root is not on this machine: no queue read")
+    return view(cluster, queue, observed.observed_at)
+
+
+def view(cluster: ClusterState, queue: ClusterQueue, now: float) -> ClusterQueueView:
+    holding = _holding(cluster, queue, now)
+    wanting = [(entry, e) for e in queue.entries for entry in waiting(EVERY_WORKSPACE, _alone(e), now)]
+    decisions = decide([*(entry for entry, _ in holding), *(entry for entry, _ in wanting)],
+                       [n.resources for n in cluster.nodes], [n.used for n in cluster.nodes], queue.quotas)
+    ledger = {id(entry): e for entry, e in wanting}
+    # decide answers in queue order: the same order() of the same waiting entries
+    rows = [_waiting(ledger[id(entry)], entry.demand, decision.position, decision.reason)
+            for entry, decision in zip(order([entry for entry, _ in wanting]), decisions, strict=True)]
+    return ClusterQueueView(cluster.name, held=tuple(_held(e, entry.demand) for entry, e in holding),
+                            waiting=tuple(rows), gpus=sum(n.resources.get("GPU", 0.0) for n in cluster.nodes),
+                            quotas=queue.quotas, problem=queue.problem)
+
+
+def gpus_held(observed: ObservedState) -> dict[str, dict[str, float]]:
+    """Per cluster whose queue was read: the GPUs each workspace's admitted runs hold."""
+    return {name: held_by_workspace(_held(e, entry.demand) for entry, e in
+                                    _holding(observed.clusters[name], queue, observed.observed_at))
+            for name, queue in sorted(observed.queues.items()) if name in observed.clusters}
+
+
+def held_by_workspace(rows: Iterable[Held]) -> dict[str, float]:
+    summed: dict[str, float] = {}
+    for row in rows:
+        summed[row.workspace] = summed.get(row.workspace, 0.0) + row.gpus
+    return dict(sorted(summed.items()))
+
+
+def queued(plan: Plan | None) -> list[tuple[str, QueueInfo]]:
+    """This workspace's jobs that wait, by job name, with their place: the serve page and /metrics."""
+    changes = plan.changes if plan is not None else ()
+    return sorted(((c.address.removeprefix("job."), c.queue) for c in changes
+                   if c.action is Action.QUEUE and c.queue is not None), key=lambda q: (q[1].cluster, q[0]))
+
+
+def render(views: Iterable[ClusterQueueView]) -> str:
+    blocks = ["\n".join(_cluster_lines(v)) for v in views]
+    return "\n\n".join(blocks) or "No clusters in the desired state."
+
+
+def queue_json(views: Iterable[ClusterQueueView]) -> str:
+    clusters = [{"cluster": v.cluster, "unseen": v.unseen, "gpus": v.gpus, "quota_problem": v.problem,
+                 "held": [{**_fields(h, "workspace", "job", "submission_id", "gpus", "priority"),
+                           "admitted_at": iso(h.admitted)} for h in v.held],
+                 "waiting": [{**_fields(w, "position", "workspace", "job", "submission_id", "gpus", "demand",
+                                       "priority", "reason"), "waiting_since": iso(w.arrived)} for w in v.waiting],
+                 "gpus_held": v.gpus_held, "quotas": {ws: dict(cap) for ws, cap in sorted(v.quotas.items())}}
+                for v in views]
+    return json.dumps({"format_version": QUEUE_FORMAT_VERSION, "clusters": clusters}, indent=2, sort_keys=True)
+
+
+def iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def _cluster_lines(v: ClusterQueueView) -> list[str]:
+    if v.unseen:
+        return [f"Cluster {v.cluster}: {v.unseen}"]
+    lines = [f"Cluster {v.cluster} ({v.gpus:g} GPU on its alive nodes)"]
+    if v.problem:
+        lines.append(f"  Nothing is admitted until the quota file is fixed: {v.problem}")
+    lines += _section("Holding resources", ("WORKSPACE", "JOB", "SUBMISSION ID", "GPUS", "PRIORITY", "ADMITTED"),
+                      [(h.workspace, h.job, h.submission_id, f"{h.gpus:g}", str(h.priority), _when(h.admitted))
+                       for h in v.held], "no run holds resources")
+    lines += _section("Waiting, in queue order", ("#", "WORKSPACE/JOB", "GPUS", "DEMAND", "PRIORITY",
+                                                  "WAITING SINCE", "REASON"),
+                      [(_place(w.position), f"{w.workspace}/{w.job}", f"{w.gpus:g}", w.demand, str(w.priority),
+                        _when(w.arrived), w.reason) for w in v.waiting], "nothing waits")
+    held_text = ", ".join(f"{ws} {gpus:g}" for ws, gpus in v.gpus_held.items()) or "none"
+    lines.append(f"  GPUs held per workspace: {held_text}")
+    if v.quotas:
+        lines.append("  Quotas: " + "; ".join(f"{ws} {_amounts(cap)}" for ws, cap in sorted(v.quotas.items())))
+    return lines
+
+
+def _section(title: str, head: tuple[str, ...], rows: list[tuple[str, ...]], empty: str) -> list[str]:
+    if not rows:
+        return [f"  {title}: {empty}."]
+    table = [head, *rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(head) - 1)]
+    return [f"  {title}:", *("    " + "  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[-1]])
+                             for r in table)]
+
+
+def _holding(cluster: ClusterState, queue: ClusterQueue, now: float) -> list[tuple[Entry, LedgerEntry]]:
+    """Each ledger entry asked alone whether it still holds: the rule plans apply, kept with its entry."""
+    return [(entry, e) for e in queue.entries for entry in held(cluster, _alone(e), now, set())]
+
+
+def _alone(entry: LedgerEntry) -> ClusterQueue:
+    return ClusterQueue(entries=(entry,))
+
+
+def _held(e: LedgerEntry, demand: Demand) -> Held:
+    return Held(workspace=e.workspace, job=e.job, submission_id=e.submission_id, gpus=demands.gpus(demand),
+                priority=e.priority, admitted=e.admitted or 0.0)
+
+
+def _waiting(e: LedgerEntry, demand: Demand, position: int | None, reason: str) -> Waiting:
+    return Waiting(position=position, workspace=e.workspace, job=e.job, submission_id=e.submission_id,
+                   gpus=demands.gpus(demand), demand=demands.describe(demand), priority=e.priority,
+                   arrived=e.arrived, reason=reason if position else f"{reason}: its workspace's next apply or "
+                                                                     "serve turn starts it")
+
+
+def _fields(row: object, *names: str) -> dict[str, object]:
+    return {name: getattr(row, name) for name in names}
+
+
+def _place(position: int | None) -> str:
+    return str(position) if position else "next"
+
+
+def _when(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _amounts(cap: Mapping[str, float]) -> str:
+    return ", ".join(f"{name} {amount:g}" for name, amount in sorted(cap.items()))
