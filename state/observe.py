@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from specs.checkpoint_state import CheckpointState
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
 from specs.models import CodeSnapshot
@@ -105,8 +106,24 @@ def _world(desired: DesiredState, ray: dict[str, RayClient], clusters: dict[str,
         workload_checks=checks,
         failures=unclassified_failures(desired, ray, clusters, records),
         queues=read_queues(desired, absent),
+        checkpoints=read_checkpoints(desired, absent),
         observed_at=time.time(),
     )
+
+
+def read_checkpoints(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, CheckpointState]:
+    """The latest checkpoint of each verl job's directory: a new attempt resumes from it."""
+    from specs import verl
+    from specs.submission import expand
+    from state.checkpoints import inspect_checkpoint
+
+    found = {}
+    for name, job in sorted(desired.jobs.items()):
+        if job.workload != "command" and job.cluster not in absent and job.cluster in desired.shared_roots:
+            state = inspect_checkpoint(Path(expand(verl.checkpoint_dir(job), desired.shared_roots[job.cluster])))
+            if state is not None:
+                found[name] = state
+    return found
 
 
 def read_queues(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, ClusterQueue]:

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from pydantic import Field, ValidationError, ValidationInfo, ValidatorFunctionWrapHandler, field_validator
 
 from specs.base import Frozen, TextEnum
+from specs.checkpoint_state import CheckpointState
 from specs.diagnostics import Diagnostic
 from specs.models import Name
 from specs.submission import MAX_ATTEMPT, RunId, Submission, parse_labels
@@ -278,6 +279,8 @@ class ObservedState(Frozen):
     """Clusters whose dashboard could not be read, with why: absent from `clusters`, planned around."""
     ends: dict[str, RunEnd] = {}
     """By submission id: the exit.json each run of this workspace wrote when it ended."""
+    checkpoints: dict[str, CheckpointState] = {}
+    """Per verl job: the latest checkpoint in its checkpoint directory (absent: none there)."""
     queues: dict[str, ClusterQueue] = {}
     """Per cluster whose shared root is here: its admission queue across workspaces."""
     observed_at: float = 0.0

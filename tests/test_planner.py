@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reconcile.model import Action, StopStep, SubmitStep
+from reconcile.model import Action, Plan, StopStep, SubmitStep
 from reconcile.plan.planner import plan
 from specs.desired import DesiredState, Source
 from specs.diagnostics import Where
@@ -255,3 +255,33 @@ def test_a_source_that_does_not_resolve_is_a_plan_error_located_at_the_field_it_
     seen = observed().model_copy(update={"snapshots": {"verl": SnapshotState(source=SourceState(error=error))}})
     [found] = plan(state, seen).diagnostics
     assert found == error.model_copy(update={"where": Where("code.yaml", 6)})
+
+
+def test_a_verl_job_never_resumes_from_shards_of_another_world_size_or_a_half_written_checkpoint():
+    from specs.checkpoint_state import CheckpointState
+    from specs.models import CodeSnapshot
+    from state.observed import Node, SnapshotState, SourceState
+
+    snapshot = CodeSnapshot(kind="CodeSnapshot", name="verl", cluster="c", git={"url": "/v", "ref": "v1"})
+    trainer = Job(kind="Job", name="ppo", cluster="c", workload="ppo", code="verl", model="/m",
+                  data={"train": "/d"}, trainer={"nnodes": 1, "n_gpus_per_node": 4})
+    sources = {"job.ppo": Source("jobs/ppo.yaml", 1, {"trainer": 9})}
+    state = DesiredState("/ws", WS, {"c": CLUSTER}, {"ppo": trainer}, {"verl": snapshot}, sources, {"c": "/shared"})
+    worker = Node(node_id="w", ip="127.0.0.3", is_head=False, resources={"GPU": 8, "CPU": 64, "worker_node": 1})
+    cluster = ClusterState(name="c", address="http://x:1", session_name="s1", ray_version="2.60.0", nodes=(worker,),
+                           jobs=())
+
+    def plan_with(checkpoint: CheckpointState | None) -> Plan:
+        return plan(state, ObservedState(clusters={"c": cluster}, records={},
+                                         checkpoints={"ppo": checkpoint} if checkpoint else {},
+                                         snapshots={"verl": SnapshotState(source=SourceState(commit="c0",
+                                                                                             digest="d0"))}))
+
+    assert plan_with(None).errors == ()
+    assert plan_with(CheckpointState(step=40, world_size=4, complete=True)).errors == ()
+    [other_size] = plan_with(CheckpointState(step=40, world_size=8, complete=True)).errors
+    assert "saved by 8 GPUs" in other_size.message and "now has 4" in other_size.message
+    assert other_size.where == Where("jobs/ppo.yaml", 9)  # at `trainer:`
+    [half] = plan_with(CheckpointState(step=40, world_size=4, complete=False, problem="rank 3's optim shard missing"))\
+        .errors
+    assert "global_step_40 is incomplete (rank 3's optim shard missing)" in half.message

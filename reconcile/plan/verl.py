@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from reconcile.model import Action, Change
+from reconcile.plan.checkpoints import resume_problem
 from specs import verl
 from specs.address import Address
 from specs.desired import DesiredState
@@ -11,6 +13,8 @@ from specs.diagnostics import Diagnostic
 from specs.models import Cluster, Job, Trainer
 from specs.submission import driver_needs, resolve
 from state.observed import ClusterState, Node, ObservedState
+
+STARTING = (Action.SUBMIT, Action.REPLACE, Action.RETRY, Action.QUEUE)
 
 
 def verl_diagnostics(desired: DesiredState, observed: ObservedState) -> list[Diagnostic]:
@@ -83,3 +87,20 @@ def _node_expectations(desired: DesiredState, cluster: Cluster, state: ClusterSt
 
 def _offers(node: Node, resources: Mapping[str, float]) -> bool:
     return all(node.resources.get(k, 0) >= v for k, v in resources.items())
+
+
+def resume_diagnostics(desired: DesiredState, observed: ObservedState, changes: list[Change]) -> list[Diagnostic]:
+    """A verl run about to start (or waiting to) resumes from its checkpoint directory: only from a
+    complete checkpoint saved by as many GPUs as it has now."""
+    found = []
+    for change in changes:
+        job = desired.jobs.get(change.address.removeprefix("job."))
+        if job is None or job.workload == "command" or change.action not in STARTING:
+            continue
+        trainer = job.trainer or Trainer()
+        problem = resume_problem(job.name, trainer.nnodes * trainer.n_gpus_per_node, observed.checkpoints.get(job.name))
+        if problem:
+            found.append(Diagnostic(severity="error", address=change.address, field="trainer.checkpoint_dir",
+                                    message=problem).located(desired.source(change.address)))
+    return found
+
