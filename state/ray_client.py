@@ -91,6 +91,11 @@ class RayClient:
             if r.get("state") == "ALIVE"
         )
 
+    def admission_view(self) -> ClusterState:
+        """What admission decides from: alive nodes with their use, and the job table (no version)."""
+        return ClusterState(name=self.name, address=self.address, session_name="", ray_version="",
+                            nodes=with_usage(self.alive_nodes(), self.usage_by_node()), jobs=self.jobs())
+
     def usage_by_node(self) -> dict[str, dict[str, Any]]:
         """What each node uses now, from the autoscaler's report (`ray status`): {} when the cluster
         has none (no monitor), so admission then counts only what argus itself admitted."""

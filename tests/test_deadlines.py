@@ -26,6 +26,8 @@ BODIES = {
         {"node_id": "n1", "node_ip": "127.0.0.1", "is_head_node": True, "state": "ALIVE",
          "resources_total": {"CPU": 2}}]}}},
     "/api/jobs/": [],
+    "/api/cluster_status": {"data": {"clusterStatus": {"loadMetricsReport": {"usageByNode": {
+        "n1": {"CPU": [1.0, 2.0]}}}}}},
 }
 
 
@@ -129,7 +131,7 @@ def test_a_healthy_dashboard_still_answers(dashboard: Dashboard) -> None:
     assert client._get_json("/api/version")["ray_version"] == "2.60.0"
     state = client.snapshot()
     assert (state.ray_version, state.session_name, state.jobs) == ("2.60.0", "session_x", ())
-    assert [n.node_id for n in state.nodes] == ["n1"]
+    assert [(n.node_id, n.used) for n in state.nodes] == [("n1", {"CPU": 1.0})]
     assert time.monotonic() - start < TIMEOUT
 
 

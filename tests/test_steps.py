@@ -106,19 +106,21 @@ def test_what_one_apply_costs(workspace, argus, monkeypatch):
     third = costs.reset()
     print("\napply costs: submit", first, "\nstop", second, "\nnothing to do", third)
 
-    # Submitting: one observation (version, nodes, list_jobs), two submits (the SDK checks the version
-    # before each), and one list_jobs of the touched cluster to refresh the records.
-    assert first["by_request"] == {"GET /api/version": 3, "GET /api/v0/nodes": 1, "GET /api/jobs/": 2,
-                                   "POST /api/jobs/": 2}
+    # Submitting: one observation (version, nodes, use, list_jobs), two admissions (nodes, use,
+    # list_jobs: the queue decided again under the admission lock), two submits (the SDK checks the
+    # version before each), and one list_jobs of the touched cluster to refresh the records.
+    assert first["by_request"] == {"GET /api/version": 3, "GET /api/v0/nodes": 3, "GET /api/jobs/": 4,
+                                   "GET /api/cluster_status": 3, "POST /api/jobs/": 2}
     assert first["by_git"]["fetch"] == 1  # the observation's: the export reuses it
     assert first["verified"] == 1  # two jobs on one snapshot: hashed once
     stopped = _id(second, "stop")
     rest = dict(second["by_request"])
     assert rest.pop(f"GET /api/jobs/{stopped}") >= 1  # wait_terminal's polls: as many as the stop takes
-    assert rest == {"GET /api/version": 1, "GET /api/v0/nodes": 1, "GET /api/jobs/": 2,
+    assert rest == {"GET /api/version": 1, "GET /api/v0/nodes": 1, "GET /api/jobs/": 2, "GET /api/cluster_status": 1,
                     f"POST /api/jobs/{stopped}/stop": 1}
     assert second["git"] == 0 and second["verified"] == 0
-    assert third == {"requests": 3, "by_request": {"GET /api/version": 1, "GET /api/v0/nodes": 1, "GET /api/jobs/": 1},
+    assert third == {"requests": 4, "by_request": {"GET /api/version": 1, "GET /api/v0/nodes": 1, "GET /api/jobs/": 1,
+                                                   "GET /api/cluster_status": 1},
                      "git": 0, "by_git": {}, "verified": 0}
 
 

@@ -35,7 +35,7 @@ def admitted(step: SubmitStep, world: World) -> str | None:
         return None
     root, client = world.roots[step.cluster], world.clients[step.cluster]
     with admission_lock(root):
-        cluster = client.snapshot()
+        cluster = client.admission_view()
         queue = ClusterQueue(entries=tuple(e for e in read_ledgers(root) if e.cluster == step.cluster),
                              quotas=load_quotas(Path(root)))
         want = Want(key=f"{world.workspace}/{step.ask.job}", submission_id=step.submission_id,

@@ -109,7 +109,7 @@ class Loop:
             return report
         if self.last_good is None:
             return report
-        return replace(report, plan=self.last_good.plan, runs=self.last_good.runs,
+        return replace(report, plan=self.last_good.plan, runs=self.last_good.runs, gpus_held=self.last_good.gpus_held,
                        notes=(*report.notes, "jobs and runs as the last good turn saw them"))
 
     def _standby(self) -> TurnReport:

@@ -45,6 +45,7 @@ class Outcome:
     applied: tuple[str, ...] = ()
     retried: tuple[str, ...] = ()
     chosen: list[Change] = field(default_factory=list)
+    gpus_held: dict = field(default_factory=dict)
     unapplied: list[tuple[str, str, str]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -92,7 +93,8 @@ def turn(directory: Path, options: TurnOptions, say: Callable[[str], None],
     return TurnReport(workspace=ws, started_at=started, finished_at=time.time(), ok=ok and out.error is None,
                       interval=options.interval, sync=options.sync, error=out.error, commit=out.commit,
                       plan=out.plan, runs=out.runs, drift=len(out.unapplied), applied=out.applied,
-                      retried=out.retried, events=tuple(out.events), notes=tuple(out.notes), **audit_view)
+                      retried=out.retried, events=tuple(out.events), notes=tuple(out.notes),
+                      gpus_held=out.gpus_held, **audit_view)
 
 
 def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callable[[str], None],
@@ -118,8 +120,10 @@ def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callabl
 
 def _tell(desired: DesiredState, observed, plan: Plan, out: Outcome, options: TurnOptions) -> None:
     from reconcile.plan.runs import runs_by_job
+    from reconcile.views.queue import gpus_held
 
     out.plan, out.runs = plan, runs_by_job(desired.workspace.name, observed)
+    out.gpus_held = gpus_held(observed)
     applied = set(out.applied)
     out.unapplied = [(c.address, c.action.value, _decision(c)) for c in plan.actionable if c.address not in applied]
     out.events = _events(desired, observed, plan, out, options)
