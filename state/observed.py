@@ -133,6 +133,8 @@ class RunRecord(Frozen):
     """What to do about the failure class, as argus said it when it recorded the class."""
     session_name: str | None = None
     """The cluster's Ray session when argus submitted: tells a refused submit from a forgotten one."""
+    gpus: Annotated[float, Field(ge=0, le=2**20, allow_inf_nan=False)] | None = None
+    """The GPUs of the run's whole demand, as admission held them (`argus usage` sums them)."""
     error: str | None = None
 
     @classmethod

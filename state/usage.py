@@ -56,7 +56,10 @@ class Usage:
 
 
 def run_gpus(record: RunRecord) -> float:
-    """The GPUs a run holds: verl's nnodes x n_gpus_per_node, else what its driver asked Ray for."""
+    """The GPUs a run holds: its whole demand as admission held it, else verl's nnodes x
+    n_gpus_per_node, else what its driver asked Ray for."""
+    if record.gpus is not None:
+        return float(record.gpus)
     sub = record.submission
     if sub is None:
         return 0.0

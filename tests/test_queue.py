@@ -140,6 +140,11 @@ def test_three_jobs_of_two_gpus_run_one_at_a_time_in_priority_order(gpu_cluster,
         never_two_at_once(runs)
         ledger = json.loads((shared / ".argus" / "queue" / "llm-rl.json").read_text())
         assert all(e["admitted"] for e in ledger["entries"])  # nothing left waiting
+        usage = argus("usage", ws.root, "--json")
+        [row] = json.loads(usage.out)
+        held = sum(end - start for _job, start, end in runs) * 2 / 3600  # 2 GPUs each, as admission held them
+        assert (row["key"], row["runs"], row["succeeded"]) == ("llm-rl", 3, 3)
+        assert held <= row["gpu_hours"] <= held + 3 * 2 * 30 / 3600  # submit to end, not only the sleep
     finally:
         stop_all(gpu_cluster.address, ws)
 

@@ -45,7 +45,7 @@ class RunBook:
         sub, root = step.submission, self._root(step.cluster)
         record = RunRecord.submitting(_run_of(step), sub, updated_at=records.now(), plan_id=self._plan_id,
                                       commit=self._commit, protect=self._desired.jobs[sub.job].protect,
-                                      session_name=self._session(step.cluster))
+                                      session_name=self._session(step.cluster), gpus=_demanded_gpus(step))
         configs = {"ray_config": self._desired.clusters[step.cluster].model_dump(mode="json"),
                    "jobspec": self._desired.jobs[sub.job].model_dump(mode="json")}
         records.write_intent(root, record, configs, {"submission_id": step.submission_id, **payload})
@@ -88,3 +88,12 @@ class RunBook:
 def _run_of(step: SubmitStep) -> RunId:
     sub = step.submission
     return RunId(workspace=sub.workspace, job=sub.job, spec_hash=step.spec_hash, attempt=step.attempt)
+
+
+def _demanded_gpus(step: SubmitStep) -> float | None:
+    """The GPUs of the run's whole demand, when it has one (what `argus usage` counts)."""
+    if step.ask is None:
+        return None
+    return sum(b.get("GPU", 0.0) for b in step.ask.bundles) + step.ask.driver.get("GPU", 0.0) \
+        + step.ask.spread.get("GPU", 0.0)
+
