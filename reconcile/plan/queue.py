@@ -27,6 +27,8 @@ ADMIT_GRACE = 600.0
 """Seconds an admitted run that Ray does not list (yet) holds its demand: a submit in flight."""
 QUEUE_TTL = 3600.0
 """Seconds a waiting entry keeps its place without its workspace confirming it (serve does every turn)."""
+CLOCK_SKEW = 300.0
+"""Hosts' clocks may differ this much; a time further in the future is a forged one (it would never expire)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ def held(cluster: ClusterState, queue: ClusterQueue, now: float, leaving: set[st
         if e.admitted is None or e.submission_id in leaving:
             continue
         known = status.get(e.submission_id)
-        if known in ACTIVE or (known is None and now - e.admitted < ADMIT_GRACE):
+        if known in ACTIVE or (known is None and -CLOCK_SKEW <= now - e.admitted < ADMIT_GRACE):
             found.append(Entry(key=f"{e.workspace}/{e.job}", workspace=e.workspace, demand=_demand(e),
                                priority=e.priority, arrived=e.arrived, admitted=True, preemptible=e.preemptible))
     return found
@@ -74,7 +76,8 @@ def waiting(workspace: str, queue: ClusterQueue, now: float) -> list[Entry]:
     """The other workspaces' waiting entries that are still confirmed; this workspace's own come from its plan."""
     return [Entry(key=f"{e.workspace}/{e.job}", workspace=e.workspace, demand=_demand(e), priority=e.priority,
                   arrived=e.arrived)
-            for e in queue.entries if e.admitted is None and e.workspace != workspace and now - e.seen < QUEUE_TTL]
+            for e in queue.entries
+            if e.admitted is None and e.workspace != workspace and -CLOCK_SKEW <= now - e.seen < QUEUE_TTL]
 
 
 def arrival(workspace: str, queue: ClusterQueue, want: Want, now: float) -> float:
