@@ -93,5 +93,6 @@ def confirm_queue(desired: DesiredState, observed: ObservedState, plan: Plan) ->
         return
     waiting = {c.queue.submission_id for c in plan.changes if c.queue}  # a submit may have found no room
     for name, cluster in sorted(observed.clusters.items()):
-        if name in observed.queues:  # its shared root is here
+        queue = observed.queues.get(name)  # None: its shared root is not here
+        if queue is not None and any(e.workspace == desired.workspace.name for e in queue.entries):
             refresh(desired.shared_roots[name], desired.workspace.name, cluster, waiting)

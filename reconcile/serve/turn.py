@@ -100,6 +100,7 @@ def turn(directory: Path, options: TurnOptions, say: Callable[[str], None],
 def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callable[[str], None],
                loaded: DesiredState | None) -> None:
     from reconcile.commands.common import connect, load, observe_and_plan
+    from reconcile.execute.admit import confirm_queue
     from state.gitinfo import desired_commit
 
     reviewed = _pulled(directory, options, out)
@@ -113,6 +114,8 @@ def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callabl
     try:  # a checkout that is not what was merged gets records only, not even retries
         if choose(plan, may_sync, reviewed) or _records_behind(desired, observed):
             acted = _carry_out(desired, ray, options, may_sync, reviewed, out, say)
+        elif reviewed:  # nothing to carry out: the jobs that wait still confirm their place
+            confirm_queue(desired, observed, plan)
     finally:  # what was seen and done is told even when carrying it out failed half-way
         observed, plan = acted or (observed, plan)
         _tell(desired, observed, plan, out, options)
@@ -179,6 +182,7 @@ def _carry_out(desired: DesiredState, ray, options: TurnOptions, may_sync: bool,
     """Under the apply lock (taken without waiting: a busy lock skips the turn and says so), plan
     again and execute what the loop may; then bring the records up to date."""
     from reconcile.commands.common import observe_and_plan
+    from reconcile.execute.admit import confirm_queue
     from state import lock
 
     plan_id = uuid.uuid4().hex[:12]
@@ -187,6 +191,8 @@ def _carry_out(desired: DesiredState, ray, options: TurnOptions, may_sync: bool,
             observed, plan = observe_and_plan(desired, ray)
             chosen = choose(plan, may_sync, may_retry)
             _execute(desired, ray, observed, plan, chosen, plan_id, options, out, say)
+            if may_retry:  # a checkout that is not what was merged does not speak for the queue
+                confirm_queue(desired, observed, plan)
             return observed, plan
     except lock.LockHeld as err:
         out.notes.append(f"skipped this turn: {err}")
@@ -201,7 +207,6 @@ def _carry_out(desired: DesiredState, ray, options: TurnOptions, may_sync: bool,
 
 def _execute(desired, ray, observed, plan: Plan, chosen: list[Change], plan_id: str, options: TurnOptions,
              out: Outcome, say: Callable[[str], None]) -> None:
-    from reconcile.execute.admit import confirm_queue
     from reconcile.execute.applier import apply_plan, open_world
     from reconcile.execute.refresh import refresh_records
     from reconcile.execute.world import Secrets
@@ -222,7 +227,6 @@ def _execute(desired, ray, observed, plan: Plan, chosen: list[Change], plan_id: 
         out.retried = tuple(sorted(s.submission_id for c in chosen if c.action is Action.RETRY and c.address in done
                                    for s in c.steps if isinstance(s, SubmitStep)))
     refresh_records(world, observed.clusters, options.keep_finished)
-    confirm_queue(desired, observed, plan)
 
 
 def _context(desired, ray, observed, plan_id: str, options: TurnOptions, say: Callable[[str], None]):

@@ -1,0 +1,69 @@
+"""The queue ledgers on a real directory: hostile files are not there, entries expire, each
+workspace confirms and cleans only its own."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from reconcile.execute.admit import refresh
+from reconcile.plan.queue import held, waiting
+from state.observed import ClusterQueue, ClusterState, LedgerEntry, RayJob
+from state.queue_ledger import ledger_path, read_ledgers, write_ledger
+
+HASH = "a" * 64
+
+
+def entry(workspace: str, job: str, **fields) -> LedgerEntry:
+    now = time.time()
+    base = {"workspace": workspace, "job": job, "cluster": "c", "submission_id": f"{workspace}.{job}.1",
+            "spec_hash": HASH, "arrived": now, "seen": now, "spread": {"GPU": 2.0}}
+    return LedgerEntry.model_validate({**base, **fields})
+
+
+def cluster(*jobs: tuple[str, str]) -> ClusterState:
+    return ClusterState(name="c", address="http://x:1", session_name="s", ray_version="2.60.0", nodes=(),
+                        jobs=tuple(RayJob(submission_id=sid, status=status) for sid, status in jobs))
+
+
+def test_hostile_ledgers_are_not_there(tmp_path: Path):
+    root = str(tmp_path)
+    write_ledger(root, "a", [entry("a", "x")])
+    folder = ledger_path(root, "a").parent
+    (folder / "b.json").write_text(json.dumps({"entries": [entry("a", "forged").model_dump(mode="json")]}))
+    (folder / "c.json").write_text("{not json")
+    (folder / "d.json").write_text(json.dumps({"entries": [{**entry("d", "x").model_dump(mode="json"),
+                                                            "spread": {"GPU": float("nan")}}]}))
+    secret = tmp_path / "elsewhere.json"
+    secret.write_text(json.dumps({"entries": [entry("e", "x").model_dump(mode="json")]}))
+    (folder / "e.json").symlink_to(secret)
+    (folder / "f.json").write_bytes(b" " * (600 * 1024))
+    assert [(e.workspace, e.job) for e in read_ledgers(root)] == [("a", "x")]
+
+
+def test_waiting_entries_expire_and_times_from_the_future_are_forged():
+    now = time.time()
+    queue = ClusterQueue(entries=(entry("b", "fresh"), entry("b", "old", seen=now - 4000),
+                                  entry("b", "future", seen=now + 10 ** 9), entry("a", "mine")))
+    assert [e.key for e in waiting("a", queue, now)] == ["b/fresh"]  # its own come from its plan
+    admitted = ClusterQueue(entries=(entry("b", "starting", admitted=now - 60),
+                                     entry("b", "gone", admitted=now - 700),
+                                     entry("b", "forever", admitted=now + 10 ** 9),
+                                     entry("b", "running", admitted=now - 10 ** 5),
+                                     entry("b", "ended", admitted=now - 60)))
+    ray = cluster(("b.running.1", "RUNNING"), ("b.ended.1", "SUCCEEDED"))
+    assert sorted(e.key for e in held(ray, admitted, now, set())) == ["b/running", "b/starting"]
+    assert [e.key for e in held(ray, admitted, now, {"b.running.1"})] == ["b/starting"]  # being stopped
+
+
+def test_confirming_keeps_what_the_plan_queues_and_drops_the_rest(tmp_path: Path):
+    root, old = str(tmp_path), time.time() - 100
+    write_ledger(root, "a", [entry("a", "wanted", seen=old), entry("a", "removed", seen=old),
+                             entry("a", "done", admitted=old), entry("a", "live", admitted=old)])
+    write_ledger(root, "b", [entry("b", "other", seen=old)])
+    refresh(root, "a", cluster(("a.done.1", "SUCCEEDED"), ("a.live.1", "RUNNING")), {"a.wanted.1"})
+    mine = {e.job: e for e in read_ledgers(root) if e.workspace == "a"}
+    assert sorted(mine) == ["live", "wanted"] and mine["wanted"].seen > old
+    [other] = [e for e in read_ledgers(root) if e.workspace == "b"]
+    assert other.seen == old  # never touched: not this workspace's
