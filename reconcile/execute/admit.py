@@ -40,7 +40,7 @@ def admitted(step: SubmitStep, world: World) -> str | None:
                              quotas=load_quotas(Path(root)))
         want = Want(key=f"{world.workspace}/{step.ask.job}", submission_id=step.submission_id,
                     spec_hash=step.spec_hash, ask=step.ask)
-        decision = decide_cluster(world.workspace, cluster, queue, [want], time.time())[want.key]
+        decision = decide_cluster(world.workspace, cluster, queue, [want], time.time(), own_waiting=True)[want.key]
         mine = _still_held(read_ledger(root, world.workspace), cluster)
         entry = _entry(world.workspace, step, step.ask, mine, admitted=time.time() if decision.start else None)
         _write(root, world.workspace, mine, entry)

@@ -46,11 +46,15 @@ def ask_demand(ask: Ask) -> Demand:
 
 
 def decide_cluster(workspace: str, cluster: ClusterState, queue: ClusterQueue, wants: Sequence[Want],
-                   now: float, leaving: Iterable[str] = (), unledgered: Sequence[Entry] = ()) -> dict[str, Decision]:
-    """Decisions for `wants`, by key, among everything else the cluster's queue holds.
-    `leaving`: submission ids the plan stops, whose demand is free for what follows; `unledgered`:
-    this workspace's active runs that no ledger holds (submitted before admission existed)."""
-    entries = [*held(cluster, queue, now, set(leaving)), *unledgered, *waiting(workspace, queue, now)]
+                   now: float, leaving: Iterable[str] = (), unledgered: Sequence[Entry] = (),
+                   own_waiting: bool = False) -> dict[str, Decision]:
+    """Decisions, by key, for `wants` among everything else the cluster's queue holds (and for the
+    others' waiting entries). `leaving`: submission ids the plan stops, whose demand is free for
+    what follows; `unledgered`: this workspace's active runs that no ledger holds (submitted before
+    admission existed); `own_waiting`: weigh this workspace's other waiting entries too."""
+    skip = frozenset(w.key for w in wants)
+    entries = [*held(cluster, queue, now, set(leaving)), *unledgered,
+               *waiting(workspace, queue, now, own_waiting, skip)]
     for want in wants:
         entries.append(Entry(key=want.key, workspace=workspace, demand=ask_demand(want.ask),
                              priority=want.ask.priority, arrived=arrival(workspace, queue, want, now)))
@@ -72,12 +76,15 @@ def held(cluster: ClusterState, queue: ClusterQueue, now: float, leaving: set[st
     return found
 
 
-def waiting(workspace: str, queue: ClusterQueue, now: float) -> list[Entry]:
-    """The other workspaces' waiting entries that are still confirmed; this workspace's own come from its plan."""
+def waiting(workspace: str, queue: ClusterQueue, now: float, own: bool = False,
+            skip: frozenset[str] = frozenset()) -> list[Entry]:
+    """The waiting entries still confirmed: the other workspaces' (a plan's own come from the plan
+    itself), and with `own` this workspace's too (an admission at apply weighs its other jobs)."""
     return [Entry(key=f"{e.workspace}/{e.job}", workspace=e.workspace, demand=_demand(e), priority=e.priority,
                   arrived=e.arrived)
             for e in queue.entries
-            if e.admitted is None and e.workspace != workspace and -CLOCK_SKEW <= now - e.seen < QUEUE_TTL]
+            if e.admitted is None and (own or e.workspace != workspace) and f"{e.workspace}/{e.job}" not in skip
+            and -CLOCK_SKEW <= now - e.seen < QUEUE_TTL]
 
 
 def arrival(workspace: str, queue: ClusterQueue, want: Want, now: float) -> float:
