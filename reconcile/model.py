@@ -254,6 +254,8 @@ class QueueInfo(Frozen):
     reason: str
     wanted: Action = Action.SUBMIT
     """What the plan would do were there room: submit, replace or retry."""
+    ask: Ask | None = None
+    """What admission weighs for it: its demand, priority and preemptible, as reviewed."""
     from_queue: bool = False
     """It waited in the queue (an earlier apply queued it) and is admitted now: `argus serve` starts
     it even without --sync auto, as the apply that queued it asked."""

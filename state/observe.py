@@ -128,13 +128,17 @@ def read_checkpoints(desired: DesiredState, absent: tuple[str, ...]) -> dict[str
 
 def read_queues(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, ClusterQueue]:
     """Each cluster's admission queue on its shared root: every workspace's ledger, and the quotas."""
-    from state.queue_ledger import read_ledgers
+    from state.queue_ledger import QueueUnreadable, read_ledgers
 
     found = {}
     for name, root in sorted(desired.shared_roots.items()):
         if name in absent:
             continue
-        entries = tuple(e for e in read_ledgers(root) if e.cluster == name)
+        try:
+            entries = tuple(e for e in read_ledgers(root) if e.cluster == name)
+        except QueueUnreadable as err:
+            found[name] = ClusterQueue(problem=str(err))
+            continue
         found[name] = _with_quotas(ClusterQueue(entries=entries), root)
     return found
 

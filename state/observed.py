@@ -9,7 +9,7 @@ from pydantic import Field, ValidationError, ValidationInfo, ValidatorFunctionWr
 from specs.base import Frozen, TextEnum
 from specs.checkpoint_state import CheckpointState
 from specs.diagnostics import Diagnostic
-from specs.models import Name
+from specs.models import MAX_PRIORITY, Name
 from specs.submission import MAX_ATTEMPT, RunId, Submission, parse_labels
 
 
@@ -238,7 +238,7 @@ class LedgerEntry(Frozen):
     cluster: Name
     submission_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
     spec_hash: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-    priority: Annotated[int, Field(ge=-(2**31), le=2**31)] = 0
+    priority: Annotated[int, Field(ge=-MAX_PRIORITY, le=MAX_PRIORITY)] = 0
     preemptible: bool = False
     arrived: Amount
     """Epoch seconds when argus first queued this spec of the job: its place among equal priorities."""

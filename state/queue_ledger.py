@@ -5,8 +5,10 @@ admitted runs' demand) and writes only its own. Admissions are decided under one
 shared root (.argus/locks/admission.lock, a POSIX record lock: it works over NFS and dies with its
 holder), so two workspaces admitting at the same moment never count the same free GPUs.
 
-Ledgers are writable by anyone who can write the shared root: each is read as hostile input (size
-capped, symlinks refused, entries that claim another workspace or do not validate are skipped).
+Ledgers are writable by anyone who can write the shared root (any Ray job can): each is read as
+hostile input. Nothing below the shared root is followed if it is a symlink (a queue or lock
+directory pointing at a host's own /tmp would split the queue per host), files are size-capped,
+and entries that claim another workspace or do not validate are skipped.
 """
 
 from __future__ import annotations
@@ -15,74 +17,98 @@ import contextlib
 import fcntl
 import json
 import os
+import re
+import stat
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from specs.errors import ArgusError
-from state.files import write_json
+from specs.models import NAME_PATTERN
+from state.beneath import NotBeneath, opened_dir
 from state.observed import LedgerEntry
-from state.records import read_small
 
 QUEUE_DIR = ".argus/queue"
-LOCK_FILE = ".argus/locks/admission.lock"
+LOCK_DIR = ".argus/locks"
+LOCK_NAME = "admission.lock"
 MAX_LEDGER_BYTES = 512 * 1024
 MAX_LEDGERS = 1000
 LOCK_TIMEOUT = 60.0
+FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
 class AdmissionBusy(ArgusError):
     """Another admission on this shared root held the lock for longer than any admission takes."""
 
 
+class QueueUnreadable(ArgusError):
+    """The queue or lock directory is not a plain directory of the shared root, or holds too much."""
+
+
 def ledger_path(shared_root: str, workspace: str) -> Path:
+    """Where a workspace's ledger is, for people (argus itself opens it relative to its directory)."""
     return Path(shared_root) / QUEUE_DIR / f"{workspace}.json"
 
 
 def read_ledgers(shared_root: str) -> tuple[LedgerEntry, ...]:
-    """Every workspace's entries on this shared root; what cannot be read is not there."""
-    folder = Path(shared_root) / QUEUE_DIR
-    try:
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))[:MAX_LEDGERS]
-    except OSError:
-        return ()
-    found: list[LedgerEntry] = []
-    for name in names:
-        found += read_ledger(shared_root, name[: -len(".json")])
-    return tuple(found)
+    """Every workspace's entries on this shared root; a file that cannot be read is not there."""
+    with _queue_dir(shared_root, create=False) as fd:
+        if fd is None:
+            return ()
+        names = sorted(n[: -len(".json")] for n in os.listdir(fd) if _ledger_name(n))
+        if len(names) > MAX_LEDGERS:
+            raise QueueUnreadable(f"{shared_root}/{QUEUE_DIR} holds {len(names)} ledgers (at most {MAX_LEDGERS}): "
+                                  "remove the ones no workspace writes")
+        return tuple(e for name in names for e in _entries(fd, name))
 
 
 def read_ledger(shared_root: str, workspace: str) -> list[LedgerEntry]:
-    data = read_small(ledger_path(shared_root, workspace), MAX_LEDGER_BYTES)
-    try:
-        rows = json.loads(data or b"{}").get("entries", [])
-    except (ValueError, AttributeError):
-        return []
-    entries = [_entry(row) for row in rows] if isinstance(rows, list) else []
-    return [e for e in entries if e is not None and e.workspace == workspace]  # nobody writes for another
+    with _queue_dir(shared_root, create=False) as fd:
+        return [] if fd is None else _entries(fd, workspace)
 
 
 def write_ledger(shared_root: str, workspace: str, entries: list[LedgerEntry]) -> None:
+    """Atomically (a temp file renamed in place), in the queue directory opened without following links."""
     rows = [e.model_dump(mode="json") for e in sorted(entries, key=lambda e: (e.cluster, e.job, e.submission_id))]
-    write_json(ledger_path(shared_root, workspace), {"workspace": workspace, "entries": rows})
+    text = json.dumps({"workspace": workspace, "entries": rows}, indent=2, sort_keys=True) + "\n"
+    with _queue_dir(shared_root, create=True) as fd:
+        temp = f".{workspace}.{uuid.uuid4().hex[:8]}.tmp"
+        out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd)
+        try:
+            with os.fdopen(out, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, f"{workspace}.json", src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=fd)
+            raise
 
 
 @contextlib.contextmanager
 def admission_lock(shared_root: str, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """Held while one admission reads the queue, decides and writes its ledger: seconds at most."""
-    path = Path(shared_root) / LOCK_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with _beneath(shared_root, LOCK_DIR, create=True) as folder:
+        try:
+            fd = os.open(LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644,
+                         dir_fd=folder)
+        except OSError as err:
+            raise QueueUnreadable(f"{shared_root}/{LOCK_DIR}/{LOCK_NAME} cannot be opened as the admission lock "
+                                  f"({err.strerror}; a symlink?): remove it, argus creates it again") from None
     try:
-        _lock(fd, path, timeout)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise QueueUnreadable(f"{shared_root}/{LOCK_DIR}/{LOCK_NAME} is not a regular file: remove it")
+        _lock(fd, shared_root, timeout)
         yield
     finally:
         os.close(fd)  # closing releases the record lock
 
 
-def _lock(fd: int, path: Path, timeout: float) -> None:
+def _lock(fd: int, shared_root: str, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -90,13 +116,76 @@ def _lock(fd: int, path: Path, timeout: float) -> None:
             return
         except OSError:
             if time.monotonic() >= deadline:
-                raise AdmissionBusy(f"{path} stayed locked for {timeout:g}s by another admission; try again "
-                                    "(a holder that died releases it by itself)") from None
+                raise AdmissionBusy(f"{shared_root}/{LOCK_DIR}/{LOCK_NAME} stayed locked for {timeout:g}s by another "
+                                    "admission; try again (a holder that died releases it by itself)") from None
             time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def _queue_dir(shared_root: str, create: bool) -> Iterator[int | None]:
+    with _beneath(shared_root, QUEUE_DIR, create) as fd:
+        yield fd
+
+
+@contextlib.contextmanager
+def _beneath(shared_root: str, rel: str, create: bool) -> Iterator[int | None]:
+    """rel below the shared root, opened without following symlinks; None when absent (and not created)."""
+    if create:
+        _make_dirs(shared_root, rel)
+    stack = contextlib.ExitStack()
+    try:
+        fd = stack.enter_context(opened_dir(shared_root, rel))
+    except NotBeneath as err:
+        if create or not isinstance(err.__cause__, FileNotFoundError):
+            raise QueueUnreadable(f"{err}: the admission queue lives in plain directories of the shared root; "
+                                  "replace it with a directory") from None
+        fd = None
+    except FileNotFoundError:
+        if create:
+            raise
+        fd = None
+    with stack:
+        yield fd
+
+
+def _make_dirs(shared_root: str, rel: str) -> None:
+    """Each component created in its parent opened without following links."""
+    built = ""
+    for part in rel.split("/"):
+        with contextlib.suppress(FileExistsError), _beneath(shared_root, built, create=False) as fd:
+            if fd is not None:
+                os.mkdir(part, 0o755, dir_fd=fd)
+        built = f"{built}/{part}".lstrip("/")
+
+
+def _entries(folder: int, workspace: str) -> list[LedgerEntry]:
+    data = _read(folder, f"{workspace}.json")
+    try:
+        rows = json.loads(data or b"{}").get("entries", [])
+    except (ValueError, AttributeError, RecursionError):
+        return []
+    entries = [_entry(row) for row in rows] if isinstance(rows, list) else []
+    return [e for e in entries if e is not None and e.workspace == workspace]  # nobody writes for another
+
+
+def _read(folder: int, name: str) -> bytes | None:
+    try:
+        fd = os.open(name, FILE, dir_fd=folder)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = handle.read(MAX_LEDGER_BYTES + 1)
+    return data if len(data) <= MAX_LEDGER_BYTES else None
+
+
+def _ledger_name(name: str) -> bool:
+    return name.endswith(".json") and re.fullmatch(NAME_PATTERN.rstrip("$"), name[: -len(".json")]) is not None
 
 
 def _entry(row: object) -> LedgerEntry | None:
     try:
         return LedgerEntry.model_validate(row)
-    except ValidationError:
+    except (ValidationError, RecursionError):
         return None

@@ -23,8 +23,14 @@ def entry(workspace: str, job: str, **fields) -> LedgerEntry:
 
 
 def cluster(*jobs: tuple[str, str]) -> ClusterState:
+    """Ray jobs labelled as argus labels them: workspace.job.attempt is their id here."""
     return ClusterState(name="c", address="http://x:1", session_name="s", ray_version="2.60.0", nodes=(),
-                        jobs=tuple(RayJob(submission_id=sid, status=status) for sid, status in jobs))
+                        jobs=tuple(RayJob(submission_id=sid, status=status, metadata=_labels(sid)) for sid, status in jobs))
+
+
+def _labels(sid: str) -> dict[str, str]:
+    workspace, job, attempt = sid.split(".")
+    return {"argus.workspace": workspace, "argus.job": job, "argus.spec_hash": HASH, "argus.attempt": attempt}
 
 
 def test_hostile_ledgers_are_not_there(tmp_path: Path):
@@ -46,13 +52,14 @@ def test_waiting_entries_expire_and_times_from_the_future_are_forged():
     now = time.time()
     queue = ClusterQueue(entries=(entry("b", "fresh"), entry("b", "old", seen=now - 4000),
                                   entry("b", "future", seen=now + 10 ** 9), entry("a", "mine")))
-    assert [e.key for e in waiting("a", queue, now)] == ["b/fresh"]  # its own come from its plan
+    assert [e.key for e in waiting("a", queue, now, [{"GPU": 8.0}])] == ["b/fresh"]  # its own come from its plan
     admitted = ClusterQueue(entries=(entry("b", "starting", admitted=now - 60),
                                      entry("b", "gone", admitted=now - 700),
                                      entry("b", "forever", admitted=now + 10 ** 9),
                                      entry("b", "running", admitted=now - 10 ** 5),
-                                     entry("b", "ended", admitted=now - 60)))
-    ray = cluster(("b.running.1", "RUNNING"), ("b.ended.1", "SUCCEEDED"))
+                                     entry("b", "ended", admitted=now - 60),
+                                     entry("c", "thief", submission_id="b.borrowed.1", admitted=now - 10 ** 5)))
+    ray = cluster(("b.running.1", "RUNNING"), ("b.ended.1", "SUCCEEDED"), ("b.borrowed.1", "RUNNING"))
     assert sorted(e.key for e in held(ray, admitted, now, set())) == ["b/running", "b/starting"]
     assert [e.key for e in held(ray, admitted, now, {"b.running.1"})] == ["b/starting"]  # being stopped
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from reconcile.execute.world import Done, Outcome, World
-from reconcile.model import Ask, EnqueueStep, Plan, SubmitStep
+from reconcile.model import Ask, EnqueueStep, Plan, StopStep, SubmitStep
 from reconcile.plan.queue import ADMIT_GRACE, Want, decide_cluster
 from specs.desired import DesiredState
 from state.observed import ACTIVE, ClusterQueue, ClusterState, LedgerEntry, ObservedState
@@ -45,6 +45,18 @@ def admitted(step: SubmitStep, world: World) -> str | None:
         entry = _entry(world.workspace, step, step.ask, mine, admitted=time.time() if decision.start else None)
         _write(root, world.workspace, mine, entry)
     return None if decision.start else f"queued #{decision.position}: {decision.reason}"
+
+
+def still_preempted(step: StopStep, world: World, job: str) -> bool:
+    """A preemption decided again under the admission lock, from the cluster and ledgers as they are
+    now: the head may have started elsewhere, left the queue, or found room."""
+    root, client = world.roots[step.cluster], world.clients[step.cluster]
+    with admission_lock(root):
+        cluster = client.admission_view()
+        queue = ClusterQueue(entries=tuple(e for e in read_ledgers(root) if e.cluster == step.cluster),
+                             quotas=load_quotas(Path(root)))
+        decisions = decide_cluster(world.workspace, cluster, queue, [], time.time(), own_waiting=True)
+    return any(f"{world.workspace}/{job}" in d.preempts for d in decisions.values())
 
 
 def refresh(root: str, workspace: str, cluster: ClusterState, waiting: set[str]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconcile.execute.admit import admitted
+from reconcile.execute.admit import admitted, still_preempted
 from reconcile.execute.world import Done, Outcome, World
 from reconcile.execute.wrapper import wrapped
 from reconcile.model import StopStep, SubmitStep
@@ -42,10 +42,12 @@ def submit(step: SubmitStep, world: World) -> Done:
 def stop(step: StopStep, world: World) -> Done:
     """Stop, then wait until Ray says the run ended, so a replacement never runs beside it."""
     client = world.clients[step.cluster]
-    if step.preempted_for is not None:  # first the mark: a crash after the stop still leaves it
+    if step.preempted_for is not None:
         record = world.runs.get(step.submission_id)
-        if record is not None:
-            world.runs.update(record, failure=PREEMPTED)
+        if record is None or not still_preempted(step, world, record.job):
+            world.echo(f"  {step.submission_id} is no longer in the way of {step.preempted_for}: it keeps running")
+            return Done(Outcome.SPARED)
+        world.runs.update(record, failure=PREEMPTED)  # first the mark: a crash after the stop still leaves it
     client.stop(step.submission_id)
     world.journal.touched.add(step.cluster)
     final = client.wait_terminal(step.submission_id, world.stop_timeout, progress=world.echo)

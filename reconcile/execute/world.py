@@ -37,6 +37,8 @@ class Outcome(str, Enum):
     STOPPED = "stopped"
     DELETED = "deleted"
     ALREADY_GONE = "already gone"
+    SPARED = "spared"
+    """A preemption no longer needed when apply came to it: the run keeps running."""
     QUEUED = "queued"
     """Waits in the cluster's admission queue: its whole demand does not fit (yet)."""
 

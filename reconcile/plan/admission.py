@@ -50,6 +50,8 @@ class Entry:
     arrived: float = 0.0
     admitted: bool = False
     preemptible: bool = False
+    since: float = 0.0
+    """When an admitted entry was admitted: preemption stops the most recent first (the least work lost)."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,8 @@ def decide(entries: Sequence[Entry], capacity: Sequence[Resources], in_use: Sequ
     held = [e for e in entries if e.admitted]
     free = [dict(node) for node in capacity]
     for entry in held:
-        free = place(entry.demand, free) or free  # a run that no longer fits the shape still holds what it can
+        # a run that no longer fits its shape (a node died) holds nothing here; Ray's report still shows its use
+        free = place(entry.demand, free) or free
     reported = [_minus(node, used) for node, used in zip(capacity, _padded(in_use, len(capacity)), strict=True)]
     free = [{name: min(amount, seen.get(name, amount)) for name, amount in node.items()}
             for node, seen in zip(free, reported, strict=True)]
@@ -148,7 +151,8 @@ def _spread(need: Resources, left: list[dict[str, float]]) -> list[dict[str, flo
     spread demand fits when the cluster has enough of it in all."""
     for name, amount in need.items():
         wanted = amount
-        for node in sorted(left, key=lambda n: n.get(name, 0.0)):
+        # CPUs and memory come from nodes without GPUs first: a GPU node's CPUs are its GPU jobs' to use
+        for node in sorted(left, key=lambda n: (name != "GPU" and n.get("GPU", 0.0) > 0, n.get(name, 0.0))):
             taken = min(max(node.get(name, 0.0), 0.0), wanted)
             node[name] = node.get(name, 0.0) - taken
             wanted -= taken

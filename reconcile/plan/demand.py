@@ -16,9 +16,11 @@ from specs.submission import Submission, driver_needs
 
 def demand_of(job: Job, sub: Submission) -> Demand:
     if job.workload == "command":
-        if job.demand is not None:
-            return Demand(spread=dict(job.demand))
-        return Demand(driver=driver_needs(sub))
+        driver = driver_needs(sub)
+        if job.demand is None:
+            return Demand(driver=driver)
+        # the driver is part of the job: a demand that names less than the driver asks Ray for is raised to it
+        return Demand(spread={k: max(job.demand.get(k, 0.0), driver.get(k, 0.0)) for k in {*job.demand, *driver}})
     trainer, per_gpu = job.trainer or Trainer(), verl.WORKLOADS[job.workload].cpus_per_gpu
     bundle = {"GPU": float(trainer.n_gpus_per_node), "CPU": float(trainer.n_gpus_per_node * per_gpu)}
     return Demand(bundles=tuple(dict(bundle) for _ in range(trainer.nnodes)), driver=driver_needs(sub))

@@ -168,17 +168,26 @@ def _retry(job: Job, sub: Submission, first: RunId, mine: list[RunView]) -> Chan
     attempt = last.attempt + 1
     if last.failure == PREEMPTED and last.status is RunStatus.STOPPED:
         why = f"attempt {attempt}: {last.submission_id} was preempted; it resumes from its checkpoint"
-    elif _retryable(job, last):
-        why = f"attempt {attempt}/{job.retry.max_attempts}: {last.submission_id} {last.failure}"
+    elif _retryable(job, last, mine):
+        counted = _spent(mine)  # preempted attempts are not counted against the policy
+        shown = f"{attempt}/{job.retry.max_attempts}" if counted == attempt else \
+            f"{attempt} ({counted}/{job.retry.max_attempts} by the policy)"
+        why = f"attempt {shown}: {last.submission_id} {last.failure}"
     else:
         return None
     change = _submit(Address.job(job.name), sub, first.with_attempt(attempt), mine, [], why=why)
     return change.model_copy(update={"action": Action.RETRY})
 
 
-def _retryable(job: Job, last: RunView) -> bool:
+def _spent(mine: list[RunView]) -> int:
+    """Attempts the retry policy counts: every attempt so far (and the next) but the preempted ones."""
+    return newest(mine).attempt + 1 - sum(r.failure == PREEMPTED for r in mine)
+
+
+def _retryable(job: Job, last: RunView, mine: list[RunView]) -> bool:
+    """The policy names the failure and has attempts left; preempted attempts are not counted."""
     policy = job.retry
-    if policy is None or last.failure not in policy.on or last.attempt >= policy.max_attempts:
+    if policy is None or last.failure not in policy.on or _spent(mine) > policy.max_attempts:
         return False
     return not last.on_ray or last.status is RunStatus.FAILED
 

@@ -13,11 +13,16 @@ from collections.abc import Sequence
 
 from reconcile.plan.admission import Entry, Resources, place
 
+MAX_VICTIMS = 64
+"""A head never stops more runs than this at once (and the search stays small whatever a ledger holds)."""
+
 
 def victims(head: Entry, held: Sequence[Entry], capacity: Sequence[Resources]) -> tuple[str, ...]:
     """Keys of the runs to stop for `head`; () when preempting would not make it fit (or is not allowed)."""
     candidates = sorted((e for e in held if e.preemptible and e.priority < head.priority),
-                        key=lambda e: (e.priority, -e.arrived, e.key))
+                        key=lambda e: (e.priority, -e.since, e.key))[:MAX_VICTIMS]
+    if not candidates or not _fits_without(head, held, capacity, candidates):
+        return ()  # stopping all of them would not be enough: stop none
     chosen: list[Entry] = []
     for candidate in candidates:
         chosen.append(candidate)

@@ -47,44 +47,51 @@ def ask_demand(ask: Ask) -> Demand:
 
 def decide_cluster(workspace: str, cluster: ClusterState, queue: ClusterQueue, wants: Sequence[Want],
                    now: float, leaving: Iterable[str] = (), unledgered: Sequence[Entry] = (),
-                   own_waiting: bool = False) -> dict[str, Decision]:
+                   own_waiting: bool = False, specs: Mapping[str, tuple[int, bool]] | None = None,
+                   ) -> dict[str, Decision]:
     """Decisions, by key, for `wants` among everything else the cluster's queue holds (and for the
     others' waiting entries). `leaving`: submission ids the plan stops, whose demand is free for
     what follows; `unledgered`: this workspace's active runs that no ledger holds (submitted before
     admission existed); `own_waiting`: weigh this workspace's other waiting entries too."""
-    skip = frozenset(w.key for w in wants)
-    entries = [*held(cluster, queue, now, set(leaving)), *unledgered,
-               *waiting(workspace, queue, now, own_waiting, skip)]
+    skip, capacity = frozenset(w.key for w in wants), [n.resources for n in cluster.nodes]
+    entries = [*held(cluster, queue, now, set(leaving), specs), *unledgered,
+               *waiting(workspace, queue, now, capacity, own_waiting, skip)]
     for want in wants:
         entries.append(Entry(key=want.key, workspace=workspace, demand=ask_demand(want.ask),
                              priority=want.ask.priority, arrived=arrival(workspace, queue, want, now)))
-    capacity = [n.resources for n in cluster.nodes]
     return {d.key: d for d in decide(entries, capacity, [n.used for n in cluster.nodes], queue.quotas)}
 
 
-def held(cluster: ClusterState, queue: ClusterQueue, now: float, leaving: set[str]) -> list[Entry]:
-    """Admitted entries whose run still holds its demand: active on Ray, or admitted a moment ago."""
-    status = {j.submission_id: j.status for j in cluster.jobs}
+def held(cluster: ClusterState, queue: ClusterQueue, now: float, leaving: set[str],
+         specs: Mapping[str, tuple[int, bool]] | None = None) -> list[Entry]:
+    """Admitted entries whose run still holds its demand: active on Ray (and labelled as the entry's
+    own job: an entry cannot borrow another's run), or admitted a moment ago and not on Ray yet.
+    `specs`: `<workspace>/<job>` -> (priority, preemptible) as this workspace's specs say them now,
+    which outrank what its ledger recorded at admission."""
+    jobs = {j.submission_id: j for j in cluster.jobs}
     found = []
     for e in queue.entries:
         if e.admitted is None or e.submission_id in leaving:
             continue
-        known = status.get(e.submission_id)
-        if known in ACTIVE or (known is None and -CLOCK_SKEW <= now - e.admitted < ADMIT_GRACE):
-            found.append(Entry(key=f"{e.workspace}/{e.job}", workspace=e.workspace, demand=_demand(e),
-                               priority=e.priority, arrived=e.arrived, admitted=True, preemptible=e.preemptible))
+        job, key = jobs.get(e.submission_id), f"{e.workspace}/{e.job}"
+        mine = job is not None and job.status in ACTIVE and (job.workspace, job.job) == (e.workspace, e.job)
+        if mine or (job is None and -CLOCK_SKEW <= now - e.admitted < ADMIT_GRACE):
+            priority, preemptible = (specs or {}).get(key, (e.priority, e.preemptible))
+            found.append(Entry(key=key, workspace=e.workspace, demand=_demand(e), priority=priority,
+                               arrived=e.arrived, admitted=True, preemptible=preemptible, since=e.admitted))
     return found
 
 
-def waiting(workspace: str, queue: ClusterQueue, now: float, own: bool = False,
-            skip: frozenset[str] = frozenset()) -> list[Entry]:
+def waiting(workspace: str, queue: ClusterQueue, now: float, capacity: Sequence[Mapping[str, float]],
+            own: bool = False, skip: frozenset[str] = frozenset()) -> list[Entry]:
     """The waiting entries still confirmed: the other workspaces' (a plan's own come from the plan
-    itself), and with `own` this workspace's too (an admission at apply weighs its other jobs)."""
+    itself), and with `own` this workspace's too (an admission at apply weighs its other jobs). One
+    that could never fit is no head to wait behind (its own workspace's plan says it is an error)."""
     return [Entry(key=f"{e.workspace}/{e.job}", workspace=e.workspace, demand=_demand(e), priority=e.priority,
                   arrived=e.arrived)
             for e in queue.entries
             if e.admitted is None and (own or e.workspace != workspace) and f"{e.workspace}/{e.job}" not in skip
-            and -CLOCK_SKEW <= now - e.seen < QUEUE_TTL]
+            and -CLOCK_SKEW <= now - e.seen < QUEUE_TTL and not never_fits(_demand(e), capacity)]
 
 
 def arrival(workspace: str, queue: ClusterQueue, want: Want, now: float) -> float:
@@ -137,6 +144,7 @@ def info_of(cluster: str, want: Want, attempt: int, decision: Decision | None, f
             wanted: Action = Action.SUBMIT) -> QueueInfo:
     demand = ask_demand(want.ask)
     return QueueInfo(cluster=cluster, submission_id=want.submission_id, spec_hash=want.spec_hash, attempt=attempt,
+                     ask=want.ask,
                      demand=demands.describe(demand), gpus=demands.gpus(demand),
                      priority=want.ask.priority, position=decision.position if decision else None, wanted=wanted,
                      reason=decision.reason if decision else "fits now", from_queue=from_queue)
@@ -171,6 +179,7 @@ def plan_admission(desired: DesiredState, observed: ObservedState, changes: list
     """Each job that wants to start and has a demand: admitted now, or queued with its place and why.
     `flagged`: addresses that already have an error (a verl job that can never fit says so itself)."""
     workspace, wants, found = desired.workspace.name, {}, []
+    specs = {f"{workspace}/{name}": (job.priority, job.preemptible) for name, job in desired.jobs.items()}
     for change in changes:
         want, problem = _want(desired, observed, change)
         if problem and change.address not in flagged:
@@ -184,17 +193,20 @@ def plan_admission(desired: DesiredState, observed: ObservedState, changes: list
         if _nodes_known(observed, name) and (name in grouped or queue.entries):
             decisions.update(decide_cluster(workspace, observed.clusters[name], queue, grouped.get(name, []),
                                             observed.observed_at, leaving,
-                                            _unledgered(workspace, name, queue, runs, leaving)))
+                                            _unledgered(workspace, name, queue, runs, leaving), specs=specs))
     decided = [_decided(workspace, observed, c, wants.get(c.address), decisions) for c in changes]
-    return [preempted(workspace, c, decisions) for c in decided], found
+    return [preempted(desired, c, decisions) for c in decided], found
 
 
-def preempted(workspace: str, change: Change, decisions: Mapping[str, Decision]) -> Change:
-    """A running job of this workspace that the head of its cluster's queue preempts: its run is stopped."""
-    key = f"{workspace}/{change.address.removeprefix('job.')}"
+def preempted(desired: DesiredState, change: Change, decisions: Mapping[str, Decision]) -> Change:
+    """A running job of this workspace that the head of its cluster's queue preempts: its run is
+    stopped, only if its spec says `preemptible: true` now."""
+    job = desired.jobs.get(change.address.removeprefix("job."))
+    key = f"{desired.workspace.name}/{job.name}" if job is not None else ""
     head = next((d for d in decisions.values() if key in d.preempts), None)
     run = change.current
-    if head is None or change.action is not Action.NOOP or run is None or not run.on_ray or run.status not in ACTIVE:
+    if head is None or job is None or not job.preemptible or change.action is not Action.NOOP or run is None \
+            or not run.on_ray or run.status not in ACTIVE:
         return change
     return change.model_copy(update={
         "action": Action.PREEMPT, "steps": (StopStep(cluster=run.cluster, submission_id=run.submission_id,
@@ -222,8 +234,8 @@ def _want(desired: DesiredState, observed: ObservedState,
         return None, ("demand", f"{change.address} can never start under workspace "
                                 f"{desired.workspace.name}'s quota on {cluster.name!r}: {over}")
     if queue.problem:
-        return None, ("cluster", f"nothing is admitted on cluster {cluster.name!r} until its quota file is "
-                                 f"fixed: {queue.problem}")
+        return None, ("cluster", f"nothing is admitted on cluster {cluster.name!r} until its admission queue "
+                                 f"can be read: {queue.problem}")
     key = f"{desired.workspace.name}/{job.name}"
     return (step.cluster, Want(key=key, submission_id=step.submission_id, spec_hash=step.spec_hash, ask=ask)), None
 

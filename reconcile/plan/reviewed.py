@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from reconcile.model import Action, Change, Plan, Step
+from reconcile.model import Action, Ask, Change, Plan, Step
 
 StepKey = tuple[str, ...]
 
@@ -38,7 +38,7 @@ def replacements_done(reviewed: Plan, known_runs: set[str]) -> set[str]:
 def step_key(step: Step) -> StepKey:
     """What a step decides, field by field; two steps with one key do the same thing."""
     if step.kind in ("submit", "enqueue"):  # queued or started now: one decision, to run this run
-        return ("submit", step.cluster, step.submission_id, step.spec_hash, str(step.attempt))
+        return ("submit", step.cluster, step.submission_id, step.spec_hash, str(step.attempt), _ask_key(step.ask))
     if step.kind == "snapshot":
         return (step.kind, step.cluster, step.name, step.commit, step.digest)
     if step.kind == "stop":
@@ -66,8 +66,13 @@ def _deciding(plan: Plan) -> list[Change]:
 
 def _keys(changes: list[Change]) -> set[StepKey]:
     keys = {step_key(s) for c in changes for s in c.steps}
-    return keys | {("submit", q.cluster, q.submission_id, q.spec_hash, str(q.attempt))
+    return keys | {("submit", q.cluster, q.submission_id, q.spec_hash, str(q.attempt), _ask_key(q.ask))
                    for c in changes if c.action is Action.QUEUE and (q := c.queue) is not None}
+
+
+def _ask_key(ask: Ask | None) -> str:
+    """Priority, preemptible and demand are reviewed too: a run's place in the queue is a decision."""
+    return "" if ask is None else ask.model_dump_json()
 
 
 def _added(old: list[Change], new: list[Change]) -> bool:

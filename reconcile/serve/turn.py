@@ -73,8 +73,9 @@ def choose(plan: Plan, sync_auto: bool, may_retry: bool = True) -> list[Change]:
 def _queued_by_apply(change: Change) -> bool:
     """A run an apply queued, now admitted; or a retry that must wait for room: the loop fulfils
     what was applied, as it does retries."""
-    queue = change.queue
-    return queue is not None and (queue.from_queue or queue.wanted is Action.RETRY)
+    queue = change.queue  # never a replace: a ledger (anyone can write it) must never make the loop stop a run
+    return queue is not None and change.action in (Action.SUBMIT, Action.RETRY, Action.QUEUE) and (
+        (queue.from_queue and change.action is not Action.QUEUE) or queue.wanted is Action.RETRY)
 
 
 def turn(directory: Path, options: TurnOptions, say: Callable[[str], None],
