@@ -88,6 +88,8 @@ class SubmitStep(StepModel):
     ask: Ask | None = None
     """Set when the run has a demand: apply admits it again, under the cluster's admission lock, before
     submitting; a run that no longer fits waits in the queue instead."""
+    seen: float | None = None
+    """When its plan observed the world: its arrival in the queue if it was never queued before."""
 
     def describe(self) -> str:
         return f"submit {self.submission_id} to cluster {self.cluster}"
@@ -102,6 +104,8 @@ class EnqueueStep(StepModel):
     spec_hash: Hex
     attempt: int
     ask: Ask
+    seen: float | None = None
+    """When its plan observed the world: its arrival in the queue if it was never queued before."""
 
     def describe(self) -> str:
         return f"queue {self.submission_id} on cluster {self.cluster} until its whole demand fits"

@@ -246,7 +246,8 @@ RESUMABLE = ("import os, sys, time; p = sys.argv[1]; s = int(open(p).read()) if 
 
 def test_a_preemptible_run_gives_way_to_a_higher_priority_job_and_resumes_after(gpu_cluster, shared, tmp_path,
                                                                                  argus):
-    a, b = team(tmp_path, "team-a", gpu_cluster, shared), team(tmp_path, "team-b", gpu_cluster, shared)
+    # workspace names no other test uses: Ray keeps their finished jobs, which `succeeded` counts
+    a, b = team(tmp_path, "owner", gpu_cluster, shared), team(tmp_path, "rival", gpu_cluster, shared)
     step = shared / "low.step"
     a.write("jobs/low.yaml", f"""
         kind: Job
@@ -262,7 +263,7 @@ def test_a_preemptible_run_gives_way_to_a_higher_priority_job_and_resumes_after(
         assert argus("apply", a.root, "--auto-approve").code == 0
         until(lambda: step.exists() and int(step.read_text() or 0) >= 3, "low made progress", timeout=60)
         waiting = argus("apply", b.root, "--auto-approve")
-        assert waiting.code == 0 and "stops the preemptible team-a/low to fit" in waiting.out, waiting.out
+        assert waiting.code == 0 and "stops the preemptible owner/low to fit" in waiting.out, waiting.out
         assert active(b) == []
         loops = [serve(a), serve(b)]
         try:
@@ -276,7 +277,7 @@ def test_a_preemptible_run_gives_way_to_a_higher_priority_job_and_resumes_after(
         assert "resumed from step" in resumed.out and "done" in resumed.out
         [(job, urgent_start, urgent_end)] = ran(shared)
         assert runs["1"].end_time / 1000 <= urgent_start + 1 and runs["2"].start_time / 1000 >= urgent_end - 1
-        audit_lines = [json.loads(line) for line in (shared / ".argus" / "audit" / "team-a.jsonl").read_text()
+        audit_lines = [json.loads(line) for line in (shared / ".argus" / "audit" / "owner.jsonl").read_text()
                        .splitlines()]
         assert any(e.get("action") == "preempt" and e.get("outcome", "").startswith("stopped") for e in audit_lines)
     finally:

@@ -25,7 +25,8 @@ def entry(workspace: str, job: str, **fields) -> LedgerEntry:
 def cluster(*jobs: tuple[str, str]) -> ClusterState:
     """Ray jobs labelled as argus labels them: workspace.job.attempt is their id here."""
     return ClusterState(name="c", address="http://x:1", session_name="s", ray_version="2.60.0", nodes=(),
-                        jobs=tuple(RayJob(submission_id=sid, status=status, metadata=_labels(sid)) for sid, status in jobs))
+                        jobs=tuple(RayJob(submission_id=sid, status=status, metadata=_labels(sid))
+                                   for sid, status in jobs))
 
 
 def _labels(sid: str) -> dict[str, str]:

@@ -34,7 +34,14 @@ def entry(workspace: str, job: str, gpus: float, priority: int = 0, arrived: flo
 def cluster(*jobs: tuple[str, RunStatus], gpus: float = 3.0) -> ClusterState:
     worker = Node(node_id="w", ip="10.0.0.2", is_head=False, resources={"GPU": gpus, "CPU": 8.0})
     return ClusterState(name="local", address="http://10.0.0.1:8265", session_name="s", ray_version="2",
-                        nodes=(worker,), jobs=tuple(RayJob(submission_id=sid, status=st) for sid, st in jobs))
+                        nodes=(worker,), jobs=tuple(RayJob(submission_id=sid, status=st, metadata=_labels(sid))
+                                                    for sid, st in jobs))
+
+
+def _labels(sid: str) -> dict[str, str]:
+    """As argus labels its runs (an entry holds only a Ray job labelled as its own run)."""
+    workspace, job, attempt = sid.split(".")
+    return {"argus.workspace": workspace, "argus.job": job, "argus.spec_hash": HASH, "argus.attempt": attempt}
 
 
 def busy_queue(**extra: object) -> ClusterQueue:

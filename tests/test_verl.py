@@ -83,7 +83,7 @@ def test_a_missing_entry_module_is_reported(h20: Path, argus):
          "name: sft-gsm8k\ncluster: h20\ncode: verl-v050")
     result = argus("validate", "--deep", h20)
     assert result.code == 1
-    assert "jobs.yaml:34: entry module verl.trainer.sft_trainer_ray is not in code.verl-v050" in result.out
+    assert "jobs.yaml:37: entry module verl.trainer.sft_trainer_ray is not in code.verl-v050" in result.out
 
 
 def test_the_entrypoint_reaches_verl_as_exactly_the_argv_intended(h20: Path, tmp_path: Path):

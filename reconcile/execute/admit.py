@@ -39,7 +39,7 @@ def admitted(step: SubmitStep, world: World) -> str | None:
         queue = ClusterQueue(entries=tuple(e for e in read_ledgers(root) if e.cluster == step.cluster),
                              quotas=load_quotas(Path(root)))
         want = Want(key=f"{world.workspace}/{step.ask.job}", submission_id=step.submission_id,
-                    spec_hash=step.spec_hash, ask=step.ask)
+                    spec_hash=step.spec_hash, ask=step.ask, seen=step.seen)
         decision = decide_cluster(world.workspace, cluster, queue, [want], time.time(), own_waiting=True)[want.key]
         mine = _still_held(read_ledger(root, world.workspace), cluster)
         entry = _entry(world.workspace, step, step.ask, mine, admitted=time.time() if decision.start else None)
@@ -83,8 +83,9 @@ def _still_held(entries: list[LedgerEntry], cluster: ClusterState) -> list[Ledge
 def _entry(workspace: str, step: SubmitStep | EnqueueStep, ask: Ask, mine: list[LedgerEntry],
            admitted: float | None) -> LedgerEntry:
     now = time.time()
+    first = now if step.seen is None or step.seen > now else step.seen  # the plan's time, never a later one
     arrived = min((e.arrived for e in mine if e.job == ask.job and e.cluster == step.cluster
-                   and e.spec_hash == step.spec_hash), default=now)
+                   and e.spec_hash == step.spec_hash), default=first)
     return LedgerEntry(workspace=workspace, job=ask.job, cluster=step.cluster, submission_id=step.submission_id,
                        spec_hash=step.spec_hash, priority=ask.priority, preemptible=ask.preemptible,
                        arrived=arrived, seen=now, admitted=admitted, bundles=ask.bundles, driver=ask.driver,

@@ -175,9 +175,9 @@ def _started(head: Entry | None) -> str:
 
 def _shape(demand: Demand) -> str:
     gpus = [b.get("GPU", 0.0) for b in demand.bundles if b.get("GPU", 0.0)]
-    if not gpus:
-        total = demand.total()
-        return ", ".join(f"{v:g} {k}" for k, v in sorted(total.items())) or "nothing"
+    if not gpus:  # GPUs first: what people wait for
+        total = sorted(demand.total().items(), key=lambda kv: (kv[0] != "GPU", kv[0] != "CPU", kv[0]))
+        return ", ".join(f"{v:g} {k}" for k, v in total if v) or "nothing"
     if len(gpus) == 1:
         return f"{gpus[0]:g} GPU"
     return f"{sum(gpus):g} GPU as {len(gpus)} x {max(gpus):g} on separate nodes" if len(set(gpus)) == 1 \

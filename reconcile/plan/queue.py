@@ -39,6 +39,9 @@ class Want:
     submission_id: str
     spec_hash: str
     ask: Ask
+    seen: float | None = None
+    """When the plan that wants it observed the world: its arrival, were it never queued before (one
+    time for every job of one plan, so apply queues them in the plan's order)."""
 
 
 def ask_demand(ask: Ask) -> Demand:
@@ -95,9 +98,9 @@ def waiting(workspace: str, queue: ClusterQueue, now: float, capacity: Sequence[
 
 
 def arrival(workspace: str, queue: ClusterQueue, want: Want, now: float) -> float:
-    """When argus first queued this spec of the job; now for a spec it never queued."""
+    """When argus first queued this spec of the job; for a spec it never queued, when its plan saw it."""
     return min((e.arrived for e in queue.entries if e.workspace == workspace and f"{workspace}/{e.job}" == want.key
-                and e.spec_hash == want.spec_hash), default=now)
+                and e.spec_hash == want.spec_hash), default=now if want.seen is None else want.seen)
 
 
 def queued_before(workspace: str, queue: ClusterQueue, want: Want) -> LedgerEntry | None:
@@ -129,14 +132,16 @@ def queued_change(change: Change, want: Want, decision: Decision, info: QueueInf
     """The change of a job that waits: the stops it still needs (a replaced run), and its queue entry."""
     stops = tuple(s for s in change.steps if isinstance(s, StopStep))
     enqueue = () if enqueued else (EnqueueStep(cluster=info.cluster, submission_id=want.submission_id,
-                                                spec_hash=want.spec_hash, attempt=info.attempt, ask=want.ask),)
+                                                spec_hash=want.spec_hash, attempt=info.attempt, ask=want.ask,
+                                                seen=want.seen),)
     return change.model_copy(update={
         "action": Action.QUEUE, "steps": (*stops, *enqueue), "queue": info,
         "reason": f"queued #{decision.position} on {info.cluster}: {decision.reason}"})
 
 
 def admitted_change(change: Change, want: Want, info: QueueInfo) -> Change:
-    steps = tuple(s.model_copy(update={"ask": want.ask}) if isinstance(s, SubmitStep) else s for s in change.steps)
+    steps = tuple(s.model_copy(update={"ask": want.ask, "seen": want.seen}) if isinstance(s, SubmitStep) else s
+                  for s in change.steps)
     return change.model_copy(update={"steps": steps, "queue": info})
 
 
@@ -237,7 +242,8 @@ def _want(desired: DesiredState, observed: ObservedState,
         return None, ("cluster", f"nothing is admitted on cluster {cluster.name!r} until its admission queue "
                                  f"can be read: {queue.problem}")
     key = f"{desired.workspace.name}/{job.name}"
-    return (step.cluster, Want(key=key, submission_id=step.submission_id, spec_hash=step.spec_hash, ask=ask)), None
+    return (step.cluster, Want(key=key, submission_id=step.submission_id, spec_hash=step.spec_hash, ask=ask,
+                               seen=observed.observed_at)), None
 
 
 def _decided(workspace: str, observed: ObservedState, change: Change, want: tuple[str, Want] | None,

@@ -10,6 +10,7 @@ Creating a layout directory is idempotent and decides nothing, so `dirs.*` chang
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 from reconcile.model import Action, Ask, Change, Plan, Step
@@ -72,7 +73,7 @@ def _keys(changes: list[Change]) -> set[StepKey]:
 
 def _ask_key(ask: Ask | None) -> str:
     """Priority, preemptible and demand are reviewed too: a run's place in the queue is a decision."""
-    return "" if ask is None else ask.model_dump_json()
+    return "" if ask is None else json.dumps(ask.model_dump(mode="json"), sort_keys=True)  # as saved plans keep it
 
 
 def _added(old: list[Change], new: list[Change]) -> bool:

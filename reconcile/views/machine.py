@@ -28,7 +28,7 @@ def status_json(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None
                 gpus_held: Mapping[str, Mapping[str, float]] | None = None) -> str:
     """`unreachable` names each cluster that did not answer and why; its jobs' sync is "unknown".
     A job whose current run failed has its failure class, advice and evidence; the others null and [].
-    A job with a demand that wants to start has its `queue` place; `gpus_held`: per cluster, the GPUs
+    A job that waits in the admission queue has its `queue` place; `gpus_held`: per cluster, the GPUs
     each workspace's admitted runs hold (reconcile.views.queue.gpus_held)."""
     unseen = unseen or Unseen()
     rows = [{"address": c.address, "sync": sync_of(c, desired_jobs, unseen), "health": health_of(c, unseen),
@@ -100,9 +100,9 @@ def _failure(change: Change) -> dict[str, Any]:
 
 
 def _queue(change: Change) -> dict[str, Any]:
-    """Only for a job the plan weighed for admission: the other rows keep their keys as before."""
+    """Only for a job that waits in the queue: the other rows keep their keys as before."""
     info = change.queue
-    if info is None:
+    if info is None or info.position is None:
         return {}
     return {"queue": {"cluster": info.cluster, "position": info.position, "reason": info.reason,
                       "demand": info.demand, "gpus": info.gpus, "priority": info.priority}}

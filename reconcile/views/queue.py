@@ -90,7 +90,8 @@ def queue_of(name: str, observed: ObservedState) -> ClusterQueueView:
 
 def view(cluster: ClusterState, queue: ClusterQueue, now: float) -> ClusterQueueView:
     holding = _holding(cluster, queue, now)
-    wanting = [(entry, e) for e in queue.entries for entry in waiting(EVERY_WORKSPACE, _alone(e), now)]
+    capacity = [n.resources for n in cluster.nodes]
+    wanting = [(entry, e) for e in queue.entries for entry in waiting(EVERY_WORKSPACE, _alone(e), now, capacity)]
     decisions = decide([*(entry for entry, _ in holding), *(entry for entry, _ in wanting)],
                        [n.resources for n in cluster.nodes], [n.used for n in cluster.nodes], queue.quotas)
     ledger = {id(entry): e for entry, e in wanting}
