@@ -174,7 +174,7 @@ class Walk:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 self._problem(spec.rel, "not a regular file any more: argus reads only regular files")
                 return None
-            data = _read_at_most(fd, MAX_FILE_BYTES + 1)
+            data = read_at_most(fd, MAX_FILE_BYTES + 1)
         except OSError as err:
             self._problem(spec.rel, f"cannot read the file: {err.strerror or err}")
             return None
@@ -248,7 +248,8 @@ def _kind(mode: int) -> str:
     return next((name for check, name in _KINDS if check(mode)), "not a regular file")
 
 
-def _read_at_most(fd: int, limit: int) -> bytes:
+def read_at_most(fd: int, limit: int) -> bytes:
+    """A read may return less than asked (NFS): read on until the limit or the end."""
     chunks: list[bytes] = []
     size = 0
     while size < limit:

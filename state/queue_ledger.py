@@ -30,6 +30,7 @@ from specs.errors import ArgusError
 from specs.models import NAME_PATTERN
 from state.beneath import NotBeneath, opened_dir
 from state.observed import LedgerEntry
+from state.records import read_small
 
 QUEUE_DIR = ".argus/queue"
 LOCK_DIR = ".argus/locks"
@@ -37,7 +38,6 @@ LOCK_NAME = "admission.lock"
 MAX_LEDGER_BYTES = 512 * 1024
 MAX_LEDGERS = 1000
 LOCK_TIMEOUT = 60.0
-FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
 class AdmissionBusy(ArgusError):
@@ -159,25 +159,13 @@ def _make_dirs(shared_root: str, rel: str) -> None:
 
 
 def _entries(folder: int, workspace: str) -> list[LedgerEntry]:
-    data = _read(folder, f"{workspace}.json")
+    data = read_small(f"{workspace}.json", MAX_LEDGER_BYTES, dir_fd=folder)
     try:
         rows = json.loads(data or b"{}").get("entries", [])
     except (ValueError, AttributeError, RecursionError):
         return []
     entries = [_entry(row) for row in rows] if isinstance(rows, list) else []
     return [e for e in entries if e is not None and e.workspace == workspace]  # nobody writes for another
-
-
-def _read(folder: int, name: str) -> bytes | None:
-    try:
-        fd = os.open(name, FILE, dir_fd=folder)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = handle.read(MAX_LEDGER_BYTES + 1)
-    return data if len(data) <= MAX_LEDGER_BYTES else None
 
 
 def _ledger_name(name: str) -> bool:

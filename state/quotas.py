@@ -27,6 +27,7 @@ from specs.diagnostics import printable
 from specs.errors import ArgusError
 from specs.models import MAX_COUNT, NAME_PATTERN
 from specs.nodes import child_line, node_line, plain
+from specs.reading import read_at_most
 from specs.safe_yaml import Refused, load_documents
 from state.beneath import NotBeneath, opened_dir
 
@@ -109,26 +110,13 @@ def _read_regular(folder_fd: int, path: Path) -> bytes | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise QuotaFileError(path, [(None, "not a regular file")])
-        data = _read_at_most(fd, MAX_QUOTA_BYTES + 1)
+        data = read_at_most(fd, MAX_QUOTA_BYTES + 1)
     finally:
         os.close(fd)
     if len(data) > MAX_QUOTA_BYTES:
         raise QuotaFileError(path, [(None, f"the file is larger than {MAX_QUOTA_BYTES // 1024} KiB; a quota "
                                            "file is a few lines")])
     return data
-
-
-def _read_at_most(fd: int, limit: int) -> bytes:
-    """A read may return less than asked (NFS): read on until the limit or the end."""
-    chunks: list[bytes] = []
-    size = 0
-    while size < limit:
-        chunk = os.read(fd, limit - size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
 
 
 def _decoded(data: bytes, path: Path) -> str:

@@ -121,10 +121,11 @@ def log_tail(shared_root: str, submission_id: str, limit: int = TAIL_BYTES) -> s
     return ""
 
 
-def read_small(path: Path, limit: int) -> bytes | None:
-    """A regular file's bytes, if it is no bigger than limit; symlinks are not followed."""
+def read_small(path: Path | str, limit: int, dir_fd: int | None = None) -> bytes | None:
+    """A regular file's bytes, if it is no bigger than limit; symlinks are not followed. `dir_fd`:
+    the directory `path` is relative to, itself opened without following links."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:

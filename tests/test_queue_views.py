@@ -185,8 +185,8 @@ def test_two_workspaces_on_one_shared_root_see_one_queue(gpu_cluster, shared, tm
         data = json.loads(status.out)
         a2 = next(row for row in data["jobs"] if row["address"] == "job.a2")
         assert a2["sync"] == "queued #2" and a2["queue"]["position"] == 2 and a2["queue"]["gpus"] == 2.0
-        assert a2["queue"]["reason"] == "needs 2 GPU, 1 GPU free; 1 ahead; waits behind team-b/b1, which must " \
-                                        "not be delayed"
+        assert a2["queue"]["reason"] == ("needs 2 GPU (and 0.5 CPU, 1 worker_node), 1 GPU free; 1 ahead; waits "
+                                         "behind team-b/b1, which must not be delayed")
         assert data["gpus_held"] == {"local": {"team-a": 2.0}}
     finally:
         stop_all(gpu_cluster.address, a, b)

@@ -176,8 +176,12 @@ def _started(head: Entry | None) -> str:
 def _shape(demand: Demand) -> str:
     gpus = [b.get("GPU", 0.0) for b in demand.bundles if b.get("GPU", 0.0)]
     if not gpus:  # GPUs first: what people wait for
-        total = sorted(demand.total().items(), key=lambda kv: (kv[0] != "GPU", kv[0] != "CPU", kv[0]))
-        return ", ".join(f"{v:g} {k}" for k, v in total if v) or "nothing"
+        total = demand.total()
+        rest = ", ".join(f"{v:g} {k}" for k, v in sorted(total.items(), key=lambda kv: (kv[0] != "CPU", kv[0]))
+                         if v and k != "GPU")
+        if total.get("GPU"):
+            return f"{total['GPU']:g} GPU" + (f" (and {rest})" if rest else "")
+        return rest or "nothing"
     if len(gpus) == 1:
         return f"{gpus[0]:g} GPU"
     return f"{sum(gpus):g} GPU as {len(gpus)} x {max(gpus):g} on separate nodes" if len(set(gpus)) == 1 \
