@@ -285,3 +285,18 @@ def test_a_verl_job_never_resumes_from_shards_of_another_world_size_or_a_half_wr
     [half] = plan_with(CheckpointState(step=40, world_size=4, complete=False, problem="rank 3's optim shard missing"))\
         .errors
     assert "global_step_40 is incomplete (rank 3's optim shard missing)" in half.message
+
+
+def test_a_resource_no_alive_node_offers_is_an_error_naming_the_near_one():
+    from state.observed import Node
+
+    worker = Node(node_id="w", ip="127.0.0.3", is_head=False, resources={"CPU": 8, "GPU": 2, "worker_node": 1})
+    cluster = ClusterState(name="c", address="http://x:1", session_name="s1", ray_version="2.60.0", nodes=(worker,),
+                           jobs=())
+    typo = job(entrypoint_resources={"worker_nodes": 1})
+    [error] = plan(desired(typo), ObservedState(clusters={"c": cluster}, records={})).errors
+    assert "job.j asks for `worker_nodes` (did you mean `worker_node`?), which no alive node of cluster 'c' " \
+           "offers" in error.message
+    assert error.where == Where("jobs/j.yaml", 1)
+    fixed = plan(desired(job()), ObservedState(clusters={"c": cluster}, records={}))
+    assert fixed.errors == () and fixed.changes[0].action is Action.SUBMIT  # fixed: it starts at once

@@ -14,7 +14,7 @@ PLAN = ROOT / "reconcile" / "plan"
 
 ALLOWED = {
     # the standard library's pure modules: data, text, time arithmetic (never the clock: see IO_CALLS)
-    "__future__", "abc", "collections", "copy", "dataclasses", "datetime", "decimal", "enum", "fnmatch",
+    "__future__", "abc", "collections", "copy", "dataclasses", "datetime", "decimal", "difflib", "enum", "fnmatch",
     "functools", "hashlib", "itertools", "json", "math", "operator", "re", "shlex", "string", "textwrap",
     "types", "typing",
     # data models and diffs

@@ -7,6 +7,9 @@ verl asks per GPU, each bundle on one node, plus the driver. A `command` job dec
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from difflib import get_close_matches
+
 from reconcile.model import Ask
 from reconcile.plan.admission import Demand
 from specs import verl
@@ -54,3 +57,13 @@ def ask_of(job: Job, sub: Submission) -> Ask:
     demand = demand_of(job, sub)
     return Ask(job=job.name, bundles=demand.bundles, driver=demand.driver, spread=demand.spread,
                priority=job.priority, preemptible=job.preemptible)
+
+
+def unoffered(demand: Demand, offered: Iterable[str]) -> str:
+    """The resources a demand names that no alive node offers, with the names meant, for people:
+    "`worker_nodes` (did you mean `worker_node`?)"; empty when every name is offered."""
+    names = sorted(set(offered))
+    missing = sorted(k for k, v in demand.total().items() if v > 0 and k not in names)
+    return ", ".join(f"`{k}`" + (f" (did you mean `{near[0]}`?)" if (near := get_close_matches(k, names, 1, 0.6))
+                                 else "") for k in missing)
+

@@ -232,6 +232,10 @@ def _want(desired: DesiredState, observed: ObservedState,
     if not any(ask_demand(ask).total().values()):
         return None, None  # asks for nothing: never waits, never delays anyone
     cluster, queue = observed.clusters[step.cluster], _queue(observed, step.cluster)
+    if missing := demands.unoffered(ask_demand(ask), (k for n in cluster.nodes for k in n.resources)):
+        return None, ("demand", f"{change.address} asks for {missing}, which no alive node of cluster "
+                                f"{cluster.name!r} offers: fix the name (in `demand`, `entrypoint_resources` or the "
+                                "cluster's job_defaults), or start a node that offers it")
     if too_big(cluster, ask):
         return None, ("demand", f"{change.address} can never start on cluster {cluster.name!r}: its whole demand "
                                 f"({demands.describe(ask_demand(ask))}) does not fit the alive nodes even when idle")

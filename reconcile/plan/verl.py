@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reconcile.model import Action, Change
+from reconcile.plan.admission import Demand
 from reconcile.plan.checkpoints import resume_problem
+from reconcile.plan.demand import unoffered
 from specs import verl
 from specs.address import Address
 from specs.desired import DesiredState
@@ -63,8 +65,10 @@ def _capacity(desired: DesiredState, job: Job, cluster: ClusterState) -> list[Di
                                    f"{job.workload}); {len(fitting)} alive node(s) have that").located(source)]
     driver = driver_needs(resolve(desired.workspace, desired.cluster_of(job), job))
     if not any(all(n.resources.get(k, 0) >= v for k, v in driver.items()) for n in cluster.nodes):
+        missing = unoffered(Demand(driver=driver), (k for n in cluster.nodes for k in n.resources))
+        named = f": it asks for {missing}, which none offers" if missing else ""
         return [Diagnostic(severity="error", address=address, field="entrypoint_resources",
-                           message=f"no alive node of cluster {cluster.name!r} offers the driver's {driver}",
+                           message=f"no alive node of cluster {cluster.name!r} offers the driver's {driver}{named}",
                            ).located(source)]
     return []
 
