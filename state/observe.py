@@ -8,6 +8,7 @@ only the runs and the snapshots' manifests.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from specs.checkpoint_state import CheckpointState
@@ -28,6 +29,8 @@ from state.observed import (
 from state.ray_client import ClusterAuthFailed, ClusterRequestFailed, ClusterUnreachable, RayClient
 from state.records import read_records
 from state.sources import DEFAULT_FETCH_TIMEOUT, resolve_source, unresolved
+
+MAX_CONCURRENT_CLUSTERS = 8
 
 
 def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: bool = False,
@@ -82,9 +85,15 @@ def read_clusters(ray: dict[str, RayClient]) -> tuple[dict[str, ClusterState], d
     not planned), never every cluster's end. So is a refused token (ClusterAuthFailed): a runaway on
     another cluster can still be stopped while one cluster's token is being rotated."""
     clusters, unreachable = {}, {}
-    for name, client in ray.items():
+    if not ray:
+        return clusters, unreachable
+    # concurrently: a slow or dead dashboard costs its own deadline once, not once per cluster before it
+    with ThreadPoolExecutor(max_workers=min(MAX_CONCURRENT_CLUSTERS, len(ray)),
+                            thread_name_prefix="argus-observe") as pool:
+        futures = {name: pool.submit(client.snapshot) for name, client in ray.items()}
+    for name, future in futures.items():
         try:
-            clusters[name] = client.snapshot()
+            clusters[name] = future.result()
         except (ClusterUnreachable, ClusterRequestFailed, ClusterAuthFailed) as err:
             unreachable[name] = str(err)
     return clusters, unreachable

@@ -141,3 +141,23 @@ def test_building_a_client_makes_no_request() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     RayClient("c", f"http://127.0.0.1:{port}", timeout=TIMEOUT)
+
+
+def test_clusters_are_observed_at_the_same_time():
+    """Each snapshot waits for the other at a barrier: observed one after another, both would break it."""
+    from state.observe import read_clusters
+    from state.observed import ClusterState
+
+    barrier = threading.Barrier(2, timeout=5)
+
+    class Meeting:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def snapshot(self) -> ClusterState:
+            barrier.wait()
+            return ClusterState(name=self.name, address="http://x:1", session_name="s", ray_version="2.60.0",
+                                nodes=(), jobs=())
+
+    clusters, unreachable = read_clusters({"a": Meeting("a"), "b": Meeting("b")})
+    assert sorted(clusters) == ["a", "b"] and unreachable == {}
