@@ -32,6 +32,10 @@ class Unseen:
     """Job address -> the unreachable cluster(s) it needs ("b", or "a, b"): its sync is unknown."""
 
 
+UNMANAGED_LISTED = 20
+"""Other jobs listed one a line in `argus status`; more are summed up per cluster."""
+
+
 def render_plan(plan: Plan, colour: bool = False) -> str:
     lines = [f"argus plan for workspace {plan.workspace!r}", ""]
     if plan.options.targets or plan.options.replace:
@@ -91,11 +95,27 @@ def render_status(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = No
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
         lines += (_failure_lines(change) + _queue_lines(change)) if change else []
     if plan.unmanaged:
-        lines += ["", "Not managed by this workspace (never touched):"]
-        lines += [f"  {j.cluster}: {j.submission_id} {j.status} (owner: {j.owner or 'none, submitted by hand'})"
-                  for j in plan.unmanaged]
+        lines += ["", "Not managed by this workspace (never touched):", *_unmanaged_summary(plan)]
     lines += _diagnostic_lines(plan.diagnostics, colour=False)
     return "\n".join(lines).rstrip()
+
+
+def _unmanaged_summary(plan: Plan) -> list[str]:
+    """A few other jobs one a line; thousands (a shared cluster) in one line per cluster."""
+    jobs = plan.unmanaged
+    if len(jobs) <= UNMANAGED_LISTED:
+        return [f"  {j.cluster}: {printable(j.submission_id)[:140]} {j.status} "
+                f"(owner: {printable(j.owner or '') or 'none, submitted by hand'})" for j in jobs]
+    lines = []
+    for cluster in sorted({j.cluster for j in jobs}):
+        mine = [j for j in jobs if j.cluster == cluster]
+        active = sum(j.status in ("PENDING", "RUNNING") for j in mine)
+        owners = Counter(printable(j.owner or "")[:40] or "by hand" for j in mine)
+        top = ", ".join(f"{owner} {n}" for owner, n in owners.most_common(5))
+        more = f", {len(owners) - 5} more owner(s)" if len(owners) > 5 else ""
+        lines.append(f"  {cluster}: {len(mine)} job(s), {active} active (by owner: {top}{more}); "
+                     "`argus status --format json` lists them")
+    return lines
 
 
 def shows_submission(change: Change) -> bool:
