@@ -77,11 +77,22 @@ def write_debug(shared_root: str, submission_id: str, name: str, text: str) -> N
 def read_records(shared_root: str, workspace: str) -> dict[str, RunRecord]:
     """This workspace's records under shared_root; unreadable ones are skipped, not fatal."""
     records: dict[str, RunRecord] = {}
-    for path in sorted((Path(shared_root) / "jobs").glob("*/status.json")):
-        record = _read(path)
+    for name in _run_dirs_of(Path(shared_root) / "jobs", workspace):
+        record = _read(Path(shared_root) / "jobs" / name / "status.json")
         if record is not None and record.workspace == workspace:
             records[record.submission_id] = record
     return records
+
+
+def _run_dirs_of(jobs: Path, workspace: str) -> list[str]:
+    """The run directories whose name may be this workspace's: a submission id starts with the
+    workspace name (trimmed when long) and a dot, so the other workspaces' runs on a shared root are
+    never opened. Names only: one directory listing, no file opened for them."""
+    try:
+        names = os.listdir(jobs)
+    except OSError:
+        return []
+    return sorted(n for n in names if (head := n.split(".", 1)[0]) and workspace.startswith(head) and "." in n)
 
 
 def read_record(shared_root: str, submission_id: str) -> RunRecord | None:

@@ -76,6 +76,10 @@ def _runs_by_cluster(desired: DesiredState, observed: ObservedState) -> dict[str
     """This workspace's runs (records and Ray jobs carrying its labels) by the cluster they ran on."""
     found: dict[str, set[str]] = {}
     for record in observed.records.values():
+        # a record already final was settled from its exit.json or Ray: its end is not read again,
+        # so a plan reads as many exit.json files as runs that may still be running, whatever the history
+        if record.status in TERMINAL and (record.status is not RunStatus.FAILED or record.failure):
+            continue
         if record.cluster in desired.clusters and record.cluster not in observed.absent_roots:
             found.setdefault(record.cluster, set()).add(record.submission_id)
     for name, cluster in observed.clusters.items():
