@@ -5,7 +5,9 @@ loader's recursive walks would visit a billion times. Depth: ruamel's composer a
 walks recurse once per level, so `[[[[...` a few thousand deep is a RecursionError. Values ruamel
 turns into Python (a 5,000-digit int, `2024-13-45` as a date) raise plain ValueErrors: each
 becomes a located YAML error. One pass: the checks run as the composer pulls each event, before
-anything is built from it, so refusing costs nothing on top of parsing.
+anything is built from it, so refusing costs nothing on top of parsing. Two shapes ruamel
+builds wrongly are refused there too: a core tag on a node of another kind (`!!str [a]` gives a
+list with no line marks) and a sequence or mapping as a key (`[[a]]: 1` cannot be hashed).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.composer import Composer
 from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, StreamMark
-from ruamel.yaml.events import AliasEvent
+from ruamel.yaml.events import AliasEvent, MappingStartEvent, ScalarEvent, SequenceStartEvent
 
 MAX_DEPTH = 50
 """Nested collections and scalars; a spec needs about 5 (job, env, value)."""
@@ -27,9 +29,17 @@ TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep: argus specs are shallow; 
 _BRACKET_RUN = re.compile(r"[\[{](?:\s*[\[{]){" + str(MAX_DEPTH) + "}")
 
 
-CORE_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq"))
+def _core(*names: str) -> frozenset[str]:
+    return frozenset(f"tag:yaml.org,2002:{name}" for name in names)
+
+
+_FITTING_TAGS = {ScalarEvent: _core("str", "int", "float", "bool", "null"), SequenceStartEvent: _core("seq"),
+                 MappingStartEvent: _core("map")}
+"""The core tags each kind of node may carry."""
+CORE_TAGS = frozenset().union(*_FITTING_TAGS.values())
 """Explicit tags a spec may carry (`!!str 007`); others (`!!python/...`, `!!binary`, `!custom`) mean
 something argus would silently drop or turn into another type."""
+_KIND_NAMES = {ScalarEvent: "a plain value", SequenceStartEvent: "a sequence", MappingStartEvent: "a mapping"}
 
 
 class Refused(MarkedYAMLError):
@@ -59,9 +69,9 @@ class _SpecComposer(Composer):
         if isinstance(event, AliasEvent):
             raise Refused(problem=f"YAML aliases (*{event.anchor}) are not allowed in argus specs: write the "
                                   "value out", problem_mark=event.start_mark)
-        tag = getattr(event, "tag", None)
-        if tag is not None and tag not in CORE_TAGS:
-            raise Refused(problem=f"YAML tags ({tag}) are not allowed in argus specs: write a plain value",
+        _refuse_tag(event)
+        if parent is not None and index is None and type(event) in (SequenceStartEvent, MappingStartEvent):
+            raise Refused(problem=f"{_KIND_NAMES[type(event)]} as a key: keys must be strings",
                           problem_mark=event.start_mark)
         if self._nesting >= MAX_DEPTH:
             raise Refused(problem=TOO_DEEP, problem_mark=event.start_mark)
@@ -80,6 +90,19 @@ class _SpecConstructor(RoundTripConstructor):
             detail = "" if isinstance(err, LookupError) else f": {err}"  # a KeyError says only the value again
             raise ConstructorError(problem=f"cannot read the value {_excerpt(node)}{detail}",
                                    problem_mark=node.start_mark) from err
+
+
+def _refuse_tag(event: Any) -> None:
+    """Only a core tag, and only on a node of its kind: `!!str [a]` is no string."""
+    tag = getattr(event, "tag", None)
+    if tag is None:
+        return
+    if tag not in CORE_TAGS:
+        raise Refused(problem=f"YAML tags ({tag}) are not allowed in argus specs: write a plain value",
+                      problem_mark=event.start_mark)
+    if tag not in _FITTING_TAGS.get(type(event), CORE_TAGS):
+        raise Refused(problem=f"the YAML tag !!{tag.rsplit(':', 1)[-1]} does not fit {_KIND_NAMES[type(event)]}: "
+                              "remove the tag", problem_mark=event.start_mark)
 
 
 def _excerpt(node: Any) -> str:
