@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +52,7 @@ def run(directory: Path, options: ApplyOptions) -> int:
         if plan.errors:
             return EXIT_ERROR
         if plan.actionable and not options.auto_approve:
-            _confirm()
+            confirm()
         return _execute(plan, _context(desired, ray, observed, plan_id, options))
 
 
@@ -81,6 +82,24 @@ def run_saved(plan_file: Path, directory: Path, options: ApplyOptions) -> int:
         typer.echo(render_plan(fresh, colour=options.colour))
         reviewed = {"reviewed_commit": stored.commit, "desired_digest": stored.desired_digest}
         return _execute(fresh, _context(desired, ray, observed, stored.plan_id, options, reviewed))
+
+
+def confirm() -> None:
+    """Ask for the word yes on stdin. Closed stdin (EOF, ^D) is an error; ^C is a KeyboardInterrupt
+    that the boundary reports as an interrupt (130). typer.prompt is not used: it turns both into
+    the same Abort."""
+    typer.echo("argus will perform the actions above. Only 'yes' is accepted.")
+    answer = None
+    try:
+        typer.echo("Enter a value: ", nl=False)
+        answer = sys.stdin.readline() if sys.stdin else ""  # None when started with stdin closed (<&-)
+    finally:
+        if answer is None:  # ^C: end the prompt's line before the boundary says "Interrupted."
+            typer.echo(err=True)
+    if not answer:
+        raise ArgusError("No confirmation (stdin closed). Review the plan, then pass --auto-approve.")
+    if answer.strip() != "yes":
+        raise ArgusError("Apply cancelled: nothing was changed.")
 
 
 def _options_now(reviewed: Plan, observed: ObservedState) -> PlanOptions:
@@ -134,13 +153,3 @@ def _execute(plan: Plan, ctx: ApplyContext) -> int:
     if plan.actionable:
         typer.echo(f"\nApply complete (plan {ctx.plan_id}):\n" + render_outcomes(ctx.outcomes))
     return EXIT_OK
-
-
-def _confirm() -> None:
-    typer.echo("argus will perform the actions above. Only 'yes' is accepted.")
-    try:
-        answer = typer.prompt("Enter a value", default="", show_default=False)
-    except typer.Abort as err:
-        raise ArgusError("No confirmation (stdin closed). Review the plan, then pass --auto-approve.") from err
-    if answer.strip() != "yes":
-        raise ArgusError("Apply cancelled: nothing was changed.")
