@@ -2,19 +2,29 @@
 
 Commands return an int and raise; none of them catches an error to pick a code (pre-commit's
 `main` shape). `--debug` reaches the boundary through typer's context object, not a global.
+
+A command line that asks for JSON (`--json`, `--format json`) gets every error as JSON too: one
+object on stdout, `{"error": TEXT, "kind": KIND, "where": "file:line" or null}` (a SpecError adds
+`diagnostics`), while the text still goes to stderr and the exit code stays what it is. KIND is the
+ArgusError subclass's name, `usage`, `interrupted` or `bug`. It is decided from the words typed,
+not the parsed options, so that a usage error answers in JSON as well.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import typer
 from typer.exceptions import TyperException
 
-from specs.errors import ArgusError
+from specs.diagnostics import Diagnostic
+from specs.errors import ArgusError, SpecError
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -25,21 +35,24 @@ class Invocation:
 
     debug: bool = False
     """--debug: show the traceback of any error."""
+    as_json: bool = False
+    """The command line asks for JSON output: errors are also a JSON object on stdout."""
 
 
-def guarded(dispatch: Callable[[Invocation], object]) -> int:
+def guarded(dispatch: Callable[[Invocation], object], as_json: bool = False) -> int:
     """Run the dispatch: user errors exit with their code (1) and message, usage errors 1, ^C 130,
     anything else is a bug (3). A command's int result is the exit code."""
-    invocation = Invocation()
+    invocation = Invocation(as_json=as_json)
     try:
         result = dispatch(invocation)
     except typer.Exit as done:  # --help, --version
         return done.exit_code
     except (KeyboardInterrupt, typer.Abort):  # ^C, or a prompt typer aborted
         typer.echo("Interrupted.", err=True)
+        _json_error(invocation, "Interrupted.", "interrupted")
         return EXIT_INTERRUPTED
     except TyperException as err:  # a bad flag, a missing argument: 1, not 2 (2 means "changes present")
-        _usage(err)
+        _usage(err, invocation)
         return EXIT_ERROR
     except ArgusError as err:
         return _user_error(err, invocation)
@@ -48,26 +61,53 @@ def guarded(dispatch: Callable[[Invocation], object]) -> int:
     return result if isinstance(result, int) else EXIT_OK
 
 
+def wants_json(args: Sequence[str]) -> bool:
+    """`--json`, `--format json` or `--format=json` before any `--`: the output asked for."""
+    words = list(itertools.takewhile(lambda word: word != "--", args))
+    pairs = zip(words, words[1:], strict=False)
+    return "--json" in words or "--format=json" in words or ("--format", "json") in pairs
+
+
+def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
+    """One problem as data: where (file and line, or null), the field it blames, what to do."""
+    where = diagnostic.where
+    return {"file": where.file if where else None, "line": where.line if where else None,
+            "field": diagnostic.field, "message": diagnostic.text, "severity": diagnostic.severity}
+
+
 def is_tty() -> bool:
     return sys.stdout.isatty()
 
 
-def _usage(err: TyperException) -> None:
+def _usage(err: TyperException, invocation: Invocation) -> None:
     show = getattr(err, "show", None)
     show() if show else typer.echo(f"Error: {err}", err=True)
+    _json_error(invocation, err.format_message(), "usage")
 
 
 def _user_error(err: ArgusError, invocation: Invocation) -> int:
     if invocation.debug:
         traceback.print_exc()
     typer.echo(typer.style("Error: ", fg="red", bold=True) + str(err), err=True)
+    if isinstance(err, SpecError):
+        located = [d.where.text for d in err.diagnostics if d.where]
+        _json_error(invocation, str(err), type(err).__name__, located[0] if located else None,
+                    diagnostics=[diagnostic_json(d) for d in err.diagnostics])
+    else:
+        _json_error(invocation, str(err), type(err).__name__)
     return err.exit_code
 
 
 def _bug(err: Exception, invocation: Invocation) -> int:
+    message = f"argus hit a bug: {type(err).__name__}: {err}"
     if invocation.debug:
         traceback.print_exc()
     else:
-        typer.echo(f"argus hit a bug: {type(err).__name__}: {err}\n"
-                   "Run again with --debug for the traceback, and report it.", err=True)
+        typer.echo(f"{message}\nRun again with --debug for the traceback, and report it.", err=True)
+    _json_error(invocation, message, "bug")
     return EXIT_BUG
+
+
+def _json_error(invocation: Invocation, message: str, kind: str, where: str | None = None, **extra: Any) -> None:
+    if invocation.as_json:
+        typer.echo(json.dumps({"error": message, "kind": kind, "where": where, **extra}))

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import typer
 
-from reconcile.boundary import EXIT_OK, Invocation, guarded, is_tty
+from reconcile.boundary import EXIT_OK, Invocation, guarded, is_tty, wants_json
 
-app = typer.Typer(help="Declarative, GitOps-style reconciler for Ray training clusters.",
+app = typer.Typer(help="Declarative, GitOps-style reconciler for Ray training clusters. Exit codes: 0 done, "
+                  "1 error, 2 changes (plan --detailed-exitcode), 3 a bug in argus, 130 interrupted. With --json "
+                  '(or --format json) an error is also a JSON object on stdout: {"error", "kind", "where"}.',
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 local_app = typer.Typer(help="The embedded dev cluster: a Ray head plus a worker_node node on loopback.",
                         no_args_is_help=True)
@@ -43,11 +45,14 @@ def _root(ctx: typer.Context, debug: bool = typer.Option(False, "--debug", help=
 def validate(directory: Path = DIR,
              deep: bool = typer.Option(False, "--deep", help="Also compose every verl job's Hydra config "
                                        "against its code snapshot's source (fetches the sources)."),
-             fetch_timeout: float = FETCH_TIMEOUT) -> int:
+             fetch_timeout: float = FETCH_TIMEOUT,
+             as_json: bool = typer.Option(False, "--json", help='Machine-readable: {"valid": true, "workspace", '
+                                          '"counts"}; invalid specs give the error object, whose "diagnostics" '
+                                          "list each problem's file, line, field and message.")) -> int:
     """Check the desired state: YAML, schema, names, references. Offline."""
     from reconcile.commands import validate as command
 
-    return command.run(directory, deep, fetch_timeout)
+    return command.run(directory, deep, fetch_timeout, as_json)
 
 
 class Format(str, Enum):
@@ -295,8 +300,10 @@ def local_status(state_dir: Path = LOCAL_DIR, as_json: bool = JSON) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: the whole dispatch, parsing included, inside the one error boundary. Typer's own
     exit handling is not used: usage errors exit 1, not 2, which `plan --detailed-exitcode` reserves
-    for "changes present", and a ^C reaches the boundary as itself."""
-    return guarded(lambda invocation: _dispatch(sys.argv[1:] if argv is None else argv, invocation))
+    for "changes present", and a ^C reaches the boundary as itself. A command line asking for JSON
+    gets its errors as JSON too."""
+    args = sys.argv[1:] if argv is None else argv
+    return guarded(lambda invocation: _dispatch(args, invocation), as_json=wants_json(args))
 
 
 def _dispatch(args: list[str], invocation: Invocation) -> object:

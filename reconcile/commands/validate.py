@@ -1,26 +1,48 @@
-"""argus validate: check the desired state offline. Never imports ray."""
+"""argus validate: check the desired state offline. Never imports ray.
+
+Invalid specs raise a SpecError: the boundary prints it, and with --json also its diagnostics as data.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
 
+from reconcile.boundary import diagnostic_json
 from reconcile.commands.common import load
 from reconcile.views.human import render_diagnostics
+from specs.desired import DesiredState
+from specs.diagnostics import Diagnostic
 
 
-def run(directory: Path, deep: bool = False, fetch_timeout: float | None = None) -> int:
+def run(directory: Path, deep: bool = False, fetch_timeout: float | None = None, as_json: bool = False) -> int:
     desired = load(directory)
+    found = _deep(desired, fetch_timeout) if deep else None
+    diagnostics = None if found is None else [d for items in found.values() for d in items]
+    failed = any(d.severity == "error" for d in diagnostics or [])
+    if as_json:
+        typer.echo(json.dumps(_as_data(desired, diagnostics, failed)))
+        return 1 if failed else 0
     typer.echo(f"Valid: workspace {desired.workspace.name!r}, {len(desired.clusters)} cluster(s), "
                f"{len(desired.snapshots)} code snapshot(s), {len(desired.jobs)} job(s).")
-    if not deep:
-        return 0
+    if found is not None:
+        checked = sum(a.startswith("job.") for a in found)
+        typer.echo(render_diagnostics(diagnostics) or f"Deep: {checked} verl job(s) compose against their code.")
+    return 1 if failed else 0
+
+
+def _deep(desired: DesiredState, fetch_timeout: float | None) -> dict[str, tuple[Diagnostic, ...]]:
     from state.cache import cache_root
     from state.verl_checks import offline_checks
 
-    found = offline_checks(desired, cache_root(), fetch_timeout)
-    diagnostics = [d for items in found.values() for d in items]
-    checked = sum(a.startswith("job.") for a in found)
-    typer.echo(render_diagnostics(diagnostics) or f"Deep: {checked} verl job(s) compose against their code.")
-    return 1 if any(d.severity == "error" for d in diagnostics) else 0
+    return offline_checks(desired, cache_root(), fetch_timeout)
+
+
+def _as_data(desired: DesiredState, diagnostics: list[Diagnostic] | None, failed: bool) -> dict[str, object]:
+    counts = {"clusters": len(desired.clusters), "code_snapshots": len(desired.snapshots), "jobs": len(desired.jobs)}
+    data: dict[str, object] = {"valid": not failed, "workspace": desired.workspace.name, "counts": counts}
+    if diagnostics is not None:
+        data["diagnostics"] = [diagnostic_json(d) for d in diagnostics]
+    return data
