@@ -14,10 +14,20 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: install
-	PATH="$(CURDIR)/$(BIN):$$PATH" examples/quickstart/demo.sh
+	@$(call run_demo,quickstart)
 
 demo-multi-version: install
-	PATH="$(CURDIR)/$(BIN):$$PATH" examples/multi-version/demo.sh
+	@$(call run_demo,multi-version)
+
+# A demo runs on a copy of its example whose cluster.yaml names the dashboard port chosen here:
+# $ARGUS_DEMO_PORT, else 8265 while it is free, else any free port; `argus local up` reads ARGUS_LOCAL_PORT.
+run_demo = port=$$($(BIN)/python -m reconcile.commands.local) && \
+	copy=$$(mktemp -d "$${TMPDIR:-/tmp}/argus-demo.XXXXXX") && trap 'rm -rf "$$copy"' EXIT && \
+	cp -R examples/$(1)/. "$$copy/" && \
+	sed "s|http://127.0.0.1:8265|http://127.0.0.1:$$port|" examples/$(1)/cluster.yaml >"$$copy/cluster.yaml" && \
+	grep -q "127.0.0.1:$$port" "$$copy/cluster.yaml" && \
+	echo "The demo's Ray dashboard: http://127.0.0.1:$$port" && \
+	ARGUS_LOCAL_PORT=$$port PATH="$(CURDIR)/$(BIN):$$PATH" "$$copy/demo.sh"
 
 lint: install
 	$(BIN)/ruff check .

@@ -270,7 +270,9 @@ def audit_show(directory: Path = DIR, as_json: bool = typer.Option(False, "--jso
 
 @local_app.command("up")
 def local_up(state_dir: Path = LOCAL_DIR,
-             dashboard_port: int = typer.Option(8265, "--dashboard-port", help="Port of the Ray dashboard."),
+             dashboard_port: int = typer.Option(8265, "--dashboard-port", envvar="ARGUS_LOCAL_PORT", min=0,
+                                                max=65535, help="Port of the Ray dashboard (or $ARGUS_LOCAL_PORT); "
+                                                                "0: any free port."),
              auth_token: bool = typer.Option(False, "--auth-token", help="Turn on Ray's token authentication "
                                              "(RAY_AUTH_MODE=token) with a fresh random token, written to "
                                              "auth_token in the state directory (mode 0600); a Cluster's "
