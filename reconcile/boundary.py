@@ -12,8 +12,10 @@ not the parsed options, so that a usage error answers in JSON as well.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -39,6 +41,16 @@ class Invocation:
     """The command line asks for JSON output: errors are also a JSON object on stdout."""
 
 
+EXIT_BROKEN_PIPE = 141
+"""As a shell reports a program ended by SIGPIPE (128 + 13): not a bug of argus."""
+
+
+def _quiet_stdout() -> None:
+    """Python flushes stdout again at exit and would complain of the closed pipe: point it at /dev/null."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def guarded(dispatch: Callable[[Invocation], object], as_json: bool = False) -> int:
     """Run the dispatch: user errors exit with their code (1) and message, usage errors 1, ^C 130,
     anything else is a bug (3). A command's int result is the exit code."""
@@ -51,6 +63,9 @@ def guarded(dispatch: Callable[[Invocation], object], as_json: bool = False) -> 
         typer.echo("Interrupted.", err=True)
         _json_error(invocation, "Interrupted.", "interrupted")
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `argus ... | head` closed the pipe: the reader has what it wanted
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     except TyperException as err:  # a bad flag, a missing argument: 1, not 2 (2 means "changes present")
         _usage(err, invocation)
         return EXIT_ERROR
