@@ -50,4 +50,21 @@ class LockBroken(Frozen):
     """Why argus broke it itself (its holder died on this host); absent for `argus unlock`."""
 
 
-AuditEvent = ApplyStarted | ApplyEnded | StepCarriedOut | RunFinished | LockBroken
+class Recovered(Frozen):
+    """Written by the append after a crash, before its own record: the bytes a torn append left at the
+    end of the log (they stay there, just before this record), which the chain goes on without."""
+
+    event: Literal["audit.recovered"] = "audit.recovered"
+    torn_bytes: int
+    torn_sha256: str
+
+
+class AnchorMismatch(Frozen):
+    """Written by an append that found the log disagreeing with its anchor (records removed from the
+    end, a deleted log...), before it rewrote the anchor: the evidence stays in the chain."""
+
+    event: Literal["audit.anchor-mismatch"] = "audit.anchor-mismatch"
+    found: tuple[str, ...]
+
+
+AuditEvent = ApplyStarted | ApplyEnded | StepCarriedOut | RunFinished | LockBroken | Recovered | AnchorMismatch
