@@ -60,6 +60,19 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
         local.down(state_dir)
 
 
+@pytest.fixture(scope="session")
+def gpu_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """A second cluster whose worker has 3 logical GPUs (the admission queue's tests), started once.
+    Ray keeps every test's finished jobs: each test names its workspaces as no other test does."""
+    state_dir = tmp_path_factory.mktemp("gpu-cluster")
+    cluster = local.up(state_dir, dashboard_port=local._free_port(), cpus_per_node=8, worker_gpus=3,
+                       worker_resources={"worker_node": 8.0})
+    try:
+        yield cluster
+    finally:
+        local.down(state_dir)
+
+
 @dataclass
 class Workspace:
     """A real workspace directory whose cluster is the test's Ray cluster."""

@@ -20,18 +20,7 @@ from conftest import Workspace, jobs_of, sdk, until
 
 from state import local
 
-RUN_SECONDS = 4
-
-
-@pytest.fixture(scope="module")
-def gpu_cluster(tmp_path_factory: pytest.TempPathFactory):
-    state_dir = tmp_path_factory.mktemp("gpu-cluster")
-    cluster = local.up(state_dir, dashboard_port=local._free_port(), cpus_per_node=8, worker_gpus=3,
-                       worker_resources={"worker_node": 8.0})
-    try:
-        yield cluster
-    finally:
-        local.down(state_dir)
+RUN_SECONDS = 2
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import json
 from conftest import jobs_of, until
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
-from test_queue import gpu_cluster, shared, stop_all, team  # noqa: F401 - fixtures
+from test_queue import shared, stop_all, team  # noqa: F401 - fixtures (gpu_cluster: conftest)
 
 from reconcile.model import Action, Change, Plan, QueueInfo
 from reconcile.serve.metrics import Metrics
@@ -162,7 +162,7 @@ def samples(metrics: Metrics) -> dict[tuple[str, tuple], float]:
 
 
 def test_two_workspaces_on_one_shared_root_see_one_queue(gpu_cluster, shared, tmp_path, argus):  # noqa: F811
-    a, b = team(tmp_path, "team-a", gpu_cluster, shared), team(tmp_path, "team-b", gpu_cluster, shared)
+    a, b = team(tmp_path, "view-a", gpu_cluster, shared), team(tmp_path, "view-b", gpu_cluster, shared)
     holding(a, "a1")
     holding(a, "a2")
     holding(b, "b1", priority=5)
@@ -170,24 +170,24 @@ def test_two_workspaces_on_one_shared_root_see_one_queue(gpu_cluster, shared, tm
         for ws in (a, b):
             applied = argus("apply", ws.root, "--auto-approve")
             assert applied.code == 0, applied.out + applied.err
-        until(lambda: [j.status.value for j in jobs_of(a.address, "team-a")] == ["RUNNING"], "a1 runs")
+        until(lambda: [j.status.value for j in jobs_of(a.address, "view-a")] == ["RUNNING"], "a1 runs")
         shown = argus("queue", a.root)
         assert shown.code == 0, shown.out + shown.err
         lines = [line.split() for line in shown.out.splitlines()]
-        assert lines[3][:2] == ["team-a", "a1"] and lines[3][3] == "2"
-        assert [row[:2] for row in lines if row[:1] in (["1"], ["2"])] == [["1", "team-b/b1"], ["2", "team-a/a2"]]
-        assert "  GPUs held per workspace: team-a 2" in shown.out.splitlines()
+        assert lines[3][:2] == ["view-a", "a1"] and lines[3][3] == "2"
+        assert [row[:2] for row in lines if row[:1] in (["1"], ["2"])] == [["1", "view-b/b1"], ["2", "view-a/a2"]]
+        assert "  GPUs held per workspace: view-a 2" in shown.out.splitlines()
         as_json = json.loads(argus("queue", b.root, "--json").out)["clusters"][0]
         assert [(w["position"], w["workspace"], w["job"]) for w in as_json["waiting"]] == \
-            [(1, "team-b", "b1"), (2, "team-a", "a2")]
+            [(1, "view-b", "b1"), (2, "view-a", "a2")]
 
         status = argus("status", a.root, "--json")
         data = json.loads(status.out)
         a2 = next(row for row in data["jobs"] if row["address"] == "job.a2")
         assert a2["sync"] == "queued #2" and a2["queue"]["position"] == 2 and a2["queue"]["gpus"] == 2.0
         assert a2["queue"]["reason"] == ("needs 2 GPU (and 0.5 CPU, 1 worker_node), 1 GPU free; 1 ahead; waits "
-                                         "behind team-b/b1, which must not be delayed")
-        assert data["gpus_held"] == {"local": {"team-a": 2.0}}
+                                         "behind view-b/b1, which must not be delayed")
+        assert data["gpus_held"] == {"local": {"view-a": 2.0}}
     finally:
         stop_all(gpu_cluster.address, a, b)
 
