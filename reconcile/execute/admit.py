@@ -33,11 +33,9 @@ def admitted(step: SubmitStep, world: World) -> str | None:
     """None when the run may be submitted now (its admission is in the ledger); else why it waits."""
     if step.ask is None:
         return None
-    root, client = world.roots[step.cluster], world.clients[step.cluster]
+    root = world.roots[step.cluster]
     with admission_lock(root):
-        cluster = client.admission_view()
-        queue = ClusterQueue(entries=tuple(e for e in read_ledgers(root) if e.cluster == step.cluster),
-                             quotas=load_quotas(Path(root)))
+        cluster, queue = _as_it_is(step.cluster, world)
         want = Want(key=f"{world.workspace}/{step.ask.job}", submission_id=step.submission_id,
                     spec_hash=step.spec_hash, ask=step.ask, seen=step.seen)
         decision = decide_cluster(world.workspace, cluster, queue, [want], time.time(), own_waiting=True)[want.key]
@@ -50,11 +48,8 @@ def admitted(step: SubmitStep, world: World) -> str | None:
 def still_preempted(step: StopStep, world: World, job: str) -> bool:
     """A preemption decided again under the admission lock, from the cluster and ledgers as they are
     now: the head may have started elsewhere, left the queue, or found room."""
-    root, client = world.roots[step.cluster], world.clients[step.cluster]
-    with admission_lock(root):
-        cluster = client.admission_view()
-        queue = ClusterQueue(entries=tuple(e for e in read_ledgers(root) if e.cluster == step.cluster),
-                             quotas=load_quotas(Path(root)))
+    with admission_lock(world.roots[step.cluster]):
+        cluster, queue = _as_it_is(step.cluster, world)
         decisions = decide_cluster(world.workspace, cluster, queue, [], time.time(), own_waiting=True)
     return any(f"{world.workspace}/{job}" in d.preempts for d in decisions.values())
 
@@ -69,6 +64,14 @@ def refresh(root: str, workspace: str, cluster: ClusterState, waiting: set[str])
                 if e.cluster != cluster.name or e.admitted is not None or e.submission_id in waiting]
         if kept != mine:
             write_ledger(root, workspace, kept)
+
+
+def _as_it_is(name: str, world: World) -> tuple[ClusterState, ClusterQueue]:
+    """The cluster and its queue read afresh (under the admission lock): what an admission decides from."""
+    root = world.roots[name]
+    cluster = world.clients[name].admission_view()
+    return cluster, ClusterQueue(entries=tuple(e for e in read_ledgers(root) if e.cluster == name),
+                                 quotas=load_quotas(Path(root)))
 
 
 def _still_held(entries: list[LedgerEntry], cluster: ClusterState) -> list[LedgerEntry]:

@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from reconcile.model import SubmitStep
+from reconcile.plan.demand import gpus
+from reconcile.plan.queue import ask_demand
 from specs.desired import DesiredState
 from specs.errors import ArgusError
 from specs.submission import RunId, labels
@@ -92,8 +94,4 @@ def _run_of(step: SubmitStep) -> RunId:
 
 def _demanded_gpus(step: SubmitStep) -> float | None:
     """The GPUs of the run's whole demand, when it has one (what `argus usage` counts)."""
-    if step.ask is None:
-        return None
-    return sum(b.get("GPU", 0.0) for b in step.ask.bundles) + step.ask.driver.get("GPU", 0.0) \
-        + step.ask.spread.get("GPU", 0.0)
-
+    return None if step.ask is None else gpus(ask_demand(step.ask))

@@ -16,7 +16,6 @@ from reconcile.model import Action, Ask, Change, EnqueueStep, QueueInfo, RunView
 from reconcile.plan import demand as demands
 from reconcile.plan.admission import Decision, Demand, Entry, decide, never_fits
 from reconcile.plan.demand import ask_of
-from specs.address import Address
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
 from specs.submission import driver_needs
@@ -161,10 +160,6 @@ def error(address: str, field: str, message: str) -> Diagnostic:
 
 def stopping(changes: Iterable[Change]) -> set[str]:
     return {s.submission_id for c in changes for s in c.steps if isinstance(s, StopStep)}
-
-
-def job_address(key: str) -> str:
-    return Address.job(key.split("/", 1)[1])
 
 
 def _demand(entry: LedgerEntry) -> Demand:
