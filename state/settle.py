@@ -18,7 +18,7 @@ from typing import Any
 
 from specs.desired import DesiredState
 from specs.submission import held_secrets
-from state import records
+from state import records, run_secrets
 from state.failures import Evidence, advice_for, classify, matched_lines
 from state.observed import TERMINAL, ObservedState, RunEnd, RunRecord, RunStatus
 
@@ -49,6 +49,7 @@ def settle(desired: DesiredState, observed: ObservedState) -> int:
         with contextlib.suppress(OSError):
             records.write_status(root, settled)
             written += 1
+        run_secrets.remove(records.job_dir(root, sid))  # its wrapper removes it; a run that never started cannot
     return written
 
 

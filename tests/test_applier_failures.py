@@ -177,18 +177,32 @@ def test_a_conflicting_submission_id_is_never_stopped_or_taken_over(desired, sdk
     assert action["outcome"] == "failed" and "argus will not touch it" in action["error"]
 
 
-def test_a_secret_in_rays_error_reaches_no_record_log_audit_or_message(desired, sdk):
+def test_ray_never_gets_a_secret_and_a_refused_run_leaves_none_behind(desired, sdk):
     fresh, ctx, (alpha, _) = planned(desired)
     sdk.refuse = refused_with("ValueError: runtime_env {runtime_env} is invalid")
     with pytest.raises(ClusterRequestFailed) as raised:
         apply_plan(fresh, ctx)
 
-    assert sdk.sent[0]["runtime_env"]["env_vars"]["TOKEN"] == SECRET  # Ray got the value, and echoed it
+    assert SECRET not in json.dumps(sdk.sent) and "TOKEN" not in json.dumps(sdk.sent)  # it goes by file, not Ray
+    printed = "".join(traceback.format_exception(raised.value))
+    assert SECRET not in printed
+    written = [p for p in shared(desired).rglob("*") if p.is_file()]
+    assert {p.name for p in written} >= {"status.json", "submit.out", "unit.jsonl", "submit_payload.json"}
+    assert ".secrets.env" not in {p.name for p in written}  # Ray refused the run: its secrets go too
+    for path in written:
+        assert SECRET not in path.read_text(errors="replace"), path
+    assert "runtime_env" in status_of(desired, alpha.submission_id)["error"]
+
+
+def test_a_secret_in_an_error_reaches_no_record_log_audit_or_message(desired, sdk):
+    fresh, ctx, (alpha, _) = planned(desired)
+    sdk.refuse = refused_with(f"ValueError: the cluster says {SECRET} is wrong")  # an error that echoes one
+    with pytest.raises(ClusterRequestFailed) as raised:
+        apply_plan(fresh, ctx)
+
     printed = "".join(traceback.format_exception(raised.value))
     assert SECRET not in printed and "***" in str(raised.value)
     assert SECRET not in raised.value.detail
-    written = [p for p in shared(desired).rglob("*") if p.is_file()]
-    assert {p.name for p in written} >= {"status.json", "submit.out", "unit.jsonl", "submit_payload.json"}
-    for path in written:
+    for path in [p for p in shared(desired).rglob("*") if p.is_file()]:
         assert SECRET not in path.read_text(errors="replace"), path
     assert "***" in status_of(desired, alpha.submission_id)["error"]

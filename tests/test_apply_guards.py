@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 from conftest import QUICK, jobs_of
@@ -35,7 +36,8 @@ def test_ray_address_variables_never_redirect_argus(workspace, argus, monkeypatc
     assert len(jobs_of(workspace.address, workspace.name)) == 1
 
 
-def test_secret_values_reach_the_job_and_nothing_else(workspace, argus, monkeypatch: pytest.MonkeyPatch):
+def test_secret_values_reach_the_job_and_nothing_else(workspace, argus, ray_cluster,
+                                                     monkeypatch: pytest.MonkeyPatch):
     from conftest import wait_for
 
     secret = "s3cr3t-value-7f9a1c"
@@ -63,5 +65,27 @@ def test_secret_values_reach_the_job_and_nothing_else(workspace, argus, monkeypa
     assert argus("plan", workspace.root, "--detailed-exitcode").code == 0  # a new secret value is no new run
     written = [p for p in workspace.shared.rglob("*") if p.is_file()]
     assert written and not [p for p in written if secret in p.read_text(errors="replace")]
-    assert "${env:ARGUS_TEST_TOKEN}" in (workspace.shared / "jobs" / job.submission_id /
-                                         "config" / "submit_payload.json").read_text()
+    assert not (workspace.shared / "jobs" / job.submission_id / ".secrets.env").exists()
+    assert "${env:ARGUS_TEST_TOKEN}" in (workspace.shared / "jobs" / job.submission_id / "status.json").read_text()
+    _never_in_ray(secret, workspace.address, job.submission_id, Path(ray_cluster.temp_dir))
+
+
+def _never_in_ray(secret: str, address: str, submission_id: str, ray_dir: Path) -> None:
+    """Ray's job table (SDK), its dashboard's API and every file of its session (logs, GCS) lack the value."""
+    import json
+    from dataclasses import asdict
+
+    import requests
+    from conftest import sdk
+
+    client = sdk(address)
+    table = json.dumps([asdict(j) for j in client.list_jobs()], default=str)
+    assert submission_id in table and secret not in table
+    assert "TOKEN" not in json.dumps(asdict(client.get_job_info(submission_id)), default=str)
+    for route in ("/api/jobs/", f"/api/jobs/{submission_id}", "/api/v0/tasks", "/api/v0/actors",
+                  "/nodes?view=summary"):
+        answer = requests.get(address + route, timeout=30)
+        assert answer.ok and secret not in answer.text, route
+    files = [p for p in ray_dir.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert any(p.name == f"job-driver-{submission_id}.log" for p in files), "Ray's logs were not searched"
+    assert not [p for p in files if secret.encode() in p.read_bytes()]

@@ -129,3 +129,46 @@ def test_an_exit_json_planted_by_a_job_is_not_believed_unless_it_is_one(tmp_path
     (tmp_path / "jobs" / "real").mkdir()
     (tmp_path / "jobs" / "real" / "exit.json").write_text('{"exit_code": 0, "signal": null, "signalled": false}')
     assert read_end(str(tmp_path), "real").status == "SUCCEEDED"
+
+
+def test_secrets_reach_the_command_from_a_file_that_is_gone_before_it_starts(tmp_path):
+    from state import run_secrets
+
+    job = tmp_path / "job"
+    job.mkdir()
+    tricky = "it's $HOME; `touch " + str(tmp_path / "injected") + "`\nline two"
+    run_secrets.write(job, {"TOKEN": tricky, "OTHER": "plain"})
+    secrets_file = job / run_secrets.SECRETS_FILE
+    assert secrets_file.stat().st_mode & 0o777 == 0o600
+    proc = start(f'test -e {secrets_file} && echo still there; printf "%s|%s" "$TOKEN" "$OTHER"', job)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and out.decode() == tricky + "|plain"
+    assert not secrets_file.exists() and not (tmp_path / "injected").exists()
+
+
+def test_a_secrets_file_the_run_cannot_read_fails_it_with_the_reason(tmp_path):
+    from state import run_secrets
+
+    job = tmp_path / "job"
+    job.mkdir()
+    marker = tmp_path / "ran"
+    (job / run_secrets.SECRETS_FILE).mkdir()  # not a file: as unreadable as another user's
+    proc = start(f"touch {marker}", job)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and not marker.exists()
+    assert "cannot read its .secrets.env" in out.decode()
+    assert json.loads((job / "exit.json").read_text())["exit_code"] == 1
+
+
+def test_a_secret_named_like_the_wrappers_own_variables_is_refused(tmp_path):
+    import pytest
+
+    from state import run_secrets
+
+    job = tmp_path / "job"
+    job.mkdir()
+    with pytest.raises(ValueError, match="'c'"):
+        run_secrets.write(job, {"c": "x"})
+    with pytest.raises(ValueError, match="letters, digits"):
+        run_secrets.write(job, {"A;touch x": "x"})
+    assert not list(job.iterdir())

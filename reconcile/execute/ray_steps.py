@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from reconcile.execute.admit import admitted, still_preempted
@@ -9,9 +10,11 @@ from reconcile.execute.world import Done, Outcome, World
 from reconcile.execute.wrapper import wrapped
 from reconcile.model import StopStep, SubmitStep
 from specs.errors import ArgusError
-from specs.submission import expand
+from specs.submission import expand, secret_refs
+from state import run_secrets
 from state.failures import PREEMPTED
 from state.observed import RunStatus
+from state.ray_client import ClusterUnreachable
 from state.records import job_dir
 
 
@@ -26,9 +29,16 @@ def submit(step: SubmitStep, world: World) -> Done:
         world.code.check(step.submission.code, step.cluster)
     payload = payload_of(step, root, world.runs.labels(step))
     record = world.runs.open(step, payload)
+    directory = job_dir(root, step.submission_id)
+    unwritten = _hand_over_secrets(step, directory, world)
+    if unwritten is not None:
+        world.runs.refused(record, unwritten)
+        raise unwritten
     try:
-        said = client.submit(step.submission_id, _with_secrets(payload, world))
+        said = client.submit(step.submission_id, payload)
     except ArgusError as err:
+        if not isinstance(err, ClusterUnreachable):  # lost on the way, Ray may have it: its run still needs them
+            run_secrets.remove(directory)
         world.runs.refused(record, err)
         clean = world.secrets.scrub(err)  # Ray's error may echo the env it was sent
         if clean is err:
@@ -51,6 +61,7 @@ def stop(step: StopStep, world: World) -> Done:
     client.stop(step.submission_id)
     world.journal.touched.add(step.cluster)
     final = client.wait_terminal(step.submission_id, world.stop_timeout, progress=world.echo)
+    run_secrets.remove(job_dir(world.roots[step.cluster], step.submission_id))  # stopped before it started
     record = world.runs.get(step.submission_id)
     if record is not None:  # a run Ray forgot while stopping did stop: its record says so
         world.runs.update(record, status=final.status if final else RunStatus.STOPPED)
@@ -58,10 +69,12 @@ def stop(step: StopStep, world: World) -> Done:
 
 
 def payload_of(step: SubmitStep, shared_root: str, labels: dict[str, str]) -> dict[str, Any]:
-    """What goes to Ray, secrets still as references: this is also what is written to NFS. The
-    entrypoint runs inside the wrapper that keeps the run's log and end on NFS (execute.wrapper)."""
+    """What goes to Ray, which is also what is written to NFS: no `${env:NAME}` variable is in it, the
+    wrapper gets those from a file (state.run_secrets). The entrypoint runs inside the wrapper that keeps
+    the run's log and end on NFS (execute.wrapper)."""
     sub = step.submission
-    env = {k: expand(v, shared_root, step.submission_id) for k, v in sub.env_vars.items()}
+    secret = secret_refs(sub.env_vars)
+    env = {k: expand(v, shared_root, step.submission_id) for k, v in sub.env_vars.items() if k not in secret}
     command = expand(sub.entrypoint, shared_root, step.submission_id)
     return {
         "entrypoint": wrapped(command, str(job_dir(shared_root, step.submission_id))),
@@ -74,8 +87,16 @@ def payload_of(step: SubmitStep, shared_root: str, labels: dict[str, str]) -> di
     }
 
 
-def _with_secrets(payload: dict[str, Any], world: World) -> dict[str, Any]:
-    env = (payload.get("runtime_env") or {}).get("env_vars")
-    if not env:
-        return payload
-    return {**payload, "runtime_env": {"env_vars": world.secrets.fill(env)}}
+def _hand_over_secrets(step: SubmitStep, directory: Path, world: World) -> ArgusError | None:
+    """The values of the run's `${env:NAME}` variables, in the file its wrapper reads and removes;
+    the error that keeps the run from being submitted, if the file cannot be written."""
+    env = step.submission.env_vars
+    secret = {key: env[key] for key in secret_refs(env)}
+    if not secret:
+        return None
+    try:
+        run_secrets.write(directory, world.secrets.fill(secret))
+    except (OSError, ValueError) as err:
+        return ArgusError(f"{step.submission_id}: the run's secrets file cannot be written in {directory}: "
+                          f"{world.secrets.redact(str(err))}. The run was not submitted.")
+    return None

@@ -15,7 +15,7 @@ from typing import Any
 from reconcile.execute.world import Secrets, World
 from specs.address import Address
 from specs.submission import held_secrets
-from state import debug, records
+from state import debug, records, run_secrets
 from state.audit_events import RunFinished
 from state.failures import PREEMPTED, Evidence, advice_for, classify, evidence_of, matched_lines
 from state.observed import TERMINAL, ClusterState, RayJob, RunRecord, RunStatus
@@ -87,6 +87,7 @@ def _record_progress(world: World, record: RunRecord, job: RayJob) -> None:
     if status not in TERMINAL:
         world.runs.update(record, status=status)
         return
+    run_secrets.remove(records.job_dir(root, job.submission_id))  # a run that never reached its wrapper left it
     if records.has_log(root, job.submission_id, "driver.log"):  # the run kept its own (execute.wrapper)
         logs = records.log_tail(root, job.submission_id)
     else:  # a run that never reached its wrapper (runtime env setup), or one of an earlier version

@@ -15,6 +15,9 @@ How it keeps the job's behaviour:
   A `tee` held open by something the command left behind is ended after a few seconds.
 - The wrapper exits with the command's own exit code.
 - If the job directory cannot be written, the command runs unwrapped (Ray still has its log and end).
+- Before anything else it reads the run's secrets from `.secrets.env` in its job directory into its
+  environment and removes the file (state.run_secrets): the command's environment has them, Ray never
+  had them. A file it cannot read fails the run with a message saying why, rather than running without.
 A wrapper SIGKILLed by Ray (a command that ignores SIGTERM for longer than RAY_JOB_STOP_WAIT_TIME_S)
 writes no exit.json: Ray's STOPPED and argus's stop record tell that end.
 """
@@ -24,7 +27,11 @@ from __future__ import annotations
 import shlex
 
 _LINES = """
-d=$1; c=$2; t=${TMPDIR:-/tmp}/argus-run.$$;
+d=$1; c=$2; t=${TMPDIR:-/tmp}/argus-run.$$; v=$d/.secrets.env;
+if [ -e "$v" ] || [ -h "$v" ]; then
+  if [ -f "$v" ] && [ -r "$v" ] && . "$v"; then :; else
+    c='echo "argus: this run cannot read its .secrets.env: argus and the job must be one user" >&2; exit 1';
+  fi; rm -f "$v"; fi;
 if mkdir -p "$d/logs" 2>/dev/null && mkdir -m 700 "$t" && mkfifo "$t/out"; then :; else
   rm -rf "$t"; echo "argus: cannot write $d: this run keeps no record of its own" >&2; exec /bin/sh -c "$c"; fi;
 (trap "" INT TERM HUP; exec tee -a "$d/logs/driver.log") < "$t/out" & p=$!;

@@ -1,0 +1,73 @@
+"""How a run gets its `${env:NAME}` values without Ray ever holding them.
+
+Anything in a job's `runtime_env` is kept in Ray's job table (the dashboard shows it to whoever reaches
+it), copied into the GCS job config and logged by the runtime-env agent on every node. So the values go
+another way: just before the submit, argus writes them to `<shared_root>/jobs/<submission_id>/.secrets.env`,
+mode 0600 (readable only by the user argus and the run share), and the run's wrapper
+(reconcile.execute.wrapper) reads it into the driver's environment and removes it before the command
+starts. Ray gets only the names of the variables that are not secret.
+
+A retry is a new submission with its own directory: the apply (or `argus serve`) that submits it writes
+its file again, from the values in its own environment. A file left behind by a run that never started
+(refused, stopped while pending, a runtime env that failed) is removed once its run has ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import shlex
+from pathlib import Path
+
+SECRETS_FILE = ".secrets.env"
+"""The name the wrapper looks for in its job directory: keep the two in step."""
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+WRAPPER_NAMES = frozenset("dctvpsrwgk")
+"""The wrapper's own variables: the file is sourced by its shell, so a secret must not be named like one."""
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def write(job_dir: Path, values: dict[str, str]) -> None:
+    """The file the wrapper sources: `export NAME='value'` lines, written whole (temp file, then rename)
+    through the job directory opened without following links, so a link planted in a shared directory
+    redirects nothing. Names are checked here too: the wrapper's shell runs this file."""
+    bad = sorted(name for name in values if not _NAME.match(name) or name in WRAPPER_NAMES)
+    if bad:
+        named = ", ".join(map(repr, bad))
+        raise ValueError(f"a secret's variable name must be letters, digits and _, and not one letter of "
+                         f"{''.join(sorted(WRAPPER_NAMES))} (the run's wrapper uses those): {named}")
+    text = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in sorted(values.items()))
+    directory = os.open(job_dir, _DIRECTORY)
+    try:
+        _write_private(directory, text)
+    finally:
+        os.close(directory)
+
+
+def remove(job_dir: Path) -> None:
+    """Gone, if it is there: a run that has ended needs its secrets no more."""
+    with contextlib.suppress(OSError):
+        directory = os.open(job_dir, _DIRECTORY)
+        try:
+            os.unlink(SECRETS_FILE, dir_fd=directory)
+        finally:
+            os.close(directory)
+
+
+def _write_private(directory: int, text: str) -> None:
+    temporary = f".{SECRETS_FILE}.{secrets.token_hex(6)}"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                 dir_fd=directory)
+    try:
+        os.fchmod(fd, 0o600)  # whatever the umask
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.rename(temporary, SECRETS_FILE, src_dir_fd=directory, dst_dir_fd=directory)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=directory)
+        raise
