@@ -27,7 +27,7 @@ from state.observed import (
     SourceState,
 )
 from state.ray_client import ClusterAuthFailed, ClusterRequestFailed, ClusterUnreachable, RayClient
-from state.records import read_records
+from state.run_index import RunsRead, keep, read_runs
 from state.sources import DEFAULT_FETCH_TIMEOUT, resolve_source, unresolved
 
 MAX_CONCURRENT_CLUSTERS = 8
@@ -41,8 +41,9 @@ def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: 
     absent = absent_roots(desired)
     states = {name: observe_snapshot(desired, name, verify_snapshots, absent, fetch_timeout)
               for name in sorted(desired.snapshots)}
-    return _settled(desired, _world(desired, ray, clusters, absent, states, workload_checks(desired, states, absent),
-                                    unreachable))
+    runs = read_run_records(desired, clusters, absent)
+    return _settled(desired, _world(desired, clusters, absent, states, workload_checks(desired, states, absent),
+                                    unreachable, runs, ray), runs)
 
 
 def observe_sync(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedState:
@@ -56,8 +57,9 @@ def observe_sync(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedSt
     """
     clusters, unreachable = read_clusters(ray)
     absent = absent_roots(desired)
-    return _settled(desired, _world(desired, ray, clusters, absent, recorded_snapshots(desired, absent), {},
-                                    unreachable))
+    runs = read_run_records(desired, clusters, absent)
+    return _settled(desired, _world(desired, clusters, absent, recorded_snapshots(desired, absent), {},
+                                    unreachable, runs, ray), runs)
 
 
 def observe_runs(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedState:
@@ -66,17 +68,45 @@ def observe_runs(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedSt
     logs names the run status shows). No source resolved, no layout, no failure read from logs."""
     absent = absent_roots(desired)
     clusters, unreachable = read_clusters(ray)
-    return _settled(desired, ObservedState(clusters=clusters, unreachable=unreachable, records=_records(desired),
-                                           absent_roots=absent, snapshots=recorded_snapshots(desired, absent)))
+    runs = read_run_records(desired, clusters, absent)
+    return _settled(desired, ObservedState(clusters=clusters, unreachable=unreachable, records=_merged(runs),
+                                           absent_roots=absent, snapshots=recorded_snapshots(desired, absent),
+                                           run_index_problems=_index_problems(desired, runs)), runs)
 
 
-def _settled(desired: DesiredState, observed: ObservedState) -> ObservedState:
-    """With what each run wrote about its own end; records of runs Ray forgot settled to it (state.settle)."""
+def _settled(desired: DesiredState, observed: ObservedState, runs: dict[str, RunsRead]) -> ObservedState:
+    """With what each run wrote about its own end; records of runs Ray forgot settled to it (state.settle);
+    runs settled by now indexed, so the next observation does not open their records again."""
     from state.settle import settle, with_ends
 
     observed = with_ends(desired, observed)
     settle(desired, observed)
+    on_ray = _on_ray(desired, observed.clusters)
+    for root, read in sorted(runs.items()):
+        keep(root, desired.workspace.name, read, on_ray, set(observed.clusters))
     return observed
+
+
+def read_run_records(desired: DesiredState, clusters: dict[str, ClusterState],
+                     absent: tuple[str, ...]) -> dict[str, RunsRead]:
+    """This workspace's records on each shared root here: the run index, the runs it marks open and
+    those Ray lists (state.run_index), never a status.json per run in history."""
+    present = {root for name, root in desired.shared_roots.items() if name not in absent}
+    on_ray = _on_ray(desired, clusters)
+    return {root: read_runs(root, desired.workspace.name, on_ray) for root in sorted(present)}
+
+
+def _on_ray(desired: DesiredState, clusters: dict[str, ClusterState]) -> set[str]:
+    return {j.submission_id for c in clusters.values() for j in c.jobs if j.workspace == desired.workspace.name}
+
+
+def _merged(runs: dict[str, RunsRead]) -> dict[str, RunRecord]:
+    return {sid: record for read in runs.values() for sid, record in read.records.items()}
+
+
+def _index_problems(desired: DesiredState, runs: dict[str, RunsRead]) -> dict[str, str]:
+    return {name: runs[root].problem for name, root in sorted(desired.shared_roots.items())
+            if root in runs and runs[root].problem}
 
 
 def read_clusters(ray: dict[str, RayClient]) -> tuple[dict[str, ClusterState], dict[str, str]]:
@@ -99,10 +129,10 @@ def read_clusters(ray: dict[str, RayClient]) -> tuple[dict[str, ClusterState], d
     return clusters, unreachable
 
 
-def _world(desired: DesiredState, ray: dict[str, RayClient], clusters: dict[str, ClusterState], absent: tuple[str, ...],
+def _world(desired: DesiredState, clusters: dict[str, ClusterState], absent: tuple[str, ...],
            states: dict[str, SnapshotState], checks: dict[str, tuple[Diagnostic, ...]],
-           unreachable: dict[str, str]) -> ObservedState:
-    records = _records(desired)
+           unreachable: dict[str, str], runs: dict[str, RunsRead], ray: dict[str, RayClient]) -> ObservedState:
+    records = _merged(runs)
     return ObservedState(
         clusters=clusters,
         unreachable=unreachable,
@@ -117,6 +147,7 @@ def _world(desired: DesiredState, ray: dict[str, RayClient], clusters: dict[str,
         queues=read_queues(desired, absent),
         checkpoints=read_checkpoints(desired, absent),
         observed_at=time.time(),
+        run_index_problems=_index_problems(desired, runs),
     )
 
 
@@ -159,13 +190,6 @@ def _with_quotas(queue: ClusterQueue, root: str) -> ClusterQueue:
         return queue.model_copy(update={"quotas": load_quotas(Path(root))})
     except QuotaFileError as err:
         return queue.model_copy(update={"problem": str(err)})
-
-
-def _records(desired: DesiredState) -> dict[str, RunRecord]:
-    records: dict[str, RunRecord] = {}
-    for root in sorted(set(desired.shared_roots.values())):
-        records.update(read_records(root, desired.workspace.name))
-    return records
 
 
 def unclassified_failures(desired: DesiredState, ray: dict[str, RayClient], clusters: dict,

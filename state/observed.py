@@ -287,3 +287,5 @@ class ObservedState(Frozen):
     """Per cluster whose shared root is here: its admission queue across workspaces."""
     observed_at: float = 0.0
     """Epoch seconds of the observation: the arrival time of a job queued now."""
+    run_index_problems: dict[str, str] = {}
+    """Per cluster: why its shared root's run index (state.run_index) was not used; every record was read."""

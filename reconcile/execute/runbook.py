@@ -15,7 +15,7 @@ from reconcile.plan.queue import ask_demand
 from specs.desired import DesiredState
 from specs.errors import ArgusError
 from specs.submission import RunId, labels
-from state import debug, records
+from state import debug, records, run_index
 from state.observed import ClusterState, RunRecord, RunStatus
 from state.ray_client import ClusterUnreachable
 
@@ -50,6 +50,8 @@ class RunBook:
                                       session_name=self._session(step.cluster), gpus=_demanded_gpus(step))
         configs = {"ray_config": self._desired.clusters[step.cluster].model_dump(mode="json"),
                    "jobspec": self._desired.jobs[sub.job].model_dump(mode="json")}
+        self._never_unseen(root, step.submission_id)
+        run_index.mark_open(root, sub.workspace, step.submission_id)
         records.write_intent(root, record, configs, {"submission_id": step.submission_id, **payload})
         if step.cluster in self._clusters:
             records.write_debug(root, step.submission_id, "ray_status_pre.txt",
@@ -78,6 +80,17 @@ class RunBook:
 
     def note(self, record: RunRecord, text: str) -> None:
         records.append_submit_log(self._root(record.cluster), record.submission_id, self._redact(text))
+
+    def _never_unseen(self, root: str, submission_id: str) -> None:
+        """A record of this very run that the plan did not see (its run index edited or removed, or an
+        argus of an earlier version wrote it): submitting would run it a second time once Ray forgot it.
+        The index is dropped, so the next plan reads every record and sees it (state.run_index)."""
+        if submission_id in self._known or records.read_record(root, submission_id) is None:
+            return
+        run_index.forget_index(root, self._desired.workspace.name)
+        raise ArgusError(f"run {submission_id} already has a record ({records.job_dir(root, submission_id)}) that "
+                         "this plan did not see: its run index was edited or removed. Nothing was submitted; run "
+                         "`argus plan` again (it reads every record this time)")
 
     def _root(self, cluster: str) -> str:
         return self._desired.shared_root(cluster)

@@ -107,6 +107,9 @@ def _plan_desired_job(desired: DesiredState, observed: ObservedState, job: Job, 
 
 def _world_diagnostics(desired: DesiredState, observed: ObservedState) -> list[Diagnostic]:
     found = unreachable_clusters(desired, observed) + _runs_on_removed_clusters(observed) + _restarted_heads(observed)
+    found += [Diagnostic(severity="warning", address=Address.cluster(name),
+                         message=f"{problem}: every run record was read instead (slower), and the index is rebuilt")
+              for name, problem in sorted(observed.run_index_problems.items())]
     return found + [
         Diagnostic(severity="error", address=Address.cluster(name), field="shared_root",
                    message=f"shared root {desired.shared_root(name)} does not exist on this machine: mount the NFS "

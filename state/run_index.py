@@ -1,0 +1,329 @@
+"""Which runs a plan reads: an index of this workspace's settled runs and markers of its open ones.
+
+Without it every plan lists <root>/jobs/ (every workspace's runs, ever) and opens the status.json of
+each of this workspace's runs, so a plan costs one NFS round trip per run in history. With it:
+
+  .argus/runs/<workspace>.json        every settled run (below), in one file, compact
+  .argus/runs/<workspace>.open/<id>   an empty marker per run not settled yet, made before its intent
+  .argus/runs/<workspace>.lock        held while the index is rewritten
+
+A plan opens the index, lists the markers (a handful), and reads the status.json of the marked runs
+and of this workspace's jobs Ray still lists: a bounded number of files, whatever the history.
+
+Settled: the record says a final status (SUCCEEDED, STOPPED, FAILED with its class, or SUBMIT_FAILED),
+and Ray, answering, no longer lists the run. Nothing rewrites such a record (execute.refresh only
+touches runs Ray lists, state.settle only unfinished ones), but a submit Ray refused, which the next
+apply sends again under the same id: it is marked open again first, and a marked run's status.json
+outranks its index entry. The newest settled run of each job keeps its whole record (the plan's
+`before`, the status page's evidence); older ones keep what the planner decides from (status,
+attempt, spec hash, failure class, session...), not their submission.
+
+The trade, correctness first. Every file here is writable by every job on the cluster, and the run
+records stay the truth:
+- an index missing, malformed, oversized, a symlink, or holding a run argus would not have indexed
+  is not used: every record is read as before (a listing of jobs/ and a status.json per run), with a
+  warning when it existed, and the index is rebuilt;
+- a run missing from the index and from the markers (deleted by hand, or submitted by an argus of an
+  earlier version after this one built the index) is not seen by plan. The only harm that could do
+  is a second submit under its id once Ray forgot it: apply refuses to submit an id whose record
+  exists but was not observed (execute.runbook), drops the index, and the next plan reads everything.
+  Such a plan may show a diff without the run it could not see, never run it twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import stat
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import ValidationError
+
+from specs.models import Name
+from specs.submission import SUBMISSION_ID_PATTERN
+from state.beneath import NotBeneath, opened_dir
+from state.observed import TERMINAL, Frozen, RunRecord, RunStatus
+from state.records import read_record, read_records, read_small
+
+RUNS_DIR = ".argus/runs"
+MAX_INDEX_BYTES = 64 * 1024 * 1024
+"""About 150,000 settled runs; a bigger index is not read (every record is, instead)."""
+MAX_OPEN_RUNS = 10_000
+"""More markers than this is no workload argus made: every record is read instead."""
+LOCK_WAIT = 10.0
+COMPACTED = frozenset({"submission", "evidence", "advice", "error"})
+"""What an older settled run leaves out: the planner decides from the rest."""
+
+
+class RunIndex(Frozen):
+    """<root>/.argus/runs/<workspace>.json."""
+
+    version: Literal[1] = 1
+    workspace: Name
+    runs: tuple[RunRecord, ...]
+
+
+@dataclass(frozen=True)
+class RunsRead:
+    """This workspace's records on one shared root, and how they were found."""
+
+    records: dict[str, RunRecord]
+    indexed: frozenset[str] = frozenset()
+    """Runs whose record came from the index (not opened)."""
+    marked: frozenset[str] = frozenset()
+    """Runs with an open marker."""
+    scanned: bool = False
+    """Every record was read (no usable index): the index is to be rebuilt from them."""
+    problem: str | None = None
+    """Why an index that was there could not be used."""
+
+
+def read_runs(shared_root: str, workspace: str, on_ray: Iterable[str] = ()) -> RunsRead:
+    """The index, then the status.json of every marked run and of every run Ray lists for this workspace."""
+    try:
+        index, marked = _index_and_markers(shared_root, workspace)
+    except (Unusable, OSError) as why:
+        problem = f"{index_path(shared_root, workspace)}: {why}"
+        return RunsRead(read_records(shared_root, workspace), scanned=True, problem=problem)
+    if index is None:  # never built here yet (or removed): read everything once, then build it
+        return RunsRead(read_records(shared_root, workspace), scanned=True)
+    records = {r.submission_id: r for r in index.runs}
+    indexed = set(records)
+    for sid in sorted(marked | {s for s in on_ray if belongs(s, workspace)}):
+        record = read_record(shared_root, sid)
+        if record is not None and record.workspace == workspace:
+            records[sid] = record
+            indexed.discard(sid)
+    return RunsRead(records, frozenset(indexed), frozenset(marked))
+
+
+def keep(shared_root: str, workspace: str, read: RunsRead, on_ray: set[str], answered: set[str]) -> None:
+    """Index the runs that settled since, mark open runs found without a marker; nothing to do, no write.
+    `answered`: the clusters whose job list was read (only there is "Ray no longer lists it" known)."""
+    fresh = {sid: r for sid, r in read.records.items()
+             if sid not in read.indexed and sid not in on_ray and r.cluster in answered and settled(r)}
+    unmarked = {sid for sid in read.records if sid not in read.indexed and sid not in fresh and sid not in read.marked}
+    if not (fresh or unmarked or read.scanned):
+        return
+    with contextlib.suppress(OSError, Unusable), _locked(shared_root, workspace) as folder:
+        try:
+            base = {} if read.scanned else _runs_of(_index(folder, workspace))
+        except Unusable:  # replaced since it was read: what was read of it still stands
+            base = {sid: read.records[sid] for sid in read.indexed}
+        _write_index(folder, workspace, {**base, **fresh})
+        opened = _markers(folder, workspace, create=True)
+        for sid in sorted(unmarked):
+            _mark(opened, sid)
+        for sid in sorted(fresh):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(sid, dir_fd=opened)
+        os.close(opened)
+
+
+def mark_open(shared_root: str, workspace: str, submission_id: str) -> None:
+    """Before a run's intent is written: a crash right after still leaves it found. Best effort: a
+    run without its marker is still found through Ray, and apply never submits an unseen run's id."""
+    with contextlib.suppress(OSError), _runs_dir(shared_root, create=True) as folder:
+        opened = _markers(folder, workspace, create=True)
+        try:
+            _mark(opened, submission_id)
+        finally:
+            os.close(opened)
+
+
+def forget_index(shared_root: str, workspace: str) -> None:
+    """Drop the index: the next plan reads every record and builds it again."""
+    with contextlib.suppress(OSError), _runs_dir(shared_root, create=False) as folder:
+        if folder is not None:
+            os.unlink(f"{workspace}.json", dir_fd=folder)
+
+
+def settled(record: RunRecord) -> bool:
+    """A final status nothing more will change (a failure already classified)."""
+    if record.status is RunStatus.SUBMIT_FAILED:
+        return True
+    return record.status in TERMINAL and (record.status is not RunStatus.FAILED or record.failure is not None)
+
+
+def belongs(submission_id: str, workspace: str) -> bool:
+    """A submission id starts with the workspace's name (trimmed when long) and a dot."""
+    head = submission_id.split(".", 1)[0]
+    return bool(head) and "." in submission_id and workspace.startswith(head) \
+        and SUBMISSION_ID_PATTERN.match(submission_id) is not None
+
+
+def index_path(shared_root: str, workspace: str) -> str:
+    return f"{shared_root}/{RUNS_DIR}/{workspace}.json"
+
+
+class Unusable(Exception):
+    """The index (or its directory) is there but is not one argus wrote."""
+
+
+def _index_and_markers(shared_root: str, workspace: str) -> tuple[RunIndex | None, set[str]]:
+    with _runs_dir(shared_root, create=False) as folder:
+        if folder is None:
+            return None, set()
+        index = _index(folder, workspace)
+        if index is None:
+            return None, set()
+        return index, _marked(folder, workspace)
+
+
+def _index(folder: int, workspace: str) -> RunIndex | None:
+    name = f"{workspace}.json"
+    try:
+        info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_INDEX_BYTES:
+        raise Unusable("not a regular file, or bigger than argus writes one")
+    raw = read_small(name, MAX_INDEX_BYTES, dir_fd=folder)
+    try:
+        index = RunIndex.model_validate_json(raw or b"")
+    except (ValidationError, ValueError, RecursionError):
+        raise Unusable("not an index argus wrote (edited?)") from None
+    _check(index, workspace)
+    return index
+
+
+def _check(index: RunIndex, workspace: str) -> None:
+    ids = [r.submission_id for r in index.runs]
+    if index.workspace != workspace or len(set(ids)) != len(ids):
+        raise Unusable("names another workspace, or a run twice")
+    if not all(r.workspace == workspace and belongs(r.submission_id, workspace) and settled(r) for r in index.runs):
+        raise Unusable("holds a run argus would not have indexed (edited?)")
+
+
+def _runs_of(index: RunIndex | None) -> dict[str, RunRecord]:
+    return {r.submission_id: r for r in index.runs} if index is not None else {}
+
+
+def _marked(folder: int, workspace: str) -> set[str]:
+    try:
+        fd = os.open(f"{workspace}.open", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+    except FileNotFoundError:
+        return set()
+    except OSError as err:
+        raise Unusable(f"its open runs' directory is a symlink or no directory ({err.strerror})") from None
+    try:
+        names = os.listdir(fd)
+    finally:
+        os.close(fd)
+    if len(names) > MAX_OPEN_RUNS:
+        raise Unusable(f"{len(names)} runs marked open (argus keeps at most {MAX_OPEN_RUNS})")
+    return {n for n in names if belongs(n, workspace)}
+
+
+def _write_index(folder: int, workspace: str, runs: dict[str, RunRecord]) -> None:
+    rows = [_row(r, whole=sid in _heads(runs)) for sid, r in sorted(runs.items())]
+    text = json.dumps({"version": 1, "workspace": workspace, "runs": rows}, separators=(",", ":"), sort_keys=True)
+    temp = f".{workspace}.{uuid.uuid4().hex[:8]}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, f"{workspace}.json", src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=folder)
+        raise
+
+
+def _heads(runs: dict[str, RunRecord]) -> set[str]:
+    """The newest settled run of each job: kept whole."""
+    newest: dict[str, RunRecord] = {}
+    for record in runs.values():
+        best = newest.get(record.job)
+        if best is None or _age(record) > _age(best):
+            newest[record.job] = record
+    return {r.submission_id for r in newest.values()}
+
+
+def _age(record: RunRecord) -> tuple[str, int, str]:
+    return record.submitted_at or record.updated_at, record.attempt, record.submission_id
+
+
+def _row(record: RunRecord, whole: bool) -> dict:
+    return record.model_dump(mode="json", exclude_defaults=True, exclude=set() if whole else set(COMPACTED))
+
+
+def _markers(folder: int, workspace: str, create: bool) -> int:
+    name = f"{workspace}.open"
+    if create:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, 0o755, dir_fd=folder)
+    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+
+
+def _mark(opened: int, submission_id: str) -> None:
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(submission_id, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                         dir_fd=opened))
+
+
+@contextlib.contextmanager
+def _locked(shared_root: str, workspace: str) -> Iterator[int]:
+    """The runs directory, with this workspace's index lock held (a POSIX record lock: NFS has them)."""
+    with _runs_dir(shared_root, create=True) as folder:
+        fd = os.open(f"{workspace}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+                     0o644, dir_fd=folder)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise Unusable("its lock is not a regular file")
+            _lock(fd)
+            yield folder
+        finally:
+            os.close(fd)
+
+
+def _lock(fd: int) -> None:
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as err:
+            if err.errno == errno.ENOLCK:  # NFS without a lock manager: the index is a cache, go on
+                return
+            if err.errno not in (errno.EACCES, errno.EAGAIN) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def _runs_dir(shared_root: str, create: bool) -> Iterator[int | None]:
+    """<root>/.argus/runs, each part opened without following a symlink; None when missing (not created)."""
+    if create:
+        _make_dirs(shared_root)
+    stack = contextlib.ExitStack()
+    try:
+        fd: int | None = stack.enter_context(opened_dir(shared_root, RUNS_DIR))
+    except FileNotFoundError:
+        if create:
+            raise
+        fd = None
+    except NotBeneath as err:
+        if create or not isinstance(err.__cause__, FileNotFoundError):
+            raise Unusable(f"a directory on the way is a symlink or no directory ({err})") from None
+        fd = None
+    with stack:
+        yield fd
+
+
+def _make_dirs(shared_root: str) -> None:
+    """Each part made in its parent opened without following links; the shared root itself never."""
+    built = ""
+    for part in RUNS_DIR.split("/"):
+        with opened_dir(shared_root, built) as fd, contextlib.suppress(FileExistsError):
+            os.mkdir(part, 0o755, dir_fd=fd)
+        built = f"{built}/{part}".lstrip("/")

@@ -1,0 +1,194 @@
+"""The run index (state.run_index): a plan opens the index and the open runs' records, never one
+file per run in history; a hostile index is never used and never makes argus submit a run twice."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import jobs_of, sdk, wait_for
+
+from state import records, run_index
+from state.observed import RunRecord, RunStatus
+from state.run_index import keep, read_runs
+from tests.test_runs import PREVIOUS_VERSION_RECORD
+
+WS = "team"
+
+
+def record(n: int, status: str = "SUCCEEDED", job: str = "ppo", **fields: object) -> RunRecord:
+    sid = f"{WS}.{job}.{n:012x}.1"
+    return RunRecord.model_validate({**PREVIOUS_VERSION_RECORD, "submission_id": sid, "job": job, "status": status,
+                                     "submitted_at": f"2026-01-01T00:{n // 60 % 60:02d}:{n % 60:02d}+00:00",
+                                     **fields})
+
+
+def write(root: Path, *runs: RunRecord) -> None:
+    for run in runs:
+        records.write_status(str(root), run)
+
+
+def indexed_once(root: Path, on_ray: set[str] = frozenset()) -> run_index.RunsRead:
+    """One plan's read and keep, as state.observe does them (cluster "c" answered)."""
+    read = read_runs(str(root), WS, on_ray)
+    keep(str(root), WS, read, set(on_ray), {"c"})
+    return read
+
+
+def opened_during(call) -> list[str]:
+    """Paths os.open was asked for (records.read_small, the index, the markers) while `call` ran."""
+    seen, real = [], os.open
+
+    def counting(path, *args, **kwargs):
+        seen.append(str(path))
+        return real(path, *args, **kwargs)
+
+    os.open = counting
+    try:
+        call()
+    finally:
+        os.open = real
+    return seen
+
+
+def test_settled_runs_are_read_from_the_index_and_open_ones_from_their_records(tmp_path: Path):
+    write(tmp_path, *(record(n) for n in range(40)), record(40, "RUNNING"), record(41, "FAILED"))
+    first = indexed_once(tmp_path)
+    assert first.scanned and first.problem is None and len(first.records) == 42
+
+    second = read_runs(str(tmp_path), WS)
+    assert not second.scanned and second.problem is None
+    assert second.records.keys() == first.records.keys()
+    # the unclassified failure and the running run stay open: their status.json is read each time
+    assert second.indexed == {record(n).submission_id for n in range(40)}
+    assert second.marked == {record(40).submission_id, record(41).submission_id}
+    opened = opened_during(lambda: read_runs(str(tmp_path), WS))
+    assert [p for p in opened if p.endswith("status.json")] == [
+        str(records.job_dir(str(tmp_path), record(n).submission_id) / "status.json") for n in (40, 41)]
+
+
+def test_the_newest_settled_run_of_a_job_keeps_its_whole_record_older_ones_what_the_planner_needs(tmp_path: Path):
+    write(tmp_path, *(record(n, failure="oom" if n == 3 else None) for n in range(5)))
+    indexed_once(tmp_path)
+    runs = read_runs(str(tmp_path), WS).records
+    newest, older = runs[record(4).submission_id], runs[record(3).submission_id]
+    assert newest == record(4) and newest.submission is not None
+    assert older.submission is None and older.failure == "oom"
+    assert (older.status, older.attempt, older.spec_hash, older.session_name) == ("SUCCEEDED", 1, record(3).spec_hash,
+                                                                                 "s1")
+
+
+def test_a_run_settles_into_the_index_once_ray_no_longer_lists_it(tmp_path: Path):
+    running = record(1, "RUNNING")
+    write(tmp_path, running)
+    indexed_once(tmp_path, on_ray={running.submission_id})
+    write(tmp_path, running.model_copy(update={"status": RunStatus.SUCCEEDED}))
+    indexed_once(tmp_path, on_ray={running.submission_id})  # still on Ray: refresh may still write its record
+    assert read_runs(str(tmp_path), WS).marked == {running.submission_id}
+    indexed_once(tmp_path)  # Ray forgot it
+    read = read_runs(str(tmp_path), WS)
+    assert read.indexed == {running.submission_id} and not read.marked
+
+
+def test_a_crashed_applys_intent_is_found_by_its_marker(tmp_path: Path):
+    indexed_once(tmp_path)  # an index exists: nothing lists jobs/ any more
+    crashed = record(9, "SUBMITTING")
+    run_index.mark_open(str(tmp_path), WS, crashed.submission_id)
+    write(tmp_path, crashed)
+    assert read_runs(str(tmp_path), WS).records == {crashed.submission_id: crashed}
+
+
+def test_other_workspaces_runs_are_neither_opened_nor_indexed(tmp_path: Path):
+    other = RunRecord.model_validate({**PREVIOUS_VERSION_RECORD, "workspace": "other",
+                                      "submission_id": "other.ppo.0d3b16c73fd5.1", "status": "SUCCEEDED"})
+    write(tmp_path, other, record(1))
+    indexed_once(tmp_path)
+    assert set(read_runs(str(tmp_path), WS).records) == {record(1).submission_id}
+    assert "other." not in (tmp_path / ".argus" / "runs" / f"{WS}.json").read_text()
+
+
+HOSTILE_INDEXES = {
+    "not json": "{",
+    "a list": "[]",
+    "another workspace": json.dumps({"version": 1, "workspace": "other", "runs": []}),
+    "a running run": json.dumps({"version": 1, "workspace": WS,
+                                 "runs": [record(7, "RUNNING").model_dump(mode="json")]}),
+    "a run twice": json.dumps({"version": 1, "workspace": WS, "runs": [record(7).model_dump(mode="json")] * 2}),
+    "deep": "[" * 100_000,
+}
+
+
+@pytest.mark.parametrize("text", HOSTILE_INDEXES.values(), ids=HOSTILE_INDEXES.keys())
+def test_a_hostile_index_is_not_used_every_record_is_read_and_the_index_rebuilt(tmp_path: Path, text: str):
+    write(tmp_path, record(1), record(2))
+    indexed_once(tmp_path)
+    path = tmp_path / ".argus" / "runs" / f"{WS}.json"
+    path.write_text(text)
+    read = indexed_once(tmp_path)
+    assert read.scanned and read.problem and read.problem.startswith(str(path))
+    assert set(read.records) == {record(1).submission_id, record(2).submission_id}
+    again = read_runs(str(tmp_path), WS)
+    assert not again.scanned and set(again.records) == set(read.records)
+
+
+def test_an_oversized_index_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    write(tmp_path, record(1))
+    indexed_once(tmp_path)
+    monkeypatch.setattr(run_index, "MAX_INDEX_BYTES", 10)
+    read = read_runs(str(tmp_path), WS)
+    assert read.scanned and "bigger than argus writes" in read.problem
+    assert set(read.records) == {record(1).submission_id}
+
+
+def test_a_symlinked_runs_directory_is_never_followed_nor_written_through(tmp_path: Path):
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    write(root, record(1))
+    (root / ".argus").mkdir()
+    (root / ".argus" / "runs").symlink_to(elsewhere)
+    read = indexed_once(root)
+    assert read.scanned and "symlink" in read.problem and set(read.records) == {record(1).submission_id}
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_deleted_index_is_rebuilt_from_every_record_quietly(tmp_path: Path):
+    write(tmp_path, record(1))
+    indexed_once(tmp_path)
+    run_index.forget_index(str(tmp_path), WS)
+    read = indexed_once(tmp_path)
+    assert read.scanned and read.problem is None and set(read.records) == {record(1).submission_id}
+    assert not read_runs(str(tmp_path), WS).scanned
+
+
+def test_too_many_open_markers_is_not_a_list_argus_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    write(tmp_path, record(1))
+    indexed_once(tmp_path)
+    monkeypatch.setattr(run_index, "MAX_OPEN_RUNS", 2)
+    for n in range(3):
+        run_index.mark_open(str(tmp_path), WS, record(100 + n).submission_id)
+    read = read_runs(str(tmp_path), WS)
+    assert read.scanned and "marked open" in read.problem
+
+
+def test_a_run_removed_from_the_index_is_never_submitted_twice(workspace, argus):
+    """The attack: a finished run Ray forgot is edited out of the index, so plan sees no run of the spec."""
+    workspace.job("once", ["sh", "-c", "echo ran"])
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    [job] = [j for j in jobs_of(workspace.address, workspace.name) if j.metadata["argus.job"] == "once"]
+    wait_for(workspace.address, job.submission_id, {"SUCCEEDED"})
+    assert argus("apply", workspace.root, "--auto-approve").code == 0  # its record says SUCCEEDED
+    sdk(workspace.address).delete_job(job.submission_id)  # Ray forgets it
+    assert argus("plan", workspace.root).code == 0  # ... and the plan indexes it
+    index = workspace.shared / ".argus" / "runs" / f"{workspace.name}.json"
+    data = json.loads(index.read_text())
+    assert [r["submission_id"] for r in data["runs"]] == [job.submission_id]
+    index.write_text(json.dumps({**data, "runs": []}))
+
+    refused = argus("apply", workspace.root, "--auto-approve")
+    assert refused.code == 1 and "this plan did not see" in refused.err, refused.out + refused.err
+    assert job.submission_id not in {j.submission_id for j in jobs_of(workspace.address, workspace.name)}
+    assert records.read_record(str(workspace.shared), job.submission_id).status == "SUCCEEDED"
+    again = argus("plan", workspace.root, "--detailed-exitcode")
+    assert again.code == 0, again.out + again.err  # every record read: the run is seen, nothing to do
