@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import json
 import os
+import tempfile
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Literal
@@ -74,6 +75,18 @@ def check_destination(path: Path) -> None:
         raise ArgusError(f"{path}: the directory {path.parent} does not exist; create it or pick another path")
     if path.is_dir():
         raise ArgusError(f"{path} is a directory; give a file name such as {path / 'plan.json'}")
+    if not _can_write_in(path.parent) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ArgusError(f"{path}: argus cannot write there (permissions, or a read-only filesystem); "
+                         "pick a path you can write")
+
+
+def _can_write_in(directory: Path) -> bool:
+    """By trying: os.access says yes to root on a read-only filesystem, and NFS may refuse what mode bits allow."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".argus-plan-check."):
+            return True
+    except OSError:
+        return False
 
 
 def read(path: Path) -> SavedPlan:

@@ -314,3 +314,29 @@ def test_the_makefile_rewrites_the_address_each_demo_names(example: str):
     assert "python -m reconcile.commands.local" in recipe and "ARGUS_LOCAL_PORT=$port" in recipe
     assert 's|http://127.0.0.1:8265|' in recipe
     assert "address: http://127.0.0.1:8265" in (ROOT / "examples" / example / "cluster.yaml").read_text()
+
+
+def test_plan_refuses_an_output_it_cannot_write_before_connecting(tmp_path: Path, argus,
+                                                                  monkeypatch: pytest.MonkeyPatch):
+    from reconcile.commands import plan
+
+    def never(*_args, **_kwargs):
+        raise AssertionError("plan connected to a cluster")
+
+    monkeypatch.setattr(plan, "connect", never)
+    monkeypatch.setattr(plan, "load", never)
+    ws = make_workspace(tmp_path / "ws", "out", "http://127.0.0.1:9")
+    result = argus("plan", ws.root, "-o", "/proc/argus-plan.json")  # no file is created in /proc, even by root
+    assert result.code == 1 and result.out == ""
+    assert "argus cannot write there" in result.err
+    assert not list(Path("/proc").glob(".argus-plan-check.*"))
+
+
+def test_plan_with_errors_and_an_output_prints_one_json_document_and_saves_nothing(tmp_path: Path, argus):
+    ws = make_workspace(tmp_path / "ws", "errs", "http://127.0.0.1:9")
+    ws.job("j", "echo hi")  # its cluster cannot be reached: a plan error
+    out = tmp_path / "plan.json"
+    result = argus("plan", ws.root, "-o", out, "--json")
+    assert result.code == 1 and not out.exists()
+    document = json.loads(result.out)  # one document: the plan, its errors inside
+    assert [d["severity"] for d in document["diagnostics"]] == ["error"] and "Not saved" in result.err

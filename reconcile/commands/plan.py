@@ -37,11 +37,13 @@ def run(directory: Path, command: PlanCommand) -> int:
     _, plan = observe_and_plan(desired, connect(desired, command.timeout), command.options,
                                command.verify_snapshots, command.fetch_timeout)
     typer.echo(show(plan, command.output_format, command.colour))
+    if plan.errors:  # shown above, with the plan; an error object after it would make two JSON documents
+        if command.out is not None:
+            typer.echo(f"Not saved to {command.out}: a plan with errors cannot be applied; fix them first.", err=True)
+        return EXIT_ERROR
     if command.out is not None:
         save(command.out, desired, plan)
         typer.echo(f"Saved the plan to {command.out}; apply exactly it with `argus apply {command.out}`.", err=True)
-    if plan.errors:
-        return EXIT_ERROR
     return EXIT_CHANGES if command.detailed_exitcode and plan.actionable else EXIT_OK
 
 
