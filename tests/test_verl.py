@@ -16,7 +16,6 @@ from ruamel.yaml import YAML
 
 from specs.loader import load_workspace
 from specs.submission import expand, resolve
-from state import local
 from state.failures import ADVICE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,18 +121,6 @@ def test_the_entrypoint_reaches_verl_as_exactly_the_argv_intended(h20: Path, tmp
     assert cfg.trainer.default_local_dir == f"{tmp_path}/shared/outputs/checkpoints/ppo-gsm8k/run-1"
 
 
-@pytest.fixture(scope="module")
-def gpu_cluster(tmp_path_factory: pytest.TempPathFactory):
-    """A head plus a worker_node node that declares 4 logical GPUs and 16 CPUs."""
-    state_dir = tmp_path_factory.mktemp("gpu-cluster")
-    cluster = local.up(state_dir, dashboard_port=local._free_port(), cpus_per_node=16, worker_gpus=4,
-                       worker_resources={"worker_node": 4.0})
-    try:
-        yield cluster
-    finally:
-        local.down(state_dir)
-
-
 def gpu_workspace(tmp_path: Path, verl_repo: Path, address: str):
     ws = make_workspace(tmp_path / "ws", "verl-checks", address)
     ws.write("cluster.yaml", f"""
@@ -143,7 +130,7 @@ def gpu_workspace(tmp_path: Path, verl_repo: Path, address: str):
         shared_root: .shared
         nodes:
           - {{role: head, count: 1}}
-          - {{role: worker, count: 2, resources: {{GPU: 4, worker_node: 1}}}}
+          - {{role: worker, count: 2, resources: {{GPU: 3, worker_node: 1}}}}
         job_defaults:
           entrypoint_num_cpus: 1
           entrypoint_resources: {{worker_node: 1}}
@@ -171,25 +158,25 @@ trainer: {trainer}
 
 def test_plan_checks_files_capacity_and_checkpoints_on_a_cluster_with_gpus(tmp_path, verl_repo, gpu_cluster, argus):
     ws = gpu_workspace(tmp_path, verl_repo, gpu_cluster.address)
-    verl_job(ws, "fits", "{nnodes: 1, n_gpus_per_node: 4}")
-    verl_job(ws, "too-big", "{nnodes: 2, n_gpus_per_node: 4}")
-    verl_job(ws, "too-few-cpus", "{nnodes: 1, n_gpus_per_node: 4}", extra="overrides: []\n")
+    verl_job(ws, "fits", "{nnodes: 1, n_gpus_per_node: 2}")
+    verl_job(ws, "too-big", "{nnodes: 2, n_gpus_per_node: 2}")
+    verl_job(ws, "too-few-cpus", "{nnodes: 1, n_gpus_per_node: 2}", extra="overrides: []\n")
     verl_job(ws, "no-data", "{nnodes: 1, n_gpus_per_node: 1}", model="Qwen/Qwen2.5-0.5B-Instruct")
     edit(ws.root / "jobs/no-data.yaml", "datasets/gsm8k/train.parquet", "datasets/missing.parquet")
     verl_job(ws, "clash", "{nnodes: 1, n_gpus_per_node: 1, "
                           "checkpoint_dir: '${shared_root}/outputs/checkpoints/fits/run-1'}")
-    edit(ws.root / "jobs/too-few-cpus.yaml", "workload: ppo", "workload: sft")  # 10 CPUs per GPU: 40 > 16
+    edit(ws.root / "jobs/too-few-cpus.yaml", "workload: ppo", "workload: sft")  # 10 CPUs per GPU: 20 > 8
 
     plan = argus("plan", ws.root)
     assert plan.code == 1, plan.out
     assert "Error: jobs/too-big.yaml:10: job.too-big can never fit on cluster 'local': it needs 2 node(s) " \
-           "with 4 GPUs and 12 CPUs each" in plan.out
-    assert "Error: jobs/too-few-cpus.yaml:10: job.too-few-cpus can never fit" in plan.out and "40 CPUs" in plan.out
+           "with 2 GPUs and 6 CPUs each" in plan.out
+    assert "Error: jobs/too-few-cpus.yaml:10: job.too-few-cpus can never fit" in plan.out and "20 CPUs" in plan.out
     assert "Error: jobs/no-data.yaml:8: " in plan.out and "missing.parquet does not exist" in plan.out
     assert "Warning: jobs/no-data.yaml:6: Qwen/Qwen2.5-0.5B-Instruct is only a hub id" in plan.out
     assert "Error: jobs/fits.yaml:10: job.fits writes checkpoints to ${shared_root}/outputs/checkpoints/fits/run-1, " \
            "like job.clash" in plan.out
-    assert "Warning: cluster.yaml:7: expected 2 alive worker node(s) with GPU=4, worker_node=1; 1 found" in plan.out
+    assert "Warning: cluster.yaml:7: expected 2 alive worker node(s) with GPU=3, worker_node=1; 1 found" in plan.out
     assert "job.fits can never fit" not in plan.out and "jobs/fits.yaml:9" not in plan.out
     written = sorted(p.relative_to(ws.shared).as_posix() for p in ws.shared.rglob("*") if p.is_file())
     assert written == ["datasets/gsm8k/train.parquet", "models/qwen/config.json"]  # plan wrote nothing there
