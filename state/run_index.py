@@ -198,7 +198,10 @@ def _check(index: RunIndex, workspace: str) -> None:
     ids = [r.submission_id for r in index.runs]
     if index.workspace != workspace or len(set(ids)) != len(ids):
         raise Unusable("names another workspace, or a run twice")
-    if not all(r.workspace == workspace and belongs(r.submission_id, workspace) and settled(r) for r in index.runs):
+    heads = {sid.split(".", 1)[0] for sid in ids}  # one name check per head, not per run
+    if not all(belongs(f"{head}.x", workspace) for head in heads) or not all(
+            r.workspace == workspace and SUBMISSION_ID_PATTERN.match(r.submission_id) and settled(r)
+            for r in index.runs):
         raise Unusable("holds a run argus would not have indexed (edited?)")
 
 
