@@ -202,8 +202,13 @@ def span(numbers: list[int]) -> str:
     return f"line{'s' if len(numbers) > 1 else ''} {text}"
 
 
-def _chain(found: Layout) -> list[str]:
-    previous = GENESIS
+def segment_problems(found: Layout, previous: str, workspace: str, key: bytes | None) -> list[str]:
+    """Problems of records appended after a record already verified (its hash: previous): the chain
+    goes on from it, recoveries name torn lines in the segment, HMACs match. No anchor is weighed here."""
+    return _chain(found, previous) + _hmacs(found.records, None, workspace, key)[0]
+
+
+def _chain(found: Layout, previous: str = GENESIS) -> list[str]:
     by_line = {line.number: f"line {line.number}: not a JSON record (edited by hand?)" for line in found.bad}
     for line in found.records:
         entry, name = line.entry, _name(line)

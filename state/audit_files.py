@@ -71,6 +71,26 @@ def read_log(shared_root: str, workspace: str) -> tuple[bytes | None, str | None
         return handle.read(), None
 
 
+def read_log_since(shared_root: str, workspace: str, offset: int) -> tuple[os.stat_result | None, bytes]:
+    """The log's identity and size (None: no log, or not a regular file) and its bytes from offset on:
+    what a reader that verified the rest already needs (state.audit_follow)."""
+    try:
+        with _directory(shared_root, LOG_DIR, create=False) as folder:
+            if folder is None:
+                return None, b""
+            fd = os.open(f"{workspace}.jsonl", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+                         dir_fd=folder)
+    except OSError:
+        return None, b""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, b""
+        return info, read_at(fd, offset, max(0, info.st_size - offset))
+    finally:
+        os.close(fd)
+
+
 def read_anchor(shared_root: str, workspace: str) -> bytes | None:
     """The anchor's bytes; None when there is none (or it is a symlink, too big, no regular file)."""
     try:

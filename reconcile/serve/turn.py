@@ -20,6 +20,7 @@ from reconcile.serve import events as ev
 from reconcile.serve.report import Event, TurnReport
 from specs.desired import DesiredState
 from specs.errors import ArgusError
+from state.audit_follow import AuditFollower
 
 
 @dataclass(frozen=True)
@@ -277,19 +278,20 @@ def _clock(options: TurnOptions) -> ev.Clock:
 
 
 def _audit_view(desired: DesiredState) -> dict:
-    """The newest apply and whether the log verifies, from the first shared root's audit log."""
-    from state import audit
-
+    """The newest apply and whether the log verifies, from the first shared root's audit log: only what
+    was appended since the last turn is read (state.audit_follow), the whole log now and then."""
     if not desired.shared_roots:
         return {}
     root = desired.shared_roots[sorted(desired.shared_roots)[0]]
     try:
-        _count, problems = audit.verify(root, desired.workspace.name)
+        followed = _AUDIT.view(root, desired.workspace.name)
+        problems = list(followed.problems)
     except (OSError, ValueError, AttributeError, TypeError) as err:  # a hostile line must not blind the loop
-        problems = [f"the audit log cannot be read: {type(err).__name__}"]
-    if problems:  # a torn or edited log cannot be read as records; say so instead
+        followed, problems = None, [f"the audit log cannot be read: {type(err).__name__}"]
+    if problems or followed is None:  # a torn or edited log cannot be read as records; say so instead
         return {"audit_verified": False, "audit_problem": "; ".join(problems[:3])}
-    ended = [e for e in audit.read(root, desired.workspace.name) if e.get("event") == "apply.end"]
-    last = {k: ended[-1].get(k) for k in ("time", "actor", "outcome", "commit")} if ended else None
-    return {"last_apply": last, "audit_verified": True}
+    return {"last_apply": followed.last_apply, "audit_verified": True}
 
+
+_AUDIT = AuditFollower()
+"""This process's reader of its audit logs: each turn reads what the turn before had not."""
