@@ -24,7 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from specs.loader import load_workspace  # noqa: E402
 from specs.submission import RunId, labels  # noqa: E402
-from state import records, run_index  # noqa: E402
+from state import audit, audit_files, records, run_index  # noqa: E402
+from state.audit_events import ApplyEnded, StepCarriedOut  # noqa: E402
+from state.audit_follow import AuditFollower  # noqa: E402
 from state.observe import observe  # noqa: E402
 from state.observed import ClusterState, RayJob, RunRecord, RunStatus  # noqa: E402
 
@@ -70,6 +72,15 @@ def main() -> None:
     _report("plan", none, many, past, target=1.10)
     print(f"  before the index (every record read, as issue 16 found it): {full[0]} files opened, "
           f"{full[2] / 1e6:.1f} MB, {full[3]:.2f} s")
+    with tempfile.TemporaryDirectory() as tmp:
+        small = _audit_turns(counter, Path(tmp) / "small", 10)
+        big = _audit_turns(counter, Path(tmp) / "big", 100_000)
+    for records_, found in ((10, small), (100_000, big)):
+        print(f"serve turn's audit view, {records_} records: first turn (full) {found[0][0]} files "
+              f"{found[0][2] / 1e3:.0f} kB {found[0][3]:.3f} s; next turn {found[1][0]} files "
+              f"{found[1][2] / 1e3:.1f} kB {found[1][3]:.4f} s")
+    print(f"serve turn's audit view: next turn 100,000 vs 10 records: files {big[1][0] / small[1][0]:.2f}x, "
+          f"bytes {big[1][2] / small[1][2]:.2f}x, seconds {big[1][3] / small[1][3]:.2f}x")
 
 
 def _plan_reads(counter: Counter, base: Path, past: int, rounds: int) -> tuple[int, int, int, float]:
@@ -83,6 +94,24 @@ def _plan_reads(counter: Counter, base: Path, past: int, rounds: int) -> tuple[i
 
 def _full_read(counter: Counter, base: Path) -> tuple[int, int, int, float]:
     return counter.measure(lambda: records.read_records(str(base / "shared"), WS))
+
+
+def _audit_turns(counter: Counter, root: Path, count: int) -> list[tuple[int, int, int, float]]:
+    """A serve process's audit view of a log of `count` records: its first turn, and one after an apply."""
+    shared = str(root)
+    audit.append(shared, WS, ApplyEnded(outcome="ok", changes=1))  # the log, its directories, its anchor
+    lines, newest = audit._records([StepCarriedOut(address=f"job.j{n}", action="submit", step="submit", outcome="ok")
+                                    for n in range(count - 1)], {"plan": "p1"}, audit.read(shared, WS)[-1]["hash"],
+                                   WS, None)
+    with open(audit.audit_path(shared, WS), "a", encoding="utf-8") as handle:
+        handle.write("".join(f"{line}\n" for line in lines))
+    audit_files.write_anchor(shared, WS, audit._anchor_text(count, newest, WS, None))
+    follower = AuditFollower()
+    first = counter.measure(lambda: follower.view(shared, WS))
+    audit.append(shared, WS, ApplyEnded(outcome="ok", changes=2))
+    following = counter.measure(lambda: follower.view(shared, WS))
+    assert follower.view(shared, WS).problems == (), "the bench's log must verify"
+    return [first, following]
 
 
 def _report(what: str, none: tuple, many: tuple, past: int, target: float) -> None:
