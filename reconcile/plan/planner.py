@@ -108,7 +108,8 @@ def _plan_desired_job(desired: DesiredState, observed: ObservedState, job: Job, 
 def _world_diagnostics(desired: DesiredState, observed: ObservedState) -> list[Diagnostic]:
     found = unreachable_clusters(desired, observed) + _runs_on_removed_clusters(observed) + _restarted_heads(observed)
     found += [Diagnostic(severity="warning", address=Address.cluster(name),
-                         message=f"{problem}: every run record was read instead (slower), and the index is rebuilt")
+                         message=f"{problem}: every run record was read instead (slower); argus rebuilds the "
+                                 "index where it can")
               for name, problem in sorted(observed.run_index_problems.items())]
     return found + [
         Diagnostic(severity="error", address=Address.cluster(name), field="shared_root",
