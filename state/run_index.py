@@ -226,7 +226,8 @@ def _marked(folder: int, workspace: str) -> set[str]:
 
 
 def _write_index(folder: int, workspace: str, runs: dict[str, RunRecord]) -> None:
-    rows = [_row(r, whole=sid in _heads(runs)) for sid, r in sorted(runs.items())]
+    heads = _heads(runs)
+    rows = [_row(r, whole=sid in heads) for sid, r in sorted(runs.items())]
     text = json.dumps({"version": 1, "workspace": workspace, "runs": rows}, separators=(",", ":"), sort_keys=True)
     temp = f".{workspace}.{uuid.uuid4().hex[:8]}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=folder)
