@@ -298,6 +298,11 @@ class Plan(Frozen):
         return tuple(c for c in self.changes if c.action is not Action.NOOP and not _waits_as_before(c))
 
     @property
+    def waiting(self) -> tuple[Change, ...]:
+        """Jobs already in the queue that still wait: shown, but not actionable."""
+        return tuple(c for c in self.changes if _waits_as_before(c))
+
+    @property
     def errors(self) -> tuple[Diagnostic, ...]:
         return tuple(d for d in self.diagnostics if d.severity == "error")
 

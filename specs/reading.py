@@ -231,7 +231,9 @@ class Walk:
 
     @staticmethod
     def _under(path: Path, directory: Path) -> bool:
-        return directory in path.parents
+        """`directory in path.parents`, part by part without building each parent (called per file)."""
+        inner, outer = path.parts, directory.parts
+        return len(inner) > len(outer) and inner[:len(outer)] == outer
 
     def _rel(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix() if path == self.root or self._inside(path) else str(path)

@@ -21,6 +21,8 @@ from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, StreamMark
 from ruamel.yaml.events import AliasEvent, MappingStartEvent, ScalarEvent, SequenceStartEvent
 
+from specs.fast_yaml import plain_documents
+
 MAX_DEPTH = 50
 """Nested collections and scalars; a spec needs about 5 (job, env, value)."""
 TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep: argus specs are shallow; flatten the value"
@@ -47,11 +49,18 @@ class Refused(MarkedYAMLError):
 
 
 def load_documents(text: str) -> list[Any]:
-    """Every document of `text`, as ruamel round-trip nodes; raises a MarkedYAMLError with a line."""
+    """Every document of `text`, as ruamel round-trip nodes; raises a MarkedYAMLError with a line.
+    Plain specs (most) are built by specs.fast_yaml, the same nodes; all else is read by ruamel here."""
     run = _BRACKET_RUN.search(text)
     if run:
         line = text.count("\n", 0, run.start())
         raise Refused(problem=TOO_DEEP, problem_mark=StreamMark(None, run.start(), line, 0))
+    plain = plain_documents(text, MAX_DEPTH)
+    return plain if plain is not None else ruamel_documents(text)
+
+
+def ruamel_documents(text: str) -> list[Any]:
+    """ruamel's reading with every refusal below: for what specs.fast_yaml leaves to it."""
     yaml = YAML(typ="rt")
     yaml.Composer = _SpecComposer
     yaml.Constructor = _SpecConstructor

@@ -58,9 +58,10 @@ def decide_cluster(workspace: str, cluster: ClusterState, queue: ClusterQueue, w
     skip, capacity = frozenset(w.key for w in wants), [n.resources for n in cluster.nodes]
     entries = [*held(cluster, queue, now, set(leaving), specs), *unledgered,
                *waiting(workspace, queue, now, capacity, own_waiting, skip)]
+    arrivals = first_arrivals(workspace, queue)
     for want in wants:
-        entries.append(Entry(key=want.key, workspace=workspace, demand=ask_demand(want.ask),
-                             priority=want.ask.priority, arrived=arrival(workspace, queue, want, now)))
+        entries.append(Entry(key=want.key, workspace=workspace, demand=ask_demand(want.ask), priority=want.ask.priority,
+                             arrived=arrivals.get((want.key, want.spec_hash), now if want.seen is None else want.seen)))
     return {d.key: d for d in decide(entries, capacity, [n.used for n in cluster.nodes], queue.quotas)}
 
 
@@ -96,16 +97,24 @@ def waiting(workspace: str, queue: ClusterQueue, now: float, capacity: Sequence[
             and -CLOCK_SKEW <= now - e.seen < QUEUE_TTL and not never_fits(_demand(e), capacity)]
 
 
-def arrival(workspace: str, queue: ClusterQueue, want: Want, now: float) -> float:
-    """When argus first queued this spec of the job; for a spec it never queued, when its plan saw it."""
-    return min((e.arrived for e in queue.entries if e.workspace == workspace and f"{workspace}/{e.job}" == want.key
-                and e.spec_hash == want.spec_hash), default=now if want.seen is None else want.seen)
+def first_arrivals(workspace: str, queue: ClusterQueue) -> dict[tuple[str, str], float]:
+    """(key, spec_hash) -> when argus first queued that spec of the job (a spec it never queued
+    arrives when its plan saw it). One pass over the ledger, not one per job."""
+    arrivals: dict[tuple[str, str], float] = {}
+    for e in queue.entries:
+        if e.workspace == workspace:
+            at = (f"{workspace}/{e.job}", e.spec_hash)
+            arrivals[at] = min(e.arrived, arrivals.get(at, e.arrived))
+    return arrivals
 
 
-def queued_before(workspace: str, queue: ClusterQueue, want: Want) -> LedgerEntry | None:
-    """This run's waiting entry: an apply queued it."""
-    return next((e for e in queue.entries if e.workspace == workspace and e.submission_id == want.submission_id
-                 and e.admitted is None), None)
+def waiting_entries(workspace: str, queue: ClusterQueue) -> dict[str, LedgerEntry]:
+    """Submission id -> this workspace's waiting entry (the first, as the ledger lists them): an apply queued it."""
+    found: dict[str, LedgerEntry] = {}
+    for e in queue.entries:
+        if e.workspace == workspace and e.admitted is None:
+            found.setdefault(e.submission_id, e)
+    return found
 
 
 def says_the_same(entry: LedgerEntry | None, ask: Ask) -> bool:
@@ -194,16 +203,26 @@ def plan_admission(desired: DesiredState, observed: ObservedState, changes: list
             decisions.update(decide_cluster(workspace, observed.clusters[name], queue, grouped.get(name, []),
                                             observed.observed_at, leaving,
                                             _unledgered(workspace, name, queue, runs, leaving), specs=specs))
-    decided = [_decided(workspace, observed, c, wants.get(c.address), decisions) for c in changes]
-    return [preempted(desired, c, decisions) for c in decided], found
+    queued = {name: waiting_entries(workspace, _queue(observed, name)) for name in grouped}
+    decided = [_decided(c, wants.get(c.address), decisions, queued) for c in changes]
+    heads = preempting(decisions)
+    return [preempted(desired, c, heads) for c in decided], found
 
 
-def preempted(desired: DesiredState, change: Change, decisions: Mapping[str, Decision]) -> Change:
-    """A running job of this workspace that the head of its cluster's queue preempts: its run is
-    stopped, only if its spec says `preemptible: true` now."""
+def preempting(decisions: Mapping[str, Decision]) -> dict[str, Decision]:
+    """Each preempted key -> the first decision that preempts it: one pass, not one per change."""
+    heads: dict[str, Decision] = {}
+    for decision in decisions.values():
+        for victim in decision.preempts:
+            heads.setdefault(victim, decision)
+    return heads
+
+
+def preempted(desired: DesiredState, change: Change, heads: Mapping[str, Decision]) -> Change:
+    """A running job of this workspace that the head of its cluster's queue preempts (`heads`, from
+    `preempting`): its run is stopped, only if its spec says `preemptible: true` now."""
     job = desired.jobs.get(change.address.removeprefix("job."))
-    key = f"{desired.workspace.name}/{job.name}" if job is not None else ""
-    head = next((d for d in decisions.values() if key in d.preempts), None)
+    head = heads.get(f"{desired.workspace.name}/{job.name}") if job is not None else None
     run = change.current
     if head is None or job is None or not job.preemptible or change.action is not Action.NOOP or run is None \
             or not run.on_ray or run.status not in ACTIVE:
@@ -245,12 +264,13 @@ def _want(desired: DesiredState, observed: ObservedState,
                                seen=observed.observed_at)), None
 
 
-def _decided(workspace: str, observed: ObservedState, change: Change, want: tuple[str, Want] | None,
-             decisions: Mapping[str, Decision]) -> Change:
+def _decided(change: Change, want: tuple[str, Want] | None, decisions: Mapping[str, Decision],
+             queued: Mapping[str, Mapping[str, LedgerEntry]]) -> Change:
+    """`queued`: cluster -> submission id -> this workspace's waiting entry (`waiting_entries`)."""
     if want is None:
         return change
     cluster, wanted = want
-    decision, before = decisions[wanted.key], queued_before(workspace, _queue(observed, cluster), wanted)
+    decision, before = decisions[wanted.key], queued[cluster].get(wanted.submission_id)
     attempt = next(s.attempt for s in change.steps if isinstance(s, SubmitStep))
     info = info_of(cluster, wanted, attempt, decision, from_queue=before is not None and decision.start,
                    wanted=change.action)

@@ -62,7 +62,7 @@ def _decisions(changes: Iterable[Change]) -> dict[str, list[Change]]:
 def _deciding(plan: Plan) -> list[Change]:
     """The actionable changes, and the jobs that keep waiting in the queue: whether a run starts
     now or waits for room is the world's doing, not a new decision (a reviewer approved the run)."""
-    return [c for c in plan.changes if c in plan.actionable or c.action is Action.QUEUE]
+    return [c for c in plan.changes if c.action is not Action.NOOP]  # actionable or waiting: all but NOOP
 
 
 def _keys(changes: list[Change]) -> set[StepKey]:

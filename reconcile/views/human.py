@@ -70,7 +70,7 @@ def summary(plan: Plan) -> str:
 
 def _waiting_lines(plan: Plan) -> list[str]:
     """Jobs already in the queue that still wait: nothing to do, but people need to see where they stand."""
-    waiting = [c for c in plan.changes if c.action is Action.QUEUE and c not in plan.actionable]
+    waiting = plan.waiting
     if not waiting:
         return []
     return ["  Waiting in the admission queue:", *(f"    {c.address}: {c.reason}" for c in waiting), ""]

@@ -1,0 +1,148 @@
+"""The plain subset of YAML, parsed by libyaml (C): what ruamel would build, ten times sooner.
+
+ruamel's pure-Python scanner costs about 10 ms a job file here: a workspace of 5,000 files spent
+most of `argus plan` in it (bench/plan_scale.py). Real specs use a small subset of YAML: block and
+flow mappings and sequences of untagged scalars. This module parses that subset with libyaml
+(PyYAML's C parser; PyYAML comes with ray) and builds what ruamel's round-trip loader builds for
+it: CommentedMap and CommentedSeq with the same line and column marks, holding the same values.
+
+It never decides whether a file is acceptable. Anything outside the subset -- a tag, an anchor or
+alias, a directive, a duplicate or non-string key, a value left out, one ruamel reads as anything but a string,
+a bool, null or a plain decimal int or float, nesting MAX_DEPTH deep, characters YAML 1.1 and 1.2
+read differently, a tab, any syntax error -- makes it answer None, and specs.safe_yaml reads the
+file with ruamel, which refuses or locates the problem exactly as before (tests/test_fast_yaml.py
+compares both on every spec in tests/ and examples/ and on generated documents).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.reader import Reader
+from ruamel.yaml.resolver import VersionedResolver
+
+try:
+    from yaml import YAMLError
+    from yaml import events as ev
+    from yaml.cyaml import CParser
+except ImportError:  # PyYAML built without libyaml: every file takes ruamel's path
+    CParser = None
+
+_UNLIKE = re.compile(r"[\t\x85\u2028\u2029\ufeff]")
+"""NEL, LS and PS break lines in YAML 1.1 (libyaml) but not in 1.2 (ruamel); tabs and BOMs: rare in
+specs, subtle in both; left to ruamel."""
+_IMPLICIT = VersionedResolver().versioned_resolver
+"""ruamel's own YAML 1.2 table (first character -> tags and patterns) decides what a plain scalar is,
+so `yes` stays a string here too; read once, as asking the resolver each time costs more than parsing."""
+_STR, _BOOL, _NULL = ("tag:yaml.org,2002:" + kind for kind in ("str", "bool", "null"))
+_INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_PLAIN_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]{0,17})")
+_PLAIN_FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]{0,17})\.[0-9]{1,17}")
+"""The numbers read here; `0o17`, `1_000`, `1e3`, `.inf`, `007` are ruamel's to read."""
+
+
+class _Declined(Exception):
+    """The text leaves the plain subset: ruamel reads it."""
+
+
+def plain_documents(text: str, max_depth: int) -> list[Any] | None:
+    """Every document of `text` as ruamel's round-trip loader builds it, or None when `text` is
+    outside the plain subset (or not YAML at all): then ruamel must read it."""
+    if CParser is None or _UNLIKE.search(text) or Reader.NON_PRINTABLE.search(text):
+        return None
+    parser = CParser(text)
+    try:
+        return _documents(parser, max_depth)
+    except (_Declined, YAMLError):
+        return None
+    finally:
+        parser.dispose()
+
+
+def _documents(parser: Any, max_depth: int) -> list[Any]:
+    parser.get_event()  # StreamStartEvent
+    documents = []
+    while not parser.check_event(ev.StreamEndEvent):
+        start = parser.get_event()
+        if start.version is not None or start.tags:  # %YAML 1.1 changes what `yes` means
+            raise _Declined
+        documents.append(_node(parser, 0, max_depth))
+        parser.get_event()  # DocumentEndEvent
+    return documents
+
+
+def _node(parser: Any, depth: int, max_depth: int) -> Any:
+    event = parser.get_event()
+    if depth >= max_depth or isinstance(event, ev.AliasEvent) or event.anchor is not None or event.tag is not None:
+        raise _Declined
+    if isinstance(event, ev.ScalarEvent):
+        return _scalar(event)
+    if isinstance(event, ev.SequenceStartEvent):
+        return _sequence(parser, event, depth, max_depth)
+    return _mapping(parser, event, depth, max_depth)
+
+
+def _scalar(event: Any) -> Any:
+    value = event.value
+    if not event.implicit[0]:  # quoted or a block scalar: a string whatever it reads
+        return value
+    if not value:  # a value left out: libyaml marks it where the key ends, ruamel where the next token starts
+        raise _Declined
+    tag = _implicit_tag(value)
+    if tag == _STR:
+        return value
+    if tag == _NULL:
+        return None
+    if tag == _BOOL:
+        return value.lower() == "true"
+    if tag == _INT and _PLAIN_INT.fullmatch(value):
+        return int(value)
+    if tag == _FLOAT and _PLAIN_FLOAT.fullmatch(value):
+        return float(value)
+    raise _Declined  # a timestamp, a merge key, a hex or exponent number: ruamel builds its own types
+
+
+def _implicit_tag(value: str) -> str:
+    """The tag ruamel's resolver gives a plain scalar: the first pattern that matches, else a string."""
+    for tag, pattern in (*_IMPLICIT.get(value[0], ()), *_IMPLICIT.get(None, ())):
+        if pattern.match(value):
+            return str(tag)
+    return _STR
+
+
+def _sequence(parser: Any, start: Any, depth: int, max_depth: int) -> CommentedSeq:
+    sequence = CommentedSeq()
+    sequence.lc.line, sequence.lc.col = start.start_mark.line, start.start_mark.column
+    while not parser.check_event(ev.SequenceEndEvent):
+        mark = parser.peek_event().start_mark
+        sequence.lc.add_idx_line_col(len(sequence), [mark.line, mark.column])
+        sequence.append(_node(parser, depth + 1, max_depth))
+    parser.get_event()
+    _style(sequence, start)
+    return sequence
+
+
+def _mapping(parser: Any, start: Any, depth: int, max_depth: int) -> CommentedMap:
+    mapping = CommentedMap()
+    mapping.lc.line, mapping.lc.col = start.start_mark.line, start.start_mark.column
+    while not parser.check_event(ev.MappingEndEvent):
+        key_mark = parser.peek_event().start_mark
+        key = _node(parser, depth + 1, max_depth)
+        if not isinstance(key, str) or key in mapping:  # ruamel names what is wrong with such a key
+            raise _Declined
+        value_mark = parser.peek_event().start_mark
+        mapping.lc.add_kv_line_col(key, [key_mark.line, key_mark.column, value_mark.line, value_mark.column])
+        mapping[key] = _node(parser, depth + 1, max_depth)
+    parser.get_event()
+    _style(mapping, start)
+    return mapping
+
+
+def _style(collection: CommentedMap | CommentedSeq, start: Any) -> None:
+    """Flow or block, as ruamel records it (only a non-empty collection's)."""
+    if collection and start.flow_style is True:
+        collection.fa.set_flow_style()
+    elif collection and start.flow_style is False:
+        collection.fa.set_block_style()
