@@ -23,9 +23,14 @@ from pathlib import Path
 
 SECRETS_FILE = ".secrets.env"
 """The name the wrapper looks for in its job directory: keep the two in step."""
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 WRAPPER_NAMES = frozenset("dctvpsrwgk")
 """The wrapper's own variables: the file is sourced by its shell, so a secret must not be named like one."""
+SHELL_NAMES = frozenset({"IFS", "PS1", "PS2", "PS4", "ENV", "OPTIND", "OPTARG", "LINENO", "PPID", "UID", "EUID",
+                         "SHELLOPTS", "BASHOPTS"})
+"""Names a shell gives a meaning of its own. A shell resets them when it starts, so as plain variables they
+are harmless; set while the wrapper runs they are not: IFS splits its pids and exit code, and where sh is
+bash, setting a readonly one (UID, PPID, BASH_VERSINFO) ends the wrapper before the command and exit.json."""
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -33,17 +38,24 @@ def write(job_dir: Path, values: dict[str, str]) -> None:
     """The file the wrapper sources: `export NAME='value'` lines, written whole (temp file, then rename)
     through the job directory opened without following links, so a link planted in a shared directory
     redirects nothing. Names are checked here too: the wrapper's shell runs this file."""
-    bad = sorted(name for name in values if not _NAME.match(name) or name in WRAPPER_NAMES)
+    bad = sorted(name for name in values if not _allowed(name))
     if bad:
         named = ", ".join(map(repr, bad))
         raise ValueError(f"a secret's variable name must be letters, digits and _, and not one letter of "
-                         f"{''.join(sorted(WRAPPER_NAMES))} (the run's wrapper uses those): {named}")
+                         f"{''.join(sorted(WRAPPER_NAMES))} (the run's wrapper uses those) nor one the shell "
+                         f"gives a meaning ({', '.join(sorted(SHELL_NAMES))}, BASH_*): {named}; rename it in "
+                         "the job's env_vars")
     text = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in sorted(values.items()))
     directory = os.open(job_dir, _DIRECTORY)
     try:
         _write_private(directory, text)
     finally:
         os.close(directory)
+
+
+def _allowed(name: str) -> bool:
+    return (bool(_NAME.fullmatch(name)) and name not in WRAPPER_NAMES and name not in SHELL_NAMES
+            and not name.startswith("BASH_"))
 
 
 def remove(job_dir: Path) -> None:
@@ -62,8 +74,8 @@ def _write_private(directory: int, text: str) -> None:
                  dir_fd=directory)
     try:
         os.fchmod(fd, 0o600)  # whatever the umask
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:  # as os.environ holds them: bytes that are not UTF-8 stay bytes
+            handle.write(os.fsencode(text))
             handle.flush()
             os.fsync(handle.fileno())
         os.rename(temporary, SECRETS_FILE, src_dir_fd=directory, dst_dir_fd=directory)

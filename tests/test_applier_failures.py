@@ -155,6 +155,7 @@ def test_a_lost_submit_leaves_the_record_submitting(desired, sdk):
     assert record["status"] == RunStatus.SUBMITTING and "Cannot reach the Ray dashboard" in record["error"]
     assert record["session_name"] == "s1"  # the next plan tells "never reached Ray" from "Ray forgot it" by this
     assert sdk.calls == [("submit", alpha.submission_id)]  # a write is never retried
+    assert (records.job_dir(str(shared(desired)), alpha.submission_id) / ".secrets.env").exists()  # Ray may run it
     [action] = [e for e in audit_events(desired) if e["event"] == "action"]
     assert action["outcome"] == "failed"
 
@@ -206,3 +207,17 @@ def test_a_secret_in_an_error_reaches_no_record_log_audit_or_message(desired, sd
     for path in [p for p in shared(desired).rglob("*") if p.is_file()]:
         assert SECRET not in path.read_text(errors="replace"), path
     assert "***" in status_of(desired, alpha.submission_id)["error"]
+
+
+
+def test_only_a_run_with_secrets_asks_its_wrapper_for_them(desired, sdk):
+    """The wrapper reads .secrets.env only when its entrypoint says the run has one: a file planted beside a
+    run without secrets is never sourced, and a run with secrets whose file is missing fails saying so."""
+    fresh, ctx, (alpha, beta) = planned(desired)
+    apply_plan(fresh, ctx)
+
+    alpha_sent, beta_sent = sdk.sent
+    assert alpha_sent["entrypoint"].endswith(" secrets") and not beta_sent["entrypoint"].endswith(" secrets")
+    written = records.job_dir(str(shared(desired)), alpha.submission_id) / ".secrets.env"
+    assert written.stat().st_mode & 0o777 == 0o600 and written.read_text() == f"export TOKEN={SECRET}\n"
+    assert not (records.job_dir(str(shared(desired)), beta.submission_id) / ".secrets.env").exists()

@@ -10,15 +10,16 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from conftest import until
 
 from reconcile.execute.wrapper import wrapped
 from state.records import read_end
 
 
-def start(command: str, job_dir: Path, **env: str) -> subprocess.Popen:
+def start(command: str, job_dir: Path, has_secrets: bool = False, **env: str) -> subprocess.Popen:
     """As Ray's job supervisor starts an entrypoint: shell=True, a new session, stdout+stderr to one file."""
-    return subprocess.Popen(wrapped(command, str(job_dir)), shell=True, start_new_session=True,
+    return subprocess.Popen(wrapped(command, str(job_dir), has_secrets), shell=True, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, **env})
 
 
@@ -140,7 +141,7 @@ def test_secrets_reach_the_command_from_a_file_that_is_gone_before_it_starts(tmp
     run_secrets.write(job, {"TOKEN": tricky, "OTHER": "plain"})
     secrets_file = job / run_secrets.SECRETS_FILE
     assert secrets_file.stat().st_mode & 0o777 == 0o600
-    proc = start(f'test -e {secrets_file} && echo still there; printf "%s|%s" "$TOKEN" "$OTHER"', job)
+    proc = start(f'test -e {secrets_file} && echo still there; printf "%s|%s" "$TOKEN" "$OTHER"', job, True)
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0 and out.decode() == tricky + "|plain"
     assert not secrets_file.exists() and not (tmp_path / "injected").exists()
@@ -153,7 +154,7 @@ def test_a_secrets_file_the_run_cannot_read_fails_it_with_the_reason(tmp_path):
     job.mkdir()
     marker = tmp_path / "ran"
     (job / run_secrets.SECRETS_FILE).mkdir()  # not a file: as unreadable as another user's
-    proc = start(f"touch {marker}", job)
+    proc = start(f"touch {marker}", job, True)
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 1 and not marker.exists()
     assert "cannot read its .secrets.env" in out.decode()
@@ -172,3 +173,69 @@ def test_a_secret_named_like_the_wrappers_own_variables_is_refused(tmp_path):
     with pytest.raises(ValueError, match="letters, digits"):
         run_secrets.write(job, {"A;touch x": "x"})
     assert not list(job.iterdir())
+
+
+def _secret_run(tmp_path: Path, values: dict[str, str], command: str) -> tuple[int, bytes, Path]:
+    from state import run_secrets
+
+    job = tmp_path / "job"
+    job.mkdir(exist_ok=True)
+    run_secrets.write(job, values)
+    proc = start(command, job, True)
+    out, _ = proc.communicate(timeout=30)
+    return proc.returncode, out, job
+
+
+@pytest.mark.parametrize("value", [
+    "", "-n", "'", "''\\'", '"$(touch INJ)"', "`touch INJ`", "$(touch INJ)", "a\nb\n\n", "\r\n\t end",
+    "\\'\\\\", "${IFS}$0$1$@", "ünïcødé ✓ 𝄞", "x" * 100_000, "; touch INJ #", "'; touch INJ; '",
+    "\n'\ntouch INJ\n'", "\udcff\udcfe raw bytes",
+])
+def test_no_secret_value_runs_as_code_and_each_reaches_the_command_byte_for_byte(tmp_path, value):
+    code, out, job = _secret_run(tmp_path, {"TOKEN": value}, 'cd "$(dirname "$0")" 2>/dev/null; printf "%s" "$TOKEN"')
+    assert code == 0, out[-300:]
+    assert out == os.fsencode(value)
+    assert not list(tmp_path.rglob("INJ")) and not list(Path.cwd().glob("INJ"))
+    assert not (job / ".secrets.env").exists()
+
+
+@pytest.mark.parametrize("name", ["IFS", "PS4", "ENV", "OPTIND", "PPID", "UID", "EUID", "SHELLOPTS",
+                                  "BASH_VERSINFO", "TOKEN\n", "d", "k"])
+def test_a_secret_named_like_a_shell_or_wrapper_variable_is_refused(tmp_path, name):
+    from state import run_secrets
+
+    job = tmp_path / "job"
+    job.mkdir()
+    with pytest.raises(ValueError, match="rename it"):
+        run_secrets.write(job, {name: "0123456789"})
+    assert not list(job.iterdir())
+
+
+def test_a_secret_ifs_would_have_split_the_wrappers_pids_and_exit_code(tmp_path):
+    """Why IFS is refused: dash ignores an IFS from its environment, but one sourced mid-script applies."""
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / ".secrets.env").write_text("export IFS='0123456789'\n")
+    proc = start("exit 3", job, True)
+    proc.communicate(timeout=30)
+    assert json.loads((job / "exit.json").read_text())["exit_code"] != 3  # the wrapper's own $r was split
+
+
+def test_a_run_without_secrets_never_sources_a_planted_file(tmp_path):
+    job, marker = tmp_path / "job", tmp_path / "planted-ran"
+    job.mkdir()
+    (job / ".secrets.env").write_text(f"touch {marker}\n")
+    proc = start("echo ok", job)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and out.decode() == "ok\n"
+    assert not marker.exists()
+
+
+def test_a_run_whose_secrets_file_is_missing_fails_saying_so_instead_of_running_without(tmp_path):
+    """A node without the shared root at the same path, or a file removed before the run started."""
+    job, marker = tmp_path / "job", tmp_path / "ran"
+    proc = start(f"touch {marker}", job, True)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and not marker.exists()
+    assert "has no .secrets.env in its job directory" in out.decode()
+    assert json.loads((job / "exit.json").read_text())["exit_code"] == 1

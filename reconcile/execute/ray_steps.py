@@ -77,7 +77,7 @@ def payload_of(step: SubmitStep, shared_root: str, labels: dict[str, str]) -> di
     env = {k: expand(v, shared_root, step.submission_id) for k, v in sub.env_vars.items() if k not in secret}
     command = expand(sub.entrypoint, shared_root, step.submission_id)
     return {
-        "entrypoint": wrapped(command, str(job_dir(shared_root, step.submission_id))),
+        "entrypoint": wrapped(command, str(job_dir(shared_root, step.submission_id)), bool(secret)),
         "runtime_env": {"env_vars": env} if env else None,
         "metadata": labels,
         "entrypoint_num_cpus": sub.entrypoint_num_cpus,

@@ -15,9 +15,11 @@ How it keeps the job's behaviour:
   A `tee` held open by something the command left behind is ended after a few seconds.
 - The wrapper exits with the command's own exit code.
 - If the job directory cannot be written, the command runs unwrapped (Ray still has its log and end).
-- Before anything else it reads the run's secrets from `.secrets.env` in its job directory into its
-  environment and removes the file (state.run_secrets): the command's environment has them, Ray never
-  had them. A file it cannot read fails the run with a message saying why, rather than running without.
+- Before anything else, a run that has secrets (a third argument) reads them from `.secrets.env` in
+  its job directory into its environment and removes the file (state.run_secrets): the command's
+  environment has them, Ray never had them. A file that is missing (a node without the shared root at
+  the same path) or unreadable fails the run with a message saying why, rather than running without.
+  A run without secrets never reads such a file, whoever put it there.
 A wrapper SIGKILLed by Ray (a command that ignores SIGTERM for longer than RAY_JOB_STOP_WAIT_TIME_S)
 writes no exit.json: Ray's STOPPED and argus's stop record tell that end.
 """
@@ -28,8 +30,11 @@ import shlex
 
 _LINES = """
 d=$1; c=$2; t=${TMPDIR:-/tmp}/argus-run.$$; v=$d/.secrets.env;
-if [ -e "$v" ] || [ -h "$v" ]; then
-  if [ -f "$v" ] && [ -r "$v" ] && . "$v"; then :; else
+if [ -n "$3" ]; then
+  if [ ! -e "$v" ] && [ ! -h "$v" ]; then
+    c='echo "argus: this run has no .secrets.env in its job directory:
+      the shared root must be at one path on every node" >&2; exit 1';
+  elif [ -f "$v" ] && [ -r "$v" ] && . "$v"; then :; else
     c='echo "argus: this run cannot read its .secrets.env: argus and the job must be one user" >&2; exit 1';
   fi; rm -f "$v"; fi;
 if mkdir -p "$d/logs" 2>/dev/null && mkdir -m 700 "$t" && mkfifo "$t/out"; then :; else
@@ -46,9 +51,11 @@ printf "{\\"exit_code\\": %d, \\"signal\\": %s, \\"signalled\\": %s, \\"ended_at
 exit $r
 """
 SCRIPT = " ".join(line.strip() for line in _LINES.strip().splitlines())
-"""One line, so `ray job list` shows it readably; $1 is the job directory, $2 the command."""
+"""One line, so `ray job list` shows it readably; $1 is the job directory, $2 the command, $3 (any
+text) says the run has a secrets file to read."""
 
 
-def wrapped(command: str, job_dir: str) -> str:
+def wrapped(command: str, job_dir: str, has_secrets: bool = False) -> str:
     """The entrypoint Ray runs (with /bin/sh -c): `command` inside the recording wrapper."""
-    return f"exec sh -c {shlex.quote(SCRIPT)} argus-run {shlex.quote(job_dir)} {shlex.quote(command)}"
+    entry = f"exec sh -c {shlex.quote(SCRIPT)} argus-run {shlex.quote(job_dir)} {shlex.quote(command)}"
+    return f"{entry} secrets" if has_secrets else entry
