@@ -36,6 +36,8 @@ specs, subtle in both; left to ruamel."""
 _IMPLICIT = VersionedResolver().versioned_resolver
 """ruamel's own YAML 1.2 table (first character -> tags and patterns) decides what a plain scalar is,
 so `yes` stays a string here too; read once, as asking the resolver each time costs more than parsing."""
+_PATTERNS = {first: (*patterns, *_IMPLICIT.get(None, ())) for first, patterns in _IMPLICIT.items() if first}
+_ANY_START = tuple(_IMPLICIT.get(None, ()))
 _STR, _BOOL, _NULL = ("tag:yaml.org,2002:" + kind for kind in ("str", "bool", "null"))
 _INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
 _PLAIN_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]{0,17})")
@@ -68,18 +70,19 @@ def _documents(parser: Any, max_depth: int) -> list[Any]:
         start = parser.get_event()
         if start.version is not None or start.tags:  # %YAML 1.1 changes what `yes` means
             raise _Declined
-        documents.append(_node(parser, 0, max_depth))
+        documents.append(_node(parser, parser.get_event(), 0, max_depth))
         parser.get_event()  # DocumentEndEvent
     return documents
 
 
-def _node(parser: Any, depth: int, max_depth: int) -> Any:
-    event = parser.get_event()
-    if depth >= max_depth or isinstance(event, ev.AliasEvent) or event.anchor is not None or event.tag is not None:
+def _node(parser: Any, event: Any, depth: int, max_depth: int) -> Any:
+    """The value that starts with `event` (already taken from the parser)."""
+    kind = type(event)
+    if depth >= max_depth or kind is ev.AliasEvent or event.anchor is not None or event.tag is not None:
         raise _Declined
-    if isinstance(event, ev.ScalarEvent):
+    if kind is ev.ScalarEvent:
         return _scalar(event)
-    if isinstance(event, ev.SequenceStartEvent):
+    if kind is ev.SequenceStartEvent:
         return _sequence(parser, event, depth, max_depth)
     return _mapping(parser, event, depth, max_depth)
 
@@ -106,38 +109,40 @@ def _scalar(event: Any) -> Any:
 
 def _implicit_tag(value: str) -> str:
     """The tag ruamel's resolver gives a plain scalar: the first pattern that matches, else a string."""
-    for tag, pattern in (*_IMPLICIT.get(value[0], ()), *_IMPLICIT.get(None, ())):
+    for tag, pattern in _PATTERNS.get(value[0], _ANY_START):
         if pattern.match(value):
             return str(tag)
     return _STR
 
 
 def _sequence(parser: Any, start: Any, depth: int, max_depth: int) -> CommentedSeq:
-    sequence = CommentedSeq()
-    sequence.lc.line, sequence.lc.col = start.start_mark.line, start.start_mark.column
-    while not parser.check_event(ev.SequenceEndEvent):
-        mark = parser.peek_event().start_mark
-        sequence.lc.add_idx_line_col(len(sequence), [mark.line, mark.column])
-        sequence.append(_node(parser, depth + 1, max_depth))
-    parser.get_event()
-    _style(sequence, start)
-    return sequence
+    sequence, lines = CommentedSeq(), {}
+    while type(event := parser.get_event()) is not ev.SequenceEndEvent:
+        lines[len(sequence)] = [event.start_mark.line, event.start_mark.column]
+        sequence.append(_node(parser, event, depth + 1, max_depth))
+    return _marked(sequence, start, lines)
 
 
 def _mapping(parser: Any, start: Any, depth: int, max_depth: int) -> CommentedMap:
-    mapping = CommentedMap()
-    mapping.lc.line, mapping.lc.col = start.start_mark.line, start.start_mark.column
-    while not parser.check_event(ev.MappingEndEvent):
-        key_mark = parser.peek_event().start_mark
-        key = _node(parser, depth + 1, max_depth)
+    mapping, lines = CommentedMap(), {}
+    while type(event := parser.get_event()) is not ev.MappingEndEvent:
+        key = _node(parser, event, depth + 1, max_depth)
         if not isinstance(key, str) or key in mapping:  # ruamel names what is wrong with such a key
             raise _Declined
-        value_mark = parser.peek_event().start_mark
-        mapping.lc.add_kv_line_col(key, [key_mark.line, key_mark.column, value_mark.line, value_mark.column])
-        mapping[key] = _node(parser, depth + 1, max_depth)
-    parser.get_event()
-    _style(mapping, start)
-    return mapping
+        value = parser.get_event()
+        lines[key] = [event.start_mark.line, event.start_mark.column, value.start_mark.line, value.start_mark.column]
+        mapping[key] = _node(parser, value, depth + 1, max_depth)
+    return _marked(mapping, start, lines)
+
+
+def _marked(collection: Any, start: Any, lines: dict[Any, list[int]]) -> Any:
+    """Where the collection and each of its items start, as ruamel's `lc` holds it, and its style."""
+    lc = collection.lc
+    lc.line, lc.col = start.start_mark.line, start.start_mark.column
+    if lines:
+        lc.data = lines
+    _style(collection, start)
+    return collection
 
 
 def _style(collection: CommentedMap | CommentedSeq, start: Any) -> None:
