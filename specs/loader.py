@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from specs import rules
+from specs import rules, secret_scan
 from specs.address import Address
 from specs.desired import DesiredState, Source, address_of
 from specs.diagnostics import Diagnostic
@@ -33,24 +33,30 @@ def load_workspace(directory: str | Path) -> DesiredState:
             f"Create it with `kind: Workspace` and `name: <your-team>`, or pass the right DIR."
         )
     diagnostics: list[Diagnostic] = []
+    secrets: list[str] = []
     walk = Walk(root, diagnostics)
-    loaded, conflicts = _load_files(walk, diagnostics)
+    loaded, conflicts = _load_files(walk, diagnostics, secrets)
     loaded, diagnostics[:] = _outside_shared_roots(walk, loaded, diagnostics)
     diagnostics += conflicts
     state = _assemble(root, loaded, diagnostics)
     if diagnostics:
-        raise SpecError(diagnostics)
+        raise SpecError(secret_scan.redact(diagnostics, secrets))
     assert state is not None
     return state
 
 
-def _load_files(walk: Walk, diagnostics: list[Diagnostic]) -> tuple[list[tuple[Spec, Source]], list[Diagnostic]]:
-    """Every resource of the files the walk yields; a Cluster's shared root is kept out of the walk at once."""
+def _load_files(walk: Walk, diagnostics: list[Diagnostic],
+                secrets: list[str]) -> tuple[list[tuple[Spec, Source]], list[Diagnostic]]:
+    """Every resource of the files the walk yields, each scanned for literal secrets (added to `secrets`);
+    a Cluster's shared root is kept out of the walk at once."""
     loaded: list[tuple[Spec, Source]] = []
     conflicts: list[Diagnostic] = []
     for spec in walk.files():
         text = walk.read(spec)
         for node, line in _documents(text, spec.rel, diagnostics) if text is not None else []:
+            found, values = secret_scan.scan(node, spec.rel)
+            diagnostics += found
+            secrets += values
             resource = _validate(node, spec.rel, line, diagnostics)
             if resource is None:
                 continue

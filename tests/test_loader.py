@@ -191,7 +191,7 @@ def test_a_literal_secret_is_refused(ws: Workspace) -> None:
     ws.write("jobs/a.yaml", "kind: Job\nname: a\ncluster: h20\nworkload: command\nentrypoint: x\n"
                             "env: {WANDB_API_KEY: abc123}\n")
     [problem] = diagnostics(ws)
-    assert problem.startswith("jobs/a.yaml:6: env: Value error, WANDB_API_KEY looks like a secret: "
+    assert problem.startswith("jobs/a.yaml:6: env.WANDB_API_KEY: WANDB_API_KEY looks like a secret: "
                               "write `WANDB_API_KEY: ${env:WANDB_API_KEY}`")
     assert "abc123" not in problem
 

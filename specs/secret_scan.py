@@ -1,0 +1,111 @@
+"""Literal secrets in spec files, found in every string a resource carries, all reported at once.
+
+A secret written in a spec sits in git, in every plan and in Ray's job table. Each string of a
+resource (env values, entrypoints, Hydra overrides, paths, descriptions: whatever reaches Ray, git
+or a plan) is checked by value (specs.literal_secrets); a value under an `env:` key that names a
+secret (WANDB_API_KEY) must be a `${env:NAME}` reference whatever it looks like. The raw YAML is
+scanned, not the model, so a resource with other errors is scanned too. A diagnostic shows the
+secret's shape and at most four characters of it; `redact` takes what was found out of every
+other diagnostic, since some of those quote the value they are about (an invalid name, a ref).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
+
+from specs.diagnostics import Diagnostic
+from specs.literal_secrets import Finding, find_secrets
+from specs.nodes import child_line, node_line
+
+SECRET_KEY_PATTERN = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+"""An env key that names a secret: its value must be a `${env:NAME}` reference."""
+WHOLE_REFERENCE = re.compile(r"^\$\{env:[A-Za-z_][A-Za-z0-9_]*\}$")
+ENV_MAPPINGS = ("env", "job_defaults.env")
+REFERENCE_FIELDS = ("auth_token", "git.token")
+"""Fields whose own validator refuses anything but a reference, without echoing it: not scanned twice."""
+REDACTED = "<redacted>"
+MIN_REDACTED = 4
+"""A literal under a secret-named key shorter than this is not searched for in other messages: "1"
+would be redacted out of every line number."""
+
+
+def scan(node: Any, rel: str) -> tuple[list[Diagnostic], list[str]]:
+    """The diagnostics of one YAML document's literal secrets, and the values to redact elsewhere."""
+    found: list[Diagnostic] = []
+    values: list[str] = []
+    for path, line, value in _strings(node):
+        if path in REFERENCE_FIELDS or WHOLE_REFERENCE.match(value):
+            continue
+        secrets = find_secrets(value)
+        found += [_by_value(rel, line, path, secret) for secret in secrets]
+        values += [secret.secret for secret in secrets]
+        if not secrets and _secret_key(path):
+            found.append(_by_key(rel, line, path))
+            values += [value] if len(value) >= MIN_REDACTED else []
+    return found, values
+
+
+def redact(diagnostics: list[Diagnostic], secrets: list[str]) -> list[Diagnostic]:
+    """The diagnostics with every secret found replaced, longest first (one may hold another)."""
+    ordered = sorted(set(secrets), key=len, reverse=True)
+    if not ordered:
+        return diagnostics
+    return [_redacted(d, ordered) for d in diagnostics]
+
+
+def _strings(node: Any, path: str = "", line: int | None = None) -> Iterator[tuple[str, int, str]]:
+    """(dotted field path, line, text) of every string scalar under `node`."""
+    here = node_line(node) if line is None else line
+    if isinstance(node, CommentedMap | CommentedSeq):
+        keys = node.keys() if isinstance(node, CommentedMap) else range(len(node))
+        for key in keys:
+            below = f"{path}.{key}" if path else str(key)
+            yield from _strings(node[key], below, child_line(node, key) or here)
+    elif isinstance(node, TaggedScalar) and isinstance(node.value, str):
+        yield path, here, node.value
+    elif isinstance(node, str):
+        yield path, here, str(node)
+
+
+def _secret_key(path: str) -> bool:
+    mapping, _, key = path.rpartition(".")
+    return mapping in ENV_MAPPINGS and bool(SECRET_KEY_PATTERN.search(key))
+
+
+def _by_value(rel: str, line: int, path: str, secret: Finding) -> Diagnostic:
+    shown = f" ({secret.shown})" if secret.shown else ""
+    return Diagnostic.in_file(rel, line, path, f"this looks like {secret.description}{shown}: a secret written in "
+                                               "a spec sits in git, in plans and in Ray's job table",
+                              hint=_hint(path))
+
+
+def _by_key(rel: str, line: int, path: str) -> Diagnostic:
+    key = path.rpartition(".")[2]
+    return Diagnostic.in_file(rel, line, path, f"{key} looks like a secret: write `{key}: ${{env:{key}}}` and "
+                                               f"export {key} where argus applies, instead of a literal value")
+
+
+def _hint(path: str) -> str:
+    """How to pass this field's secret from the environment instead."""
+    mapping, _, key = path.rpartition(".")
+    if mapping in ENV_MAPPINGS:
+        return f"write `{key}: ${{env:{key}}}` and export {key} where argus applies"
+    if path == "git.url":
+        return "give the token as `token: ${env:GIT_TOKEN_<HOST>}` beside the url (see the README, Secrets)"
+    then = ("refer to it as `${oc.env:NAME}` in the override" if path.startswith("overrides")
+            else "refer to it as $NAME in the entrypoint" if path.startswith("entrypoint") else "read it from there")
+    return f"put it in the job's `env:` as `NAME: ${{env:NAME}}`, export NAME where argus applies, and {then}"
+
+
+def _redacted(diagnostic: Diagnostic, secrets: list[str]) -> Diagnostic:
+    message, hint = diagnostic.message, diagnostic.hint
+    for secret in secrets:
+        message = message.replace(secret, REDACTED)
+        hint = hint.replace(secret, REDACTED) if hint else hint
+    if (message, hint) == (diagnostic.message, diagnostic.hint):
+        return diagnostic
+    return diagnostic.model_copy(update={"message": message, "hint": hint})
