@@ -96,9 +96,11 @@ def _hint(path: str) -> str:
         return f"write `{key}: ${{env:{key}}}` and export {key} where argus applies"
     if path == "git.url":
         return "give the token as `token: ${env:GIT_TOKEN_<HOST>}` beside the url (see the README, Secrets)"
-    then = ("refer to it as `${oc.env:NAME}` in the override" if path.startswith("overrides")
-            else "refer to it as $NAME in the entrypoint" if path.startswith("entrypoint") else "read it from there")
-    return f"put it in the job's `env:` as `NAME: ${{env:NAME}}`, export NAME where argus applies, and {then}"
+    if path.startswith(("overrides", "entrypoint")):
+        then = "`${oc.env:NAME}` in the override" if path.startswith("overrides") else "$NAME in the entrypoint"
+        return f"put it in the job's `env:` as `NAME: ${{env:NAME}}`, export NAME where argus applies, and write {then}"
+    return ("remove it; a job gets a secret through its `env:` as `NAME: ${env:NAME}`, with NAME exported where "
+            "argus applies")
 
 
 def _redacted(diagnostic: Diagnostic, secrets: list[str]) -> Diagnostic:
