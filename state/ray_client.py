@@ -284,6 +284,7 @@ def _make_sdk(address: str, timeout: float) -> Any:
         def __init__(self) -> None:
             self._client_ray_version = ray.__version__
             self._request_timeout = timeout
+            self._versions_checked: set[str] = set()
             SubmissionClient.__init__(self, address=address)
 
         def _do_request(self, method: str, endpoint: str, *, data: bytes | None = None,
@@ -300,6 +301,15 @@ def _make_sdk(address: str, timeout: float) -> Any:
                 error.status = response.status_code  # RayClient._errors words its message by it
                 raise error
             return response
+
+        def _check_connection_and_version(self, min_version: str = "1.9", version_error_message: str | None = None,
+                                          ) -> None:
+            """Ray's check, once per minimum version and client: the stock SDK asks the head for its
+            version before every submit with resources, a round trip per job of a large apply."""
+            if min_version in self._versions_checked:
+                return
+            super()._check_connection_and_version(min_version, version_error_message)
+            self._versions_checked.add(min_version)
 
     return TimeoutJobClient()
 

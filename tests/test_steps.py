@@ -106,11 +106,12 @@ def test_what_one_apply_costs(workspace, argus, monkeypatch):
     third = costs.reset()
     print("\napply costs: submit", first, "\nstop", second, "\nnothing to do", third)
 
-    # Submitting: one observation (version, nodes, use, list_jobs), two admissions (nodes, use,
-    # list_jobs: the queue decided again under the admission lock), two submits (the SDK checks the
-    # version before each), and one list_jobs of the touched cluster to refresh the records.
-    assert first["by_request"] == {"GET /api/version": 3, "GET /api/v0/nodes": 3, "GET /api/jobs/": 4,
-                                   "GET /api/cluster_status": 3, "POST /api/jobs/": 2}
+    # Submitting: one observation (version, nodes, use, list_jobs), one admission of both submits
+    # (nodes, use, list_jobs: the queue decided again under the admission lock, for the batch), two
+    # submits (the SDK's version check once per client), and one list_jobs of the touched cluster to
+    # refresh the records.
+    assert first["by_request"] == {"GET /api/version": 2, "GET /api/v0/nodes": 2, "GET /api/jobs/": 3,
+                                   "GET /api/cluster_status": 2, "POST /api/jobs/": 2}
     assert first["by_git"]["fetch"] == 1  # the observation's: the export reuses it
     assert first["verified"] == 1  # two jobs on one snapshot: hashed once
     stopped = _id(second, "stop")

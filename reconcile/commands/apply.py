@@ -21,6 +21,7 @@ from specs.desired import DesiredState
 from specs.errors import ArgusError
 
 if TYPE_CHECKING:
+    from reconcile.execute.batch import Display
     from reconcile.saved import SavedPlan
     from state.observed import ObservedState
     from state.ray_client import RayClient
@@ -141,7 +142,14 @@ def _context(desired: DesiredState, ray: dict[str, RayClient], observed: Observe
 
     return ApplyContext(desired, ray, desired_commit(desired.root), plan_id, observed=observed, echo=typer.echo,
                         stop_timeout=options.stop_timeout, keep_finished=options.keep_finished,
-                        reviewed=reviewed or {}, fetch_timeout=options.fetch_timeout)
+                        reviewed=reviewed or {}, fetch_timeout=options.fetch_timeout, display=_display())
+
+
+def _display() -> Display | None:
+    """A progress bar of concurrent submits on a terminal; elsewhere the plain lines alone."""
+    from reconcile.views.progress import submit_bar
+
+    return submit_bar if sys.stdout.isatty() else None
 
 
 def _execute(plan: Plan, ctx: ApplyContext) -> int:

@@ -5,11 +5,21 @@ the same cluster at the same moment. So each submit with a demand takes the shar
 lock, reads the cluster and every workspace's ledger afresh, decides with the planner's own function
 (reconcile.plan.queue), and writes its admission to this workspace's ledger before letting go: the
 next admission, whoever makes it, counts that demand as held. A run that no longer fits is queued.
+
+A batch of submits that apply runs concurrently (execute.batch) is admitted ahead, all at once per
+cluster: one hold of the lock, one fresh read, the queue's own order (priority, arrival, name), one
+ledger write. The lock is a POSIX record lock, which belongs to the process: threads of one process
+do not exclude each other by it (and one closing its descriptor would release another's), so every
+hold also takes a lock of this process's threads.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from reconcile.execute.world import Done, Outcome, World
@@ -23,7 +33,7 @@ from state.quotas import load_quotas
 
 def enqueue(step: EnqueueStep, world: World) -> Done:
     root = world.roots[step.cluster]
-    with admission_lock(root):
+    with _held(root):
         mine = read_ledger(root, world.workspace)
         _write(root, world.workspace, mine, _entry(world.workspace, step, step.ask, mine, admitted=None))
     return Done(Outcome.QUEUED)
@@ -33,11 +43,12 @@ def admitted(step: SubmitStep, world: World) -> str | None:
     """None when the run may be submitted now (its admission is in the ledger); else why it waits."""
     if step.ask is None:
         return None
+    if step.submission_id in world.admissions:  # decided ahead with its batch (admit_ahead)
+        return world.admissions.pop(step.submission_id)
     root = world.roots[step.cluster]
-    with admission_lock(root):
+    with _held(root):
         cluster, queue = _as_it_is(step.cluster, world)
-        want = Want(key=f"{world.workspace}/{step.ask.job}", submission_id=step.submission_id,
-                    spec_hash=step.spec_hash, ask=step.ask, seen=step.seen)
+        want = _want(world.workspace, step, step.ask)
         decision = decide_cluster(world.workspace, cluster, queue, [want], time.time(), own_waiting=True)[want.key]
         mine = _still_held(read_ledger(root, world.workspace), cluster)
         entry = _entry(world.workspace, step, step.ask, mine, admitted=time.time() if decision.start else None)
@@ -48,7 +59,7 @@ def admitted(step: SubmitStep, world: World) -> str | None:
 def still_preempted(step: StopStep, world: World, job: str) -> bool:
     """A preemption decided again under the admission lock, from the cluster and ledgers as they are
     now: the head may have started elsewhere, left the queue, or found room."""
-    with admission_lock(world.roots[step.cluster]):
+    with _held(world.roots[step.cluster]):
         cluster, queue = _as_it_is(step.cluster, world)
         decisions = decide_cluster(world.workspace, cluster, queue, [], time.time(), own_waiting=True)
     return any(f"{world.workspace}/{job}" in d.preempts for d in decisions.values())
@@ -57,13 +68,78 @@ def still_preempted(step: StopStep, world: World, job: str) -> bool:
 def refresh(root: str, workspace: str, cluster: ClusterState, waiting: set[str]) -> None:
     """Confirm this workspace's waiting entries that its plan still queues (the rest are dropped:
     their job changed, stopped or went away) and drop admissions whose run ended."""
-    with admission_lock(root):
+    with _held(root):
         now, mine = time.time(), read_ledger(root, workspace)
         kept = [e.model_copy(update={"seen": now}) if e.admitted is None else e
                 for e in _still_held(mine, cluster)
                 if e.cluster != cluster.name or e.admitted is not None or e.submission_id in waiting]
         if kept != mine:
             write_ledger(root, workspace, kept)
+
+
+@dataclass
+class Ahead:
+    """Admissions decided ahead for a batch, and the ledger entries each replaced, so the runs a
+    failure left unattempted can be withdrawn: as if apply had never come to them."""
+
+    replaced: dict[str, list[LedgerEntry]] = field(default_factory=dict)
+    """By submission id: this workspace's entries of the same job its admission took the place of."""
+    roots: dict[str, str] = field(default_factory=dict)
+    """By submission id: the shared root whose ledger holds it."""
+
+
+def admit_ahead(steps: Sequence[SubmitStep], world: World) -> Ahead:
+    """Decide every submit of a batch that has a demand, per cluster, in the queue's order, under one
+    hold of the cluster's admission lock; `admitted` then hands each its decision."""
+    ahead = Ahead()
+    for name in sorted({s.cluster for s in steps if s.ask is not None}):
+        _admit_cluster(name, [s for s in steps if s.cluster == name and s.ask is not None], world, ahead)
+    return ahead
+
+
+def withdraw(ahead: Ahead, submission_ids: set[str], world: World) -> None:
+    """Runs admitted ahead that apply never submitted: their entries go, the ones they replaced return."""
+    for sid in submission_ids:
+        world.admissions.pop(sid, None)
+    for root in sorted({ahead.roots[sid] for sid in submission_ids if sid in ahead.roots}):
+        gone = {sid for sid in submission_ids if ahead.roots.get(sid) == root}
+        with _held(root):
+            mine = [e for e in read_ledger(root, world.workspace) if e.submission_id not in gone]
+            back = [e for sid in sorted(gone) for e in ahead.replaced.get(sid, []) if e not in mine]
+            write_ledger(root, world.workspace, [*mine, *back])
+
+
+def _admit_cluster(name: str, steps: list[SubmitStep], world: World, ahead: Ahead) -> None:
+    root = world.roots[name]
+    with _held(root):
+        cluster, queue = _as_it_is(name, world)
+        wants = [_want(world.workspace, s, s.ask) for s in steps if s.ask is not None]  # all of them
+        decisions = decide_cluster(world.workspace, cluster, queue, wants, time.time(), own_waiting=True)
+        mine = _still_held(read_ledger(root, world.workspace), cluster)
+        for step, want in zip(steps, wants, strict=True):
+            decision = decisions[want.key]
+            entry = _entry(world.workspace, step, want.ask, mine, admitted=time.time() if decision.start else None)
+            ahead.replaced[step.submission_id] = [e for e in mine if _replaces(entry, e)]
+            ahead.roots[step.submission_id] = root
+            mine = [*(e for e in mine if not _replaces(entry, e)), entry]
+            world.admissions[step.submission_id] = None if decision.start else \
+                f"queued #{decision.position}: {decision.reason}"
+        write_ledger(root, world.workspace, mine)
+
+
+@contextlib.contextmanager
+def _held(root: str) -> Iterator[None]:
+    """The shared root's admission lock, for this thread among this process's threads too."""
+    with _THREADS, admission_lock(root):
+        yield
+
+
+_THREADS = threading.Lock()
+
+
+def _want(workspace: str, step: SubmitStep, ask: Ask) -> Want:
+    return Want(key=f"{workspace}/{ask.job}", submission_id=step.submission_id, spec_hash=step.spec_hash, ask=ask,
+                seen=step.seen)
 
 
 def _as_it_is(name: str, world: World) -> tuple[ClusterState, ClusterQueue]:
@@ -97,9 +173,12 @@ def _entry(workspace: str, step: SubmitStep | EnqueueStep, ask: Ask, mine: list[
 
 def _write(root: str, workspace: str, mine: list[LedgerEntry], entry: LedgerEntry) -> None:
     """The job's waiting entry replaced by this one; its admitted runs stay until they end."""
-    others = [e for e in mine if not (e.job == entry.job and e.cluster == entry.cluster
-                                      and (e.admitted is None or e.submission_id == entry.submission_id))]
-    write_ledger(root, workspace, [*others, entry])
+    write_ledger(root, workspace, [*(e for e in mine if not _replaces(entry, e)), entry])
+
+
+def _replaces(entry: LedgerEntry, old: LedgerEntry) -> bool:
+    return old.job == entry.job and old.cluster == entry.cluster and (
+        old.admitted is None or old.submission_id == entry.submission_id)
 
 
 def confirm_queue(desired: DesiredState, observed: ObservedState, plan: Plan) -> None:

@@ -1,7 +1,9 @@
-"""The applier: runs a plan's steps in order through the step table, recording each in the audit log.
+"""The applier: runs a plan's steps through the step table, recording each in the audit log.
 
 It builds one narrow `World` from what the command hands it (an `ApplyContext`) and walks the
-changes; the step executors (execute.steps) see only that world.
+changes in plan order; consecutive changes that only submit a new run each are carried out
+concurrently (execute.batch), everything else one after another. The step executors
+(execute.steps) see only that world.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from reconcile.execute.batch import Display, is_independent, lines, run_batch, segments
 from reconcile.execute.code import CodeShelf
 from reconcile.execute.runbook import RunBook
 from reconcile.execute.steps import execute
@@ -47,6 +50,8 @@ class ApplyContext:
     """Seconds a snapshot's source may take to fetch, if it must be fetched again (None: the default)."""
     journal: Journal = field(default_factory=Journal)
     """What apply did: filled as it runs."""
+    display: Display | None = None
+    """What shows a batch of concurrent submits (a progress bar on a terminal); None: plain lines via echo."""
 
     @property
     def outcomes(self) -> list[tuple[str, str, str]]:
@@ -55,15 +60,19 @@ class ApplyContext:
 
 
 def apply_plan(plan: Plan, ctx: ApplyContext) -> World:
-    """Run every step; on the first failure, record it and raise (later steps are not attempted).
-    Returns the world it ran in: what apply did is in its journal and run book."""
+    """Run every step; on the first failure, record it and raise: no later step starts (submits already
+    in flight beside it finish and are recorded). Returns the world it ran in: what apply did is in its
+    journal and run book."""
     if plan.errors:
         raise ArgusError("The plan has errors; fix them before applying (see `argus plan`).")
     world = open_world(ctx, resolve_secrets(plan))  # a missing variable fails here, before anything is submitted
     world.audit.everywhere(ApplyStarted(changes=len(plan.actionable), options=plan.options.model_dump(mode="json")))
     try:
-        for change in plan.actionable:
-            _apply_change(change, world)
+        for segment in segments(plan.actionable):
+            if is_independent(segment[0]):
+                run_batch(segment, world, _apply_change, ctx.display or lines(world.echo))
+            else:
+                world.journal.rows.append(_apply_change(segment[0], world))
     except BaseException as err:  # ^C and bugs too: the log must say the apply did not finish
         world.audit.everywhere(ApplyEnded(outcome="failed", error=world.audit.error_text(err)))
         raise
@@ -95,7 +104,8 @@ def resolve_secrets(plan: Plan) -> Secrets:
     return Secrets({name: os.environ[name] for name in needed})
 
 
-def _apply_change(change: Change, world: World) -> None:
+def _apply_change(change: Change, world: World) -> tuple[str, str, str]:
+    """Its steps in order; its row of the summary table."""
     done: list[str] = []
     for step in change.steps:
         world.echo(f"{change.address}: {step.describe()}")
@@ -111,8 +121,7 @@ def _apply_change(change: Change, world: World) -> None:
         world.audit.append(step.cluster, event.model_copy(update={"outcome": str(result)}))
         done.append(f"{result} ({sid})" if sid else str(result))
     counted = Counter(done)
-    world.journal.rows.append((change.address, change.action.value,
-                               ", ".join(f"{o} x{n}" if n > 1 else o for o, n in counted.items())))
+    return change.address, change.action.value, ", ".join(f"{o} x{n}" if n > 1 else o for o, n in counted.items())
 
 
 def _read_records(desired: DesiredState) -> dict[str, RunRecord]:

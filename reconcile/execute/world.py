@@ -8,6 +8,7 @@ real directories.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -109,14 +110,19 @@ class AuditTrail:
     workspace: str
     provenance: Provenance
     secrets: Secrets = Secrets()
+    _appending: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
+    """The log's own lock is a POSIX record lock, the process's: it does not keep this process's
+    threads (concurrent submits) from appending at once and forking the hash chain; this does."""
 
     def append(self, cluster: str, event: AuditEvent) -> None:
-        audit.append(self.roots[cluster], self.workspace, self._redacted(event), self.provenance.audit_fields())
+        with self._appending:
+            audit.append(self.roots[cluster], self.workspace, self._redacted(event), self.provenance.audit_fields())
 
     def everywhere(self, event: AuditEvent) -> None:
         """Once on each shared root: clusters may share one, and its log must not repeat the event."""
         for root in sorted(set(self.roots.values())):
-            audit.append(root, self.workspace, self._redacted(event), self.provenance.audit_fields())
+            with self._appending:
+                audit.append(root, self.workspace, self._redacted(event), self.provenance.audit_fields())
 
     def error_text(self, err: BaseException) -> str:
         """An error as the audit log keeps it: a bug names its type, and no secret value survives."""
@@ -152,5 +158,9 @@ class World:
     code: CodeShelf
     secrets: Secrets
     echo: Callable[[str], None] = print
+    """Whole lines only: concurrent submits share it (execute.batch serialises the calls)."""
     journal: Journal = field(default_factory=Journal)
     stop_timeout: float = DEFAULT_STOP_TIMEOUT
+    admissions: dict[str, str | None] = field(default_factory=dict)
+    """Submits admitted ahead with their batch (admit.admit_ahead), by submission id: None to submit
+    now, else why it waits. Each is taken once, by that run's submit."""

@@ -1,0 +1,118 @@
+"""`argus apply` of N new jobs against a bare sequential `submit_job` loop over N, in the same run.
+
+Target (issue 16): `argus apply --auto-approve` of 100 new jobs, process start-up included, takes
+no longer than a loop of `JobSubmissionClient(address).submit_job(...)` over the same 100 (ratio
+apply/loop <= 1.0). The loop runs in this process, its client already imported: the stricter
+baseline. Every measurement gets a fresh Ray cluster on loopback (killed afterwards: only what
+this script started), since 100 trivial drivers take minutes to drain on a small machine and would
+load the next measurement; within one, each side bears the load of its own drivers starting.
+    .venv/bin/python bench/apply_bench.py [jobs] [rounds] [--profile]
+--profile also applies one more workspace under cProfile and prints where argus spends its time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from state import local  # noqa: E402
+
+ARGUS = Path(sys.executable).with_name("argus")
+DRIVER_CPUS = 0.05
+"""Tiny: 100 drivers fit the worker's 8 CPUs, so admission starts every job (none is queued)."""
+DRIVER_SLOTS = 128.0
+"""worker_node slots on the worker: room for every driver, so admission starts all the jobs."""
+
+
+def main() -> None:
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    jobs = int(args[0]) if args else 100
+    rounds = int(args[1]) if len(args) > 1 else 3
+    with tempfile.TemporaryDirectory() as tmp:
+        bare, applied = _measure(Path(tmp), jobs, rounds)
+        if "--profile" in sys.argv:
+            with _cluster(Path(tmp) / "cluster-profile") as address:
+                _profile(Path(tmp), address, jobs)
+    b, a = statistics.median(bare), statistics.median(applied)
+    print(f"{jobs} new jobs, median of {rounds}: bare submit_job loop {b:.2f} s, argus apply (start-up included) "
+          f"{a:.2f} s, ratio apply/loop {a / b:.2f} (target <= 1.0)")
+
+
+def _measure(root: Path, jobs: int, rounds: int) -> tuple[list[float], list[float]]:
+    bare, applied = [], []
+    for r in range(rounds):  # interleaved, so drift of the noisy machine hits both alike
+        with _cluster(root / f"cluster-bare{r}") as address:
+            bare.append(_bare_loop(address, f"bare{r}", jobs))
+        with _cluster(root / f"cluster-apply{r}") as address:
+            applied.append(_apply(_workspace(root / f"ws{r}", address, f"bench{r}", jobs)))
+        print(f"round {r + 1}: loop {bare[-1]:.2f} s, apply {applied[-1]:.2f} s", flush=True)
+    return bare, applied
+
+
+def _bare_loop(address: str, prefix: str, jobs: int) -> float:
+    from ray.job_submission import JobSubmissionClient
+
+    started = time.perf_counter()
+    client = JobSubmissionClient(address)
+    for i in range(jobs):
+        client.submit_job(entrypoint="true", submission_id=f"{prefix}-{i}", entrypoint_num_cpus=DRIVER_CPUS,
+                          entrypoint_resources={"worker_node": 1})
+    return time.perf_counter() - started
+
+
+def _apply(workspace: Path, *prefix: str) -> float:
+    started = time.perf_counter()
+    done = subprocess.run([*prefix, str(ARGUS), "apply", str(workspace), "--auto-approve"], capture_output=True,
+                          text=True, env=_env())
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"argus apply failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return elapsed
+
+
+def _profile(root: Path, address: str, jobs: int) -> None:
+    workspace = _workspace(root / "ws-profile", address, "bench-profile", jobs)
+    stats = root / "apply.prof"
+    _apply(workspace, sys.executable, "-m", "cProfile", "-o", str(stats))
+    pstats.Stats(str(stats)).sort_stats("cumulative").print_stats(30)
+
+
+@contextlib.contextmanager
+def _cluster(state_dir: Path) -> Iterator[str]:
+    cluster = local.up(state_dir, dashboard_port=local._free_port(), cpus_per_node=8,
+                       worker_resources={"worker_node": DRIVER_SLOTS})
+    try:
+        yield cluster.address
+    finally:
+        local.down(state_dir)
+
+
+def _workspace(path: Path, address: str, name: str, jobs: int) -> Path:
+    (path / "jobs").mkdir(parents=True)
+    (path / "argus.yaml").write_text(f"kind: Workspace\nname: {name}\n")
+    (path / "cluster.yaml").write_text(f"kind: Cluster\nname: local\naddress: {address}\nshared_root: .shared\n"
+                                       f"job_defaults: {{entrypoint_num_cpus: {DRIVER_CPUS}, entrypoint_resources: "
+                                       "{worker_node: 1}}\n")
+    for i in range(jobs):
+        (path / "jobs" / f"j{i}.yaml").write_text(f"kind: Job\nname: j{i}\ncluster: local\nworkload: command\n"
+                                                  "entrypoint: 'true'\n")
+    return path
+
+
+def _env() -> dict[str, str]:
+    unset = ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", "ARGUS_AUDIT_KEY")
+    return {k: v for k, v in os.environ.items() if k not in unset} | {"RAY_USAGE_STATS_ENABLED": "0"}
+
+
+if __name__ == "__main__":
+    main()
