@@ -21,6 +21,14 @@ _USER = r"[A-Za-z0-9_][A-Za-z0-9._~-]*"
 _HOST = r"(?:[A-Za-z0-9][A-Za-z0-9.-]*|\[[0-9A-Fa-f:.]+\])"
 _NETWORK = re.compile(rf"^(?:{_USER}@)?{_HOST}(?::[0-9]{{1,5}})?(?P<path>/.*)$", re.DOTALL)
 _SCP = re.compile(rf"^{_USER}@{_HOST}:(?P<path>.+)$", re.DOTALL)
+_TOKEN_URL = re.compile(rf"^(?i:https)://(?:(?P<user>{_USER})@)?(?P<host>[^/:@\[\]]+)(?::(?P<port>[0-9]{{1,5}}))?"
+                        r"(?P<path>/.*)$", re.DOTALL)
+_LABEL = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?$")
+_REFERENCE = re.compile(r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
+TOKEN_PREFIX = "GIT_TOKEN_"
+TOKEN_RULE = ("a token is read only from GIT_TOKEN_ + the url's host: upper-cased, '.' as '_', '-' as '__', "
+              "':port' as '___port' (github.com: GIT_TOKEN_GITHUB_COM); it is sent to that host alone, so a pull "
+              "request that points the url elsewhere cannot send it anywhere")
 _REF_FORBIDDEN = ("..", "@{", "//", "~", "^", ":", "?", "*", "[", "\\")
 
 
@@ -30,6 +38,51 @@ def check_git_url(url: str) -> str:
     if problem:
         raise ValueError(f"{problem}; a git url must be {GIT_URL_FORMS}")
     return url
+
+
+def check_git_token(url: str, token: str) -> str:
+    """A git source's token: `${env:NAME}` with NAME the one variable named for the url's host.
+
+    The spec is written by pull requests: were any variable allowed, one line pointing the url at
+    the author's host with `${env:GITHUB_TOKEN}` would send the runner's token there. The value
+    itself is never quoted: it may be the token."""
+    variable = token_variable(url)
+    found = _REFERENCE.match(token)
+    if not found:
+        raise ValueError(f"write `token: ${{env:{variable}}}` and export {variable} where argus runs; the token "
+                         "itself never goes in a spec")
+    if found[1] != variable:
+        raise ValueError(f"the token for {_host_port(url)} must come from {variable}, not {found[1]}: {TOKEN_RULE}")
+    return token
+
+
+def token_variable(url: str) -> str:
+    """The only variable a token for `url` may be read from; ValueError when `url` may carry none."""
+    found = _TOKEN_URL.match(url)
+    if not found:
+        raise ValueError("only an https:// url may carry a token (ssh uses the keys of the machine argus runs on)")
+    labels = found["host"].split(".")
+    if not all(_LABEL.match(label) for label in labels):
+        raise ValueError(f"{found['host']!r} is not a host name a token can be named for: letters, digits and "
+                         "inner '-' between dots, no trailing dot")
+    # Injective, so no other host shares a variable: '.' gives one '_', each '-' two, the port's ':' three
+    # (labels neither start nor end with '-', so runs of '_' never merge). github-com.io is not github.com.io.
+    name = found["host"].upper().replace("-", "__").replace(".", "_")
+    return f"{TOKEN_PREFIX}{name}" + (f"___{found['port']}" if found["port"] else "")
+
+
+def token_scope(url: str) -> tuple[str, str]:
+    """(the url without its user, the user name to send): git sends the header to that url's prefix only."""
+    found = _TOKEN_URL.match(url)
+    if not found:
+        raise ValueError("only an https:// url may carry a token")
+    port = f":{found['port']}" if found["port"] else ""
+    return f"https://{found['host'].lower()}{port}{found['path']}", found["user"] or "x-access-token"
+
+
+def _host_port(url: str) -> str:
+    found = _TOKEN_URL.match(url)
+    return f"{found['host']}{':' + found['port'] if found['port'] else ''}" if found else url
 
 
 def check_git_ref(ref: str) -> str:

@@ -6,10 +6,10 @@ import posixpath
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic import Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
 from specs.base import Frozen
-from specs.git_urls import check_git_ref, check_git_url, check_source_path
+from specs.git_urls import check_git_ref, check_git_token, check_git_url, check_source_path
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 SECRET_REF_PATTERN = r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$"
@@ -114,6 +114,9 @@ class GitSource(Spec):
     path is taken from the workspace root."""
     ref: str = Field(min_length=1, json_schema_extra={"pattern": NO_OPTION_PATTERN})
     """A tag, branch or commit; resolved once, then the snapshot holds that commit forever."""
+    token: str | None = Field(default=None, json_schema_extra={"pattern": r"^\$\{env:GIT_TOKEN_[A-Z0-9_]+\}$"})
+    """https only: `${env:GIT_TOKEN_<HOST>}`, the variable named for the url's host (GIT_TOKEN_GITHUB_COM for
+    github.com), read when git fetches and sent to that url alone; never the token itself, never stored."""
 
     @field_validator("url")
     @classmethod
@@ -124,6 +127,12 @@ class GitSource(Spec):
     @classmethod
     def _ref_name(cls, ref: str) -> str:
         return check_git_ref(ref)
+
+    @field_validator("token")
+    @classmethod
+    def _token_for_host(cls, token: str | None, info: ValidationInfo) -> str | None:
+        url = info.data.get("url")
+        return token if token is None or url is None else check_git_token(url, token)
 
 
 class CodeSnapshot(Spec):

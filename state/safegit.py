@@ -10,6 +10,7 @@ can run. Objects are data: each one read is checked against its id, so a planted
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import os
@@ -63,26 +64,28 @@ class GitTimeout(GitError):
     """git did not finish before its deadline and was killed (with everything it started)."""
 
 
-def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of every git process argus starts."""
+def git_env(extra: dict[str, str] | None = None, config: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
+    """The environment of every git process argus starts; `config` adds command-level settings after
+    FORCED_CONFIG, in the environment (never in argv, which `ps` shows, nor in a file)."""
     env = {k: v for k, v in os.environ.items()
            if not (k.startswith("GIT_") and not k.startswith(_KEPT_GIT_ENV)) and not k.startswith("SSH_ASKPASS")}
     env.update(GIT_ALLOW_PROTOCOL=ALLOWED_PROTOCOLS, GIT_TERMINAL_PROMPT="0", GIT_NO_LAZY_FETCH="1",
                GIT_NO_REPLACE_OBJECTS="1", GIT_OPTIONAL_LOCKS="0", GIT_ATTR_NOSYSTEM="1",
                GIT_SSH_COMMAND=f"{os.environ.get('GIT_SSH_COMMAND') or 'ssh'} -o BatchMode=yes",
-               GIT_CONFIG_COUNT=str(len(FORCED_CONFIG)))
-    for index, (key, value) in enumerate(FORCED_CONFIG):
+               GIT_TRACE_REDACT="1",  # a runner's GIT_TRACE_CURL must not write a token's header to a file
+               GIT_CONFIG_COUNT=str(len(FORCED_CONFIG) + len(config)))
+    for index, (key, value) in enumerate((*FORCED_CONFIG, *config)):
         env[f"GIT_CONFIG_KEY_{index}"], env[f"GIT_CONFIG_VALUE_{index}"] = key, value
     env.update(extra or {})
     return env
 
 
 def run(git_dir: Path, *args: str, work_tree: Path | None = None, extra_env: dict[str, str] | None = None,
-        timeout: float | None = None) -> bytes:
+        timeout: float | None = None, config: tuple[tuple[str, str], ...] = ()) -> bytes:
     """git with an explicit repository (never discovered); on timeout its whole process group is killed."""
     command = ["git", f"--git-dir={git_dir}", *([f"--work-tree={work_tree}"] if work_tree else []), *args]
     proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=git_env(extra_env), cwd=work_tree or git_dir, start_new_session=True)
+                            env=git_env(extra_env, config), cwd=work_tree or git_dir, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -94,6 +97,13 @@ def run(git_dir: Path, *args: str, work_tree: Path | None = None, extra_env: dic
     if proc.returncode:
         raise GitError(last_line(err.decode(errors="replace")) or f"git {args[0]} exited {proc.returncode}")
     return out
+
+
+def auth_config(scope: str, user: str, token: str) -> tuple[tuple[str, str], ...]:
+    """Settings that send `token` as HTTP Basic auth to URLs under `scope` alone, and follow no
+    redirect (git would send the header on to wherever the server points it)."""
+    basic = base64.b64encode(f"{user}:{token}".encode()).decode()
+    return ((f"http.{scope}.extraHeader", f"Authorization: Basic {basic}"), ("http.followRedirects", "false"))
 
 
 @contextlib.contextmanager

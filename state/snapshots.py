@@ -177,7 +177,8 @@ def _stored_object(shared_root: Path, sha: str, mode: str, data: bytes) -> Path:
 
 
 def _manifest(snapshot: CodeSnapshot, source: SourceState, workspace: str, files: int) -> Manifest:
-    origin = {"git": snapshot.git.model_dump()} if snapshot.git else {"path": snapshot.path}
+    # Where the code came from, not how argus was let in: not even a token's variable name.
+    origin = {"git": snapshot.git.model_dump(exclude={"token"})} if snapshot.git else {"path": snapshot.path}
     return Manifest(workspace=workspace, name=snapshot.name, repo=snapshot.repo_dir, source=origin,
                     commit=source.commit or "", digest=source.digest or "", dirty=source.dirty, files=files,
                     bytes=source.bytes, created_at=now(), created_by=actor())

@@ -10,6 +10,7 @@ argus's git cache on the shared root is used only while it looks exactly as argu
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
@@ -21,6 +22,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from specs import git_urls
 from specs.address import Address
 from specs.diagnostics import Diagnostic
 from specs.errors import ArgusError
@@ -132,12 +134,15 @@ def checked_cache(shared_root: str, url: str) -> Path:
 def _resolve_git(snapshot: CodeSnapshot, source: GitSource, workspace_root: str, shared_root: str,
                  timeout: float) -> SourceState:
     url = locate(source.url, workspace_root)
+    token = _token(source)
+    if token is None and source.token is not None:
+        variable = git_urls.token_variable(source.url)
+        return unresolved(snapshot, "git.token", f"{variable} is not set: export it where argus runs (plan and "
+                                                 f"apply), holding the token for {source.url}")
     cache = checked_cache(shared_root, url)
     with safegit.quarantine(cache / "objects", packed_refs=_cached_refs(cache)) as repo:
         try:
-            # `--` before the URL: whatever the spec says, git never reads it as an option.
-            safegit.run(repo, "fetch", "--quiet", "--prune", "--no-auto-gc", "--no-recurse-submodules", "--", url,
-                        *FETCH_REFSPECS, timeout=timeout)
+            _fetch(repo, url, timeout, _auth(source.url, token))
         except safegit.GitTimeout:
             return unresolved(snapshot, "git.url", f"git fetch did not finish within {timeout:g} s and was stopped: "
                                f"check that {source.url} is reachable from here, or give a first clone of a large "
@@ -149,6 +154,44 @@ def _resolve_git(snapshot: CodeSnapshot, source: GitSource, workspace_root: str,
                                "branch or a commit reachable from one")
         with safegit.ObjectReader(repo) as reader:
             return _state(commit, safegit.commit_files(reader, commit))
+
+
+def _token(source: GitSource) -> str | None:
+    """The token the spec's `${env:GIT_TOKEN_<HOST>}` names (the model checked the name), or None."""
+    if source.token is None:
+        return None
+    return os.environ.get(git_urls.token_variable(source.url)) or None
+
+
+def _auth(url: str, token: str | None) -> tuple[tuple[str, str], ...]:
+    if token is None:
+        return ()
+    scope, user = git_urls.token_scope(url)
+    return safegit.auth_config(scope, user, token)
+
+
+def _fetch(repo: Path, url: str, timeout: float, auth: tuple[tuple[str, str], ...]) -> None:
+    """Every ref of the source into the cache; a token (in `auth`) is kept out of any message of git's."""
+    try:
+        # `--` before the URL: whatever the spec says, git never reads it as an option.
+        safegit.run(repo, "fetch", "--quiet", "--prune", "--no-auto-gc", "--no-recurse-submodules", "--", url,
+                    *FETCH_REFSPECS, timeout=timeout, config=auth)
+    except safegit.GitTimeout:
+        raise
+    except safegit.GitError as err:
+        if not auth:
+            raise
+        message = str(err)
+        for secret in _auth_secrets(auth):
+            message = message.replace(secret, "<redacted>")
+        raise safegit.GitError(message) from None
+
+
+def _auth_secrets(auth: tuple[tuple[str, str], ...]) -> list[str]:
+    """The header's encoded credentials and the token they decode to: neither may be shown."""
+    encoded = [value.rsplit(" ", 1)[-1] for key, value in auth if key.endswith(".extraHeader")]
+    decoded = [base64.b64decode(e).decode(errors="replace").split(":", 1)[-1] for e in encoded]
+    return [*encoded, *decoded]
 
 
 def _resolve_path(snapshot: CodeSnapshot, workspace_root: str) -> SourceState:
