@@ -37,13 +37,17 @@ def scan(node: Any, rel: str) -> tuple[list[Diagnostic], list[str]]:
     """The diagnostics of one YAML document's literal secrets, and the values to redact elsewhere."""
     found: list[Diagnostic] = []
     values: list[str] = []
-    for path, line, value in _strings(node):
+    for path, parent, key, value in _strings(node):
         if path in REFERENCE_FIELDS or WHOLE_REFERENCE.match(value):
             continue
         secrets = find_secrets(value)
+        by_key = not secrets and _secret_key(path)
+        if not (secrets or by_key):
+            continue
+        line = child_line(parent, key) or node_line(node)  # looked up only for a finding: scans stay cheap
         found += [_by_value(rel, line, path, secret) for secret in secrets]
         values += [secret.secret for secret in secrets]
-        if not secrets and _secret_key(path):
+        if by_key:
             found.append(_by_key(rel, line, path))
             values += [value] if len(value) >= MIN_REDACTED else []
     return found, values
@@ -57,18 +61,22 @@ def redact(diagnostics: list[Diagnostic], secrets: list[str]) -> list[Diagnostic
     return [_redacted(d, ordered) for d in diagnostics]
 
 
-def _strings(node: Any, path: str = "", line: int | None = None) -> Iterator[tuple[str, int, str]]:
-    """(dotted field path, line, text) of every string scalar under `node`."""
-    here = node_line(node) if line is None else line
-    if isinstance(node, CommentedMap | CommentedSeq):
-        keys = node.keys() if isinstance(node, CommentedMap) else range(len(node))
+def _strings(node: Any) -> Iterator[tuple[str, Any, Any, str]]:
+    """(dotted field path, its parent node, its key there, text) of every string scalar in a document
+    (specs.safe_yaml keeps documents shallow and alias-free, so this walk is small)."""
+    pending: list[tuple[str, Any]] = [("", node)] if isinstance(node, CommentedMap | CommentedSeq) else []
+    while pending:
+        path, here = pending.pop()
+        keys = here.keys() if isinstance(here, CommentedMap) else range(len(here))
         for key in keys:
+            child = here[key]
             below = f"{path}.{key}" if path else str(key)
-            yield from _strings(node[key], below, child_line(node, key) or here)
-    elif isinstance(node, TaggedScalar) and isinstance(node.value, str):
-        yield path, here, node.value
-    elif isinstance(node, str):
-        yield path, here, str(node)
+            if isinstance(child, CommentedMap | CommentedSeq):
+                pending.append((below, child))
+            elif isinstance(child, str):
+                yield below, here, key, str(child)
+            elif isinstance(child, TaggedScalar) and isinstance(child.value, str):
+                yield below, here, key, child.value
 
 
 def _secret_key(path: str) -> bool:
