@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
+from specs import secret_names
 from specs.base import Frozen
 from specs.git_urls import check_git_ref, check_git_token, check_git_url, check_source_path
 
@@ -269,6 +270,8 @@ def check_env_references(env: dict[str, str]) -> dict[str, str]:
     for key, value in env.items():
         if "${env:" in value and not re.match(SECRET_REF_PATTERN, value):
             raise ValueError(f"{key}: `${{env:NAME}}` must be the whole value, with NAME a valid variable name")
+        if re.match(SECRET_REF_PATTERN, value) and not secret_names.allowed(key):
+            raise ValueError(f"{key!r}: {secret_names.RULE}")
     return env
 
 

@@ -16,21 +16,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import secrets
 import shlex
 from pathlib import Path
 
+from specs import secret_names
+from specs.secret_names import allowed
+
 SECRETS_FILE = ".secrets.env"
 """The name the wrapper looks for in its job directory: keep the two in step."""
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-WRAPPER_NAMES = frozenset("dctvpsrwgk")
-"""The wrapper's own variables: the file is sourced by its shell, so a secret must not be named like one."""
-SHELL_NAMES = frozenset({"IFS", "PS1", "PS2", "PS4", "ENV", "OPTIND", "OPTARG", "LINENO", "PPID", "UID", "EUID",
-                         "SHELLOPTS", "BASHOPTS"})
-"""Names a shell gives a meaning of its own. A shell resets them when it starts, so as plain variables they
-are harmless; set while the wrapper runs they are not: IFS splits its pids and exit code, and where sh is
-bash, setting a readonly one (UID, PPID, BASH_VERSINFO) ends the wrapper before the command and exit.json."""
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -38,24 +32,15 @@ def write(job_dir: Path, values: dict[str, str]) -> None:
     """The file the wrapper sources: `export NAME='value'` lines, written whole (temp file, then rename)
     through the job directory opened without following links, so a link planted in a shared directory
     redirects nothing. Names are checked here too: the wrapper's shell runs this file."""
-    bad = sorted(name for name in values if not _allowed(name))
+    bad = sorted(name for name in values if not allowed(name))
     if bad:
-        named = ", ".join(map(repr, bad))
-        raise ValueError(f"a secret's variable name must be letters, digits and _, and not one letter of "
-                         f"{''.join(sorted(WRAPPER_NAMES))} (the run's wrapper uses those) nor one the shell "
-                         f"gives a meaning ({', '.join(sorted(SHELL_NAMES))}, BASH_*): {named}; rename it in "
-                         "the job's env_vars")
+        raise ValueError(f"{secret_names.RULE}: {', '.join(map(repr, bad))}")
     text = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in sorted(values.items()))
     directory = os.open(job_dir, _DIRECTORY)
     try:
         _write_private(directory, text)
     finally:
         os.close(directory)
-
-
-def _allowed(name: str) -> bool:
-    return (bool(_NAME.fullmatch(name)) and name not in WRAPPER_NAMES and name not in SHELL_NAMES
-            and not name.startswith("BASH_"))
 
 
 def remove(job_dir: Path) -> None:

@@ -196,6 +196,14 @@ def test_a_literal_secret_is_refused(ws: Workspace) -> None:
     assert "abc123" not in problem
 
 
+def test_a_secret_named_like_the_wrappers_or_the_shells_variables_is_refused_at_load(ws: Workspace) -> None:
+    ws.write("jobs/a.yaml", "kind: Job\nname: a\ncluster: h20\nworkload: command\nentrypoint: x\n"
+                            "env: {IFS: '${env:A_TOKEN}', c: '${env:B_TOKEN}', OK_TOKEN: '${env:C_TOKEN}'}\n")
+    [problem] = diagnostics(ws)
+    assert problem.startswith("jobs/a.yaml:6: env: Value error, 'IFS': a variable that takes a secret") or \
+        problem.startswith("jobs/a.yaml:6: env: Value error, 'c': a variable that takes a secret"), problem
+
+
 def test_an_invalid_workspace_is_reported_once(ws: Workspace) -> None:
     ws.write("argus.yaml", "kind: Workspace\nname: Team\n")
     assert diagnostics(ws) == [
