@@ -31,8 +31,11 @@ class RunBook:
         """The clusters as observed before apply: each submit's ray_status_pre.txt comes from here."""
         self._plan_id, self._commit = plan_id, commit
         self._redact = redact
+        self._status_texts: dict[str, str] = {}
         self.submitted: list[RunRecord] = []
-        """Runs Ray accepted during this apply, in order."""
+        """Runs Ray accepted during this apply, in the order Ray accepted them. Concurrent submits
+        (execute.batch) share this book: each touches only its own run's entries and files, and
+        CPython's dict and list updates are atomic."""
 
     def get(self, submission_id: str) -> RunRecord | None:
         """The run's record: as observed, or as this apply last wrote it."""
@@ -54,8 +57,7 @@ class RunBook:
         run_index.mark_open(root, sub.workspace, step.submission_id)
         records.write_intent(root, record, configs, {"submission_id": step.submission_id, **payload})
         if step.cluster in self._clusters:
-            records.write_debug(root, step.submission_id, "ray_status_pre.txt",
-                                debug.cluster_status(self._clusters[step.cluster]))
+            records.write_debug(root, step.submission_id, "ray_status_pre.txt", self._status_text(step.cluster))
         self._known[record.submission_id] = record
         return record
 
@@ -94,6 +96,12 @@ class RunBook:
 
     def _root(self, cluster: str) -> str:
         return self._desired.shared_root(cluster)
+
+    def _status_text(self, cluster: str) -> str:
+        """The cluster as observed before apply, rendered once: every submit to it keeps the same text."""
+        if cluster not in self._status_texts:
+            self._status_texts[cluster] = debug.cluster_status(self._clusters[cluster])
+        return self._status_texts[cluster]
 
     def _session(self, cluster: str) -> str | None:
         observed = self._clusters.get(cluster)
