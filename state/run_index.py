@@ -7,8 +7,9 @@ each of this workspace's runs, so a plan costs one NFS round trip per run in his
   .argus/runs/<workspace>.open/<id>   an empty marker per run not settled yet, made before its intent
   .argus/runs/<workspace>.lock        held while the index is rewritten
 
-A plan opens the index, lists the markers (a handful), and reads the status.json of the marked runs
-and of this workspace's jobs Ray still lists: a bounded number of files, whatever the history.
+A plan opens the index, lists the markers (a handful) and jobs/ (names only: every indexed run must
+still have its record there), and reads the status.json of the marked runs and of this workspace's
+jobs Ray still lists: a bounded number of files, whatever the history.
 
 Settled: the record says a final status (SUCCEEDED, STOPPED, FAILED with its class, or SUBMIT_FAILED),
 and Ray, answering, no longer lists the run. Nothing rewrites such a record (execute.refresh only
@@ -20,9 +21,12 @@ attempt, spec hash, failure class, session...), not their submission.
 
 The trade, correctness first. Every file here is writable by every job on the cluster, and the run
 records stay the truth:
-- an index missing, malformed, oversized, a symlink, or holding a run argus would not have indexed
-  is not used: every record is read as before (a listing of jobs/ and a status.json per run), with a
-  warning when it existed, and the index is rebuilt;
+- an index missing, malformed, oversized, a symlink, holding a run argus would not have indexed or
+  one with no directory in jobs/ (an entry is never more than its record) is not used: every record
+  is read as before (a status.json per run), with a warning when it existed, and the index is rebuilt;
+- a plan indexes a run it read settled only if its status.json still says so under the index lock,
+  and apply marks a run it sends again under its id under that lock after the intent (reopened), so a
+  plan racing the resend of a refused run never leaves it indexed refused and unmarked;
 - a run missing from the index and from the markers (deleted by hand, or submitted by an argus of an
   earlier version after this one built the index) is not seen by plan. The only harm that could do
   is a second submit under its id once Ray forgot it: apply refuses to submit an id whose record
@@ -89,6 +93,7 @@ def read_runs(shared_root: str, workspace: str, on_ray: Iterable[str] = ()) -> R
     """The index, then the status.json of every marked run and of every run Ray lists for this workspace."""
     try:
         index, marked = _index_and_markers(shared_root, workspace)
+        _recorded(shared_root, index)
     except (Unusable, OSError) as why:
         problem = f"{index_path(shared_root, workspace)}: {why}"
         return RunsRead(read_records(shared_root, workspace), scanned=True, problem=problem)
@@ -113,10 +118,9 @@ def keep(shared_root: str, workspace: str, read: RunsRead, on_ray: set[str], ans
     if not (fresh or unmarked or read.scanned):
         return
     with contextlib.suppress(OSError, Unusable), _locked(shared_root, workspace) as folder:
-        try:
-            base = {} if read.scanned else _runs_of(_index(folder, workspace))
-        except Unusable:  # replaced since it was read: what was read of it still stands
-            base = {sid: read.records[sid] for sid in read.indexed}
+        base = _base(shared_root, folder, workspace, read)
+        # read again under the lock: an apply may have sent a refused run again since (reopened)
+        fresh = {sid: r for sid, r in fresh.items() if read_record(shared_root, sid) == r}
         _write_index(folder, workspace, {**base, **fresh})
         opened = _markers(folder, workspace, create=True)
         for sid in sorted(unmarked):
@@ -127,10 +131,48 @@ def keep(shared_root: str, workspace: str, read: RunsRead, on_ray: set[str], ans
         os.close(opened)
 
 
+def _base(shared_root: str, folder: int, workspace: str, read: RunsRead) -> dict[str, RunRecord]:
+    """The index as it is now, to add to: another plan may have indexed runs since this one read (a
+    full read too, which listed jobs/ before they were sent). A full read's base must pass the checks
+    a plan makes of it, so an index not used is never carried on."""
+    try:
+        index = _index(folder, workspace)
+        if read.scanned:
+            _recorded(shared_root, index)
+        return _runs_of(index)
+    except (Unusable, OSError):  # replaced since it was read: what was read of it still stands
+        return {sid: read.records[sid] for sid in read.indexed}
+
+
+def _recorded(shared_root: str, index: RunIndex | None) -> None:
+    """Every indexed run has its directory in jobs/ (one listing): an entry for a run that has no record
+    (written by a job, or its record removed) counts for nothing, as a run without a record never did."""
+    if index is None or not index.runs:
+        return
+    names = set(os.listdir(f"{shared_root}/jobs"))
+    missing = [r.submission_id for r in index.runs if r.submission_id not in names]
+    if missing:
+        raise Unusable(f"holds {len(missing)} run(s) with no record in jobs/, e.g. {missing[0]} (edited?)")
+
+
 def mark_open(shared_root: str, workspace: str, submission_id: str) -> None:
     """Before a run's intent is written: a crash right after still leaves it found. Best effort: a
     run without its marker is still found through Ray, and apply never submits an unseen run's id."""
     with contextlib.suppress(OSError), _runs_dir(shared_root, create=True) as folder:
+        opened = _markers(folder, workspace, create=True)
+        try:
+            _mark(opened, submission_id)
+        finally:
+            os.close(opened)
+
+
+def reopened(shared_root: str, workspace: str, submission_id: str) -> None:
+    """After the intent of a run sent again under its id (a refused submit): its marker, made under the
+    index lock. A plan that read the run refused before the intent re-reads it under that lock before
+    indexing it and dropping its marker (keep); one that did so between mark_open and the intent has
+    dropped the marker, which this puts back. Without it, once Ray forgot the run, plans would see it
+    refused and send it once more."""
+    with contextlib.suppress(OSError, Unusable), _locked(shared_root, workspace) as folder:
         opened = _markers(folder, workspace, create=True)
         try:
             _mark(opened, submission_id)

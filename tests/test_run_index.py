@@ -192,3 +192,71 @@ def test_a_run_removed_from_the_index_is_never_submitted_twice(workspace, argus)
     assert records.read_record(str(workspace.shared), job.submission_id).status == "SUCCEEDED"
     again = argus("plan", workspace.root, "--detailed-exitcode")
     assert again.code == 0, again.out + again.err  # every record read: the run is seen, nothing to do
+
+
+def index_file(root: Path) -> Path:
+    return root / ".argus" / "runs" / f"{WS}.json"
+
+
+def test_an_index_entry_whose_run_has_no_record_does_not_count(tmp_path: Path):
+    """The attack: a job writes an entry saying a run that never ran SUCCEEDED (or was preempted, to
+    stretch a retry policy), so plan would never submit it. The records stay the truth: no record, no run."""
+    write(tmp_path, record(1))
+    indexed_once(tmp_path)
+    data = json.loads(index_file(tmp_path).read_text())
+    forged = record(2).model_dump(mode="json")  # jobs/<its id>/ was never made
+    index_file(tmp_path).write_text(json.dumps({**data, "runs": [*data["runs"], forged]}))
+    read = indexed_once(tmp_path)
+    assert record(2).submission_id not in read.records
+    assert read.scanned and read.problem and "no record" in read.problem
+    assert record(2).submission_id not in read_runs(str(tmp_path), WS).records  # rebuilt without it
+
+
+def resent(root: Path, run: RunRecord) -> None:
+    """What apply does to send a refused run again under its id (execute.runbook.RunBook.open)."""
+    run_index.mark_open(str(root), WS, run.submission_id)
+    write(root, run.model_copy(update={"status": RunStatus.SUBMITTING}))
+    run_index.reopened(str(root), WS, run.submission_id)
+
+
+def test_a_plan_racing_an_apply_that_resends_a_refused_run_never_indexes_it_as_refused(tmp_path: Path):
+    """plan (or status) read the refused run, apply resent it, then plan indexed what it had read and
+    dropped its marker: once Ray forgot the run, the index said SUBMIT_FAILED and it would be sent a third time."""
+    indexed_once(tmp_path)
+    refused = record(5, "SUBMIT_FAILED")
+    run_index.mark_open(str(tmp_path), WS, refused.submission_id)
+    write(tmp_path, refused)
+    read = read_runs(str(tmp_path), WS)  # the plan reads it refused ...
+    resent(tmp_path, refused)  # ... apply sends it again ...
+    keep(str(tmp_path), WS, read, set(), {"c"})  # ... and the plan keeps what it read
+    after = read_runs(str(tmp_path), WS)
+    assert refused.submission_id in after.marked
+    assert after.records[refused.submission_id].status is RunStatus.SUBMITTING
+
+
+def test_a_plan_indexing_a_refused_run_between_its_marker_and_its_intent_leaves_it_marked(tmp_path: Path):
+    indexed_once(tmp_path)
+    refused = record(5, "SUBMIT_FAILED")
+    run_index.mark_open(str(tmp_path), WS, refused.submission_id)
+    write(tmp_path, refused)
+    read = read_runs(str(tmp_path), WS)
+    run_index.mark_open(str(tmp_path), WS, refused.submission_id)  # apply marks it ...
+    keep(str(tmp_path), WS, read, set(), {"c"})  # ... the plan indexes it refused, drops the marker ...
+    write(tmp_path, refused.model_copy(update={"status": RunStatus.SUBMITTING}))  # ... apply writes its intent
+    run_index.reopened(str(tmp_path), WS, refused.submission_id)
+    after = read_runs(str(tmp_path), WS)
+    assert refused.submission_id in after.marked
+    assert after.records[refused.submission_id].status is RunStatus.SUBMITTING
+
+
+def test_a_full_read_racing_another_plans_index_keeps_the_runs_it_indexed(tmp_path: Path):
+    """Two plans with no index yet: the slower one rebuilt the index from its own read, dropping a run
+    the faster one had indexed (and unmarked) since: that run was seen by no plan after."""
+    write(tmp_path, record(1))
+    slow = read_runs(str(tmp_path), WS)  # no index: everything read (a cluster slow to answer) ...
+    late = record(3)
+    run_index.mark_open(str(tmp_path), WS, late.submission_id)  # ... meanwhile a run is sent, ends, Ray forgets it
+    write(tmp_path, late)
+    indexed_once(tmp_path)  # a faster plan indexes it and drops its marker
+    keep(str(tmp_path), WS, slow, set(), {"c"})
+    assert read_runs(str(tmp_path), WS).records.keys() == {record(1).submission_id, late.submission_id}

@@ -56,6 +56,8 @@ class RunBook:
         self._never_unseen(root, step.submission_id)
         run_index.mark_open(root, sub.workspace, step.submission_id)
         records.write_intent(root, record, configs, {"submission_id": step.submission_id, **payload})
+        if step.submission_id in self._known:  # sent again (refused before): a racing plan may have unmarked it
+            run_index.reopened(root, sub.workspace, step.submission_id)
         if step.cluster in self._clusters:
             records.write_debug(root, step.submission_id, "ray_status_pre.txt", self._status_text(step.cluster))
         self._known[record.submission_id] = record
