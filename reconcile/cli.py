@@ -6,6 +6,7 @@ Each command returns its exit code; main() runs the dispatch inside the one erro
 
 from __future__ import annotations
 
+import gc
 import sys
 from enum import Enum
 from pathlib import Path
@@ -32,6 +33,11 @@ FETCH_TIMEOUT = typer.Option(300.0, "--fetch-timeout", min=1.0,
 APPLY_TARGET = typer.Argument(Path("."), help="The workspace directory, or a plan file saved by `argus plan -o` "
                                              "(then the workspace is --dir).")
 WORKSPACE_DIR = typer.Option(Path("."), "--dir", help="The workspace, when applying a plan file.")
+GC_THRESHOLD = 50_000
+"""Allocations between two young-generation collections (Python's default: 700). A plan of thousands
+of jobs makes millions of small objects (YAML nodes, models) that live until it ends: at the default,
+collections kept walking them, ~0.5 s of CPU in a plan of 5,000 jobs (a fifth of its own time).
+Cycles are still collected, only less often."""
 LOCAL_DIR = typer.Option(Path("~/.argus/local"), "--state-dir", envvar="ARGUS_LOCAL_DIR",
                          help="Where the local cluster records its processes.")
 
@@ -305,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     for "changes present", and a ^C reaches the boundary as itself. A command line asking for JSON
     gets its errors as JSON too."""
     args = sys.argv[1:] if argv is None else argv
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     return guarded(lambda invocation: _dispatch(args, invocation), as_json=wants_json(args))
 
 

@@ -99,23 +99,24 @@ class Walk:
         except OSError as err:
             self._problem(self._rel(folder), f"cannot list the directory: {err.strerror or err}")
             return
+        prefix = "" if folder == self.root else f"{self._rel(folder)}/"  # once per folder, not per file
         for entry in entries:
             if entry.name.startswith("."):
                 continue  # .git, .shared, .argus: never read, and may be huge
-            path = Path(entry.path)
             if entry.is_symlink():
-                found = self._symlink(path)
+                found = self._symlink(Path(entry.path))
             elif entry.is_dir(follow_symlinks=False):
                 found = None
-                if not self._holds_other_workspace(path):
+                if not self._holds_other_workspace(path := Path(entry.path)):
                     deeper.append(path)
+            elif _is_spec(entry.name):
+                found = self._plain_file(prefix + entry.name, Path(entry.path), entry.stat(follow_symlinks=False))
             else:
-                found = self._plain_file(path, entry.stat(follow_symlinks=False)) if _is_spec(entry.name) else None
+                found = None
             if found is not None:
                 yield found
 
-    def _plain_file(self, path: Path, info: os.stat_result) -> SpecFile | None:
-        rel = self._rel(path)
+    def _plain_file(self, rel: str, path: Path, info: os.stat_result) -> SpecFile | None:
         return SpecFile(rel, path) if self._regular_and_small(rel, info) else None
 
     def _symlink(self, link: Path) -> SpecFile | None:

@@ -124,13 +124,13 @@ def says_the_same(entry: LedgerEntry | None, ask: Ask) -> bool:
         == (ask.priority, ask.preemptible, ask.bundles, ask.driver, ask.spread)
 
 
-def too_big(cluster: ClusterState, ask: Ask) -> bool:
-    return never_fits(ask_demand(ask), [n.resources for n in cluster.nodes])
+def too_big(cluster: ClusterState, demand: Demand) -> bool:
+    return never_fits(demand, [n.resources for n in cluster.nodes])
 
 
-def over_quota_alone(workspace: str, queue: ClusterQueue, ask: Ask) -> str:
-    """The demand alone is over the workspace's quota: it could never start."""
-    cap, total = queue.quotas.get(workspace) or {}, ask_demand(ask).total()
+def over_quota_alone(workspace: str, queue: ClusterQueue, total: Mapping[str, float]) -> str:
+    """The demand alone (its `total`) is over the workspace's quota: it could never start."""
+    cap = queue.quotas.get(workspace) or {}
     over = [f"{name} {total.get(name, 0):g} > {limit:g}" for name, limit in sorted(cap.items())
             if total.get(name, 0) > limit]
     return ", ".join(over)
@@ -243,17 +243,19 @@ def _want(desired: DesiredState, observed: ObservedState,
     if job is None:
         return None, None
     ask = ask_of(job, step.submission)
-    if not any(ask_demand(ask).total().values()):
+    demand = ask_demand(ask)  # once: each check below needs it
+    total = demand.total()
+    if not any(total.values()):
         return None, None  # asks for nothing: never waits, never delays anyone
     cluster, queue = observed.clusters[step.cluster], _queue(observed, step.cluster)
-    if missing := demands.unoffered(ask_demand(ask), (k for n in cluster.nodes for k in n.resources)):
+    if missing := demands.unoffered(demand, (k for n in cluster.nodes for k in n.resources)):
         return None, ("demand", f"{change.address} asks for {missing}, which no alive node of cluster "
                                 f"{cluster.name!r} offers: fix the name (in `demand`, `entrypoint_resources` or the "
                                 "cluster's job_defaults), or start a node that offers it")
-    if too_big(cluster, ask):
+    if too_big(cluster, demand):
         return None, ("demand", f"{change.address} can never start on cluster {cluster.name!r}: its whole demand "
-                                f"({demands.describe(ask_demand(ask))}) does not fit the alive nodes even when idle")
-    if over := over_quota_alone(desired.workspace.name, queue, ask):
+                                f"({demands.describe(demand)}) does not fit the alive nodes even when idle")
+    if over := over_quota_alone(desired.workspace.name, queue, total):
         return None, ("demand", f"{change.address} can never start under workspace "
                                 f"{desired.workspace.name}'s quota on {cluster.name!r}: {over}")
     if queue.problem:
