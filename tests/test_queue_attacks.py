@@ -321,7 +321,7 @@ def test_admission_at_apply_respects_this_workspaces_own_higher_priority_waiting
     write_ledger(root, "team", [mine])
     view = cluster_of(8.0, (RayJob(submission_id="other.run.1", status="RUNNING"),), used={"GPU": 4.0})
     client = SimpleNamespace(admission_view=lambda: view)
-    world = SimpleNamespace(roots={"c": root}, clients={"c": client}, workspace="team")
+    world = SimpleNamespace(roots={"c": root}, clients={"c": client}, workspace="team", admissions={})
     sub = Submission(workspace="team", cluster="c", shared_root=root, job="b", run=1, entrypoint="true", env_vars={},
                      entrypoint_num_cpus=None, entrypoint_num_gpus=None, entrypoint_memory=None,
                      entrypoint_resources={})
