@@ -42,6 +42,7 @@ import fcntl
 import json
 import os
 import stat
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -62,6 +63,7 @@ MAX_INDEX_BYTES = 64 * 1024 * 1024
 MAX_OPEN_RUNS = 10_000
 """More markers than this is no workload argus made: every record is read instead."""
 LOCK_WAIT = 10.0
+_THREADS = threading.RLock()
 COMPACTED = frozenset({"submission", "evidence", "advice", "error"})
 """What an older settled run leaves out: the planner decides from the rest."""
 
@@ -319,8 +321,10 @@ def _mark(opened: int, submission_id: str) -> None:
 
 @contextlib.contextmanager
 def _locked(shared_root: str, workspace: str) -> Iterator[int]:
-    """The runs directory, with this workspace's index lock held (a POSIX record lock: NFS has them)."""
-    with _runs_dir(shared_root, create=True) as folder:
+    """The runs directory, with this workspace's index lock held (a POSIX record lock: NFS has them).
+    The thread lock first: a record lock belongs to the process, so it keeps apply's concurrent submits
+    apart only with it, and one thread closing its descriptor would drop another's lock."""
+    with _THREADS, _runs_dir(shared_root, create=True) as folder:
         fd = os.open(f"{workspace}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
                      0o644, dir_fd=folder)
         try:
