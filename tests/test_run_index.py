@@ -172,8 +172,25 @@ def test_too_many_open_markers_is_not_a_list_argus_made(tmp_path: Path, monkeypa
     assert read.scanned and "marked open" in read.problem
 
 
+def removed(runs: list[dict]) -> list[dict]:
+    return []
+
+
+def refused(runs: list[dict]) -> list[dict]:
+    return [{**r, "status": "SUBMIT_FAILED"} for r in runs]
+
+
 def test_a_run_removed_from_the_index_is_never_submitted_twice(workspace, argus):
-    """The attack: a finished run Ray forgot is edited out of the index, so plan sees no run of the spec."""
+    """The attack: a finished run Ray forgot is edited out of the index: plan sees no run of the spec."""
+    never_twice(workspace, argus, removed)
+
+
+def test_refused_said_by_the_index_of_a_run_that_ran_never_sends_it_again(workspace, argus):
+    """The attack: a finished run Ray forgot is marked refused in the index: plan would send it again."""
+    never_twice(workspace, argus, refused)
+
+
+def never_twice(workspace, argus, edit) -> None:
     workspace.job("once", ["sh", "-c", "echo ran"])
     assert argus("apply", workspace.root, "--auto-approve").code == 0
     [job] = [j for j in jobs_of(workspace.address, workspace.name) if j.metadata["argus.job"] == "once"]
@@ -184,7 +201,7 @@ def test_a_run_removed_from_the_index_is_never_submitted_twice(workspace, argus)
     index = workspace.shared / ".argus" / "runs" / f"{workspace.name}.json"
     data = json.loads(index.read_text())
     assert [r["submission_id"] for r in data["runs"]] == [job.submission_id]
-    index.write_text(json.dumps({**data, "runs": []}))
+    index.write_text(json.dumps({**data, "runs": edit(data["runs"])}))
 
     refused = argus("apply", workspace.root, "--auto-approve")
     assert refused.code == 1 and "this plan did not see" in refused.err, refused.out + refused.err

@@ -89,12 +89,15 @@ class RunBook:
         """A record of this very run that the plan did not see (its run index edited or removed, or an
         argus of an earlier version wrote it): submitting would run it a second time once Ray forgot it.
         The index is dropped, so the next plan reads every record and sees it (state.run_index)."""
-        if submission_id in self._known or records.read_record(root, submission_id) is None:
+        seen, on_disk = self._known.get(submission_id), records.read_record(root, submission_id)
+        # a run sent again (refused, or never reached Ray) only when its record still says so: an index
+        # entry saying refused of a run whose record says it ran must not send it twice
+        if on_disk is None or (seen is not None and seen.status == on_disk.status):
             return
         run_index.forget_index(root, self._desired.workspace.name)
         raise ArgusError(f"run {submission_id} already has a record ({records.job_dir(root, submission_id)}) that "
-                         "this plan did not see: its run index was edited or removed. Nothing was submitted; run "
-                         "`argus plan` again (it reads every record this time)")
+                         "this plan did not see (or saw saying otherwise): its run index was edited or removed. "
+                         "Nothing was submitted; run `argus plan` again (it reads every record this time)")
 
     def _root(self, cluster: str) -> str:
         return self._desired.shared_root(cluster)
