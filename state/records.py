@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import stat
 from datetime import datetime, timezone
 from pathlib import Path
@@ -163,5 +164,15 @@ def _read(path: Path) -> RunRecord | None:
 def _yaml(data: Any) -> str:
     """Plain data (a model dumped as JSON) as block YAML. libyaml's emitter: ruamel's took ~10 ms a
     file, two files per submit, the larger part of argus's own time in an apply of many jobs."""
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return yaml.dump(data, Dumper=dumper, default_flow_style=False, sort_keys=False, allow_unicode=True)
+    return yaml.dump(data, Dumper=_Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True)
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """The safe dumper (plain data only, never a python tag) quoting also the strings that YAML 1.2
+    (ruamel, yq, Go's yaml.v3) reads as numbers though PyYAML's YAML 1.1 does not: "0o17", "1e3"."""
+
+
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+]?0o[0-7]+$"), list("-+0"))
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:float",
+                              re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$"),
+                              list("-+.0123456789"))

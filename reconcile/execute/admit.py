@@ -88,13 +88,12 @@ class Ahead:
     """By submission id: the shared root whose ledger holds it."""
 
 
-def admit_ahead(steps: Sequence[SubmitStep], world: World) -> Ahead:
+def admit_ahead(steps: Sequence[SubmitStep], world: World, ahead: Ahead) -> None:
     """Decide every submit of a batch that has a demand, per cluster, in the queue's order, under one
-    hold of the cluster's admission lock; `admitted` then hands each its decision."""
-    ahead = Ahead()
+    hold of the cluster's admission lock; `admitted` then hands each its decision. `ahead` is filled as
+    it goes: a failure at a later cluster leaves what earlier ones admitted there to withdraw."""
     for name in sorted({s.cluster for s in steps if s.ask is not None}):
         _admit_cluster(name, [s for s in steps if s.cluster == name and s.ask is not None], world, ahead)
-    return ahead
 
 
 def withdraw(ahead: Ahead, submission_ids: set[str], world: World) -> None:

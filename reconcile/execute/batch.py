@@ -5,8 +5,8 @@ stops and preemptions, queue entries, snapshot deletions run one after another (
 Only consecutive changes that each submit one new run (action submit or retry, a single
 SubmitStep) form a batch. None of them needs another: its code and directories were made by the
 changes before the batch, a replaced run's stop-then-submit is one change of two steps (never in a
-batch), and admission is decided for the whole batch first, in the queue's order, under each
-cluster's admission lock (admit.admit_ahead): the order in which threads reach Ray changes nothing.
+batch), and admission is decided for each part of the batch (AHEAD submits) first, in the queue's
+order, under each cluster's admission lock (admit.admit_ahead): the order in which threads reach Ray changes nothing.
 
 Failures: the first submit of a batch runs alone, and the others start only once it went through,
 so a cluster that refuses every submit (a wrong resource name, a bad token) fails once, not once
@@ -31,6 +31,11 @@ WORKERS = 8
 """Submits in flight at once. Each mostly waits (a request to the dashboard; small files and their
 fsyncs on the shared root): eight hide that latency. More would only queue up at the head, whose
 dashboard answers every request on one event loop while it also runs the cluster."""
+
+AHEAD = WORKERS * 8
+"""Submits admitted ahead at once, then carried out. An admission whose run Ray does not list yet holds
+its GPUs for ADMIT_GRACE (reconcile.plan.queue) only: admitting a whole batch of thousands ahead would
+let the last ones' admissions lapse, and their GPUs be given to others, before they are submitted."""
 
 Row = tuple[str, str, str]
 """(address, action, outcomes): one line of apply's summary table."""
@@ -78,20 +83,43 @@ def lines(echo: Callable[[str], None]) -> Display:
 
 def run_batch(changes: Sequence[Change], world: World, apply_one: Callable[[Change, World], Row],
               display: Display) -> None:
-    """Apply every change of a batch; the journal gets the rows of those done, in plan order."""
-    steps = [c.steps[0] for c in changes if isinstance(c.steps[0], SubmitStep)]
-    ahead = admit.admit_ahead(steps, world)
+    """Apply every change of a batch, AHEAD at a time; the journal gets the rows of those done, in plan order."""
     with display(len(changes)) as shown:
-        pool = _Pool(changes, dataclasses.replace(world, echo=shown.echo), apply_one, shown.advance)
+        for start in range(0, len(changes), AHEAD):
+            failure, started = _run_part(changes[start:start + AHEAD], world, apply_one, shown, first_alone=not start)
+            if failure is not None:
+                unattempted = len(changes) - start - started
+                if unattempted:
+                    shown.echo(f"Stopped after the first failure: {unattempted} submission(s) not attempted.")
+                raise failure
+
+
+def _run_part(changes: Sequence[Change], world: World, apply_one: Callable[[Change, World], Row], shown: Shown,
+              first_alone: bool) -> tuple[BaseException | None, int]:
+    """Admit the part ahead and submit it: (the first failure or None, how many were attempted). Whatever
+    stops it, admission included, withdraws the admissions of the runs it never attempted."""
+    steps = [c.steps[0] for c in changes if isinstance(c.steps[0], SubmitStep)]
+    ahead, pool = admit.Ahead(), _Pool(changes, dataclasses.replace(world, echo=shown.echo), apply_one,
+                                       shown.advance, first_alone)
+    try:
+        admit.admit_ahead(steps, world, ahead)
         pool.run()
-        world.journal.rows.extend(pool.done[i] for i in sorted(pool.done))
-        if pool.failure is None:
-            return
-        unattempted = [s for i, s in enumerate(steps) if i not in pool.started]
-        if unattempted:
-            shown.echo(f"Stopped after the first failure: {len(unattempted)} submission(s) not attempted.")
-    admit.withdraw(ahead, {s.submission_id for s in unattempted}, world)
-    raise pool.failure
+    except BaseException:  # admission failed or ^C before the pool ran: nothing of the part was attempted
+        _withdraw(ahead, {s.submission_id for s in steps}, world, shown)
+        raise
+    world.journal.rows.extend(pool.done[i] for i in sorted(dict(pool.done)))
+    if pool.failure is not None:
+        _withdraw(ahead, {s.submission_id for i, s in enumerate(steps) if i not in pool.started}, world, shown)
+    return pool.failure, len(pool.started)
+
+
+def _withdraw(ahead: admit.Ahead, submission_ids: set[str], world: World, shown: Shown) -> None:
+    """Withdrawn if it can be: the failure that stopped the batch is what apply raises, never this one."""
+    try:
+        admit.withdraw(ahead, submission_ids, world)
+    except Exception as err:  # noqa: BLE001 (the first failure is reported; unwithdrawn admissions lapse)
+        shown.echo(f"{len(submission_ids)} admission(s) of runs not submitted could not be withdrawn ({err}): "
+                   "they hold their GPUs until they lapse.")
 
 
 class _Lines:
@@ -110,8 +138,9 @@ class _Pool:
     """Hands out the batch's changes in plan order to at most WORKERS threads until done or stopped."""
 
     def __init__(self, changes: Sequence[Change], world: World, apply_one: Callable[[Change, World], Row],
-                 advance: Callable[[], None]) -> None:
+                 advance: Callable[[], None], first_alone: bool = True) -> None:
         self._changes, self._world, self._apply_one, self._advance = changes, world, apply_one, advance
+        self._first_alone = first_alone
         self._lock, self._stopping, self._next = threading.Lock(), threading.Event(), 0
         self.started: set[int] = set()
         self.done: dict[int, Row] = {}
@@ -119,9 +148,10 @@ class _Pool:
 
     def run(self) -> None:
         try:
-            self._work()  # the first one alone, here: it goes through before anything runs beside it
-            if self.failure is not None:
-                return
+            if self._first_alone:
+                self._work()  # the first one alone, here: it goes through before anything runs beside it
+                if self.failure is not None:
+                    return
             threads = [threading.Thread(target=self._work, name=f"argus submit {n}", daemon=True)
                        for n in range(min(WORKERS, len(self._changes) - self._next))]
             for thread in threads:
@@ -141,7 +171,7 @@ class _Pool:
             with self._lock:
                 self.done[index] = row
             self._advance()
-            if index == 0:
+            if index == 0 and self._first_alone:
                 return  # the first one went through: the pool takes over
 
     def _take(self) -> tuple[int, Change] | None:
