@@ -38,19 +38,22 @@ def locked_log(shared_root: str, workspace: str) -> Iterator[int]:
     """The log opened for appending and reading (created if missing), held by this appender alone."""
     where = f"{shared_root}/{LOG_DIR}/{workspace}.jsonl"
     flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-    try:
-        with _directory(shared_root, LOG_DIR, create=True) as folder:
-            fd = os.open(f"{workspace}.jsonl", flags, 0o666, dir_fd=folder)
-    except OSError as err:
-        raise ArgusError(f"{where}: cannot append to the audit log ({_why(err)}). Run `argus audit verify`.") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ArgusError(f"{where}: the audit log is not a regular file. Run `argus audit verify`.")
-        with _in_process:
+    # Open and close inside the thread lock: a record lock is the process's, and closing any descriptor
+    # of the file, in any thread, releases it.
+    with _in_process:
+        try:
+            with _directory(shared_root, LOG_DIR, create=True) as folder:
+                fd = os.open(f"{workspace}.jsonl", flags, 0o666, dir_fd=folder)
+        except OSError as err:
+            raise ArgusError(f"{where}: cannot append to the audit log ({_why(err)}). "
+                             "Run `argus audit verify`.") from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ArgusError(f"{where}: the audit log is not a regular file. Run `argus audit verify`.")
             _lock(fd, where)
             yield fd
-    finally:
-        os.close(fd)  # releases the lock
+        finally:
+            os.close(fd)  # releases the lock
 
 
 def read_log(shared_root: str, workspace: str) -> tuple[bytes | None, str | None]:
