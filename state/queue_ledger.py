@@ -20,7 +20,6 @@ import os
 import re
 import stat
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from pydantic import ValidationError
 from specs.errors import ArgusError
 from specs.models import NAME_PATTERN
 from state.beneath import NotBeneath, opened_dir
+from state.files import replace_in
 from state.observed import LedgerEntry
 from state.records import read_small
 
@@ -75,18 +75,7 @@ def write_ledger(shared_root: str, workspace: str, entries: list[LedgerEntry]) -
     rows = [e.model_dump(mode="json") for e in sorted(entries, key=lambda e: (e.cluster, e.job, e.submission_id))]
     text = json.dumps({"workspace": workspace, "entries": rows}, indent=2, sort_keys=True) + "\n"
     with _queue_dir(shared_root, create=True) as fd:
-        temp = f".{workspace}.{uuid.uuid4().hex[:8]}.tmp"
-        out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd)
-        try:
-            with os.fdopen(out, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, f"{workspace}.json", src_dir_fd=fd, dst_dir_fd=fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=fd)
-            raise
+        replace_in(fd, f"{workspace}.json", text)
 
 
 @contextlib.contextmanager

@@ -44,7 +44,6 @@ import os
 import stat
 import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -54,6 +53,7 @@ from pydantic import ValidationError
 from specs.models import Name
 from specs.submission import SUBMISSION_ID_PATTERN
 from state.beneath import NotBeneath, opened_dir
+from state.files import replace_in
 from state.observed import TERMINAL, Frozen, RunRecord, RunStatus
 from state.records import read_record, read_records, read_small
 
@@ -273,18 +273,7 @@ def _write_index(folder: int, workspace: str, runs: dict[str, RunRecord]) -> Non
     heads = _heads(runs)
     rows = [_row(r, whole=sid in heads) for sid, r in sorted(runs.items())]
     text = json.dumps({"version": 1, "workspace": workspace, "runs": rows}, separators=(",", ":"), sort_keys=True)
-    temp = f".{workspace}.{uuid.uuid4().hex[:8]}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, f"{workspace}.json", src_dir_fd=folder, dst_dir_fd=folder)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp, dir_fd=folder)
-        raise
+    replace_in(folder, f"{workspace}.json", text + "\n")
 
 
 def _heads(runs: dict[str, RunRecord]) -> set[str]:
