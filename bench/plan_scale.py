@@ -12,6 +12,12 @@ Where the time of 5,000 one-file jobs goes (issue 16): parsing each file (libyam
 building ruamel's nodes, ~0.15 ms a file, specs/fast_yaml.py; ruamel alone took ~10 ms), walking and
 reading the files, validating, and planning each job (spec hash, admission, the change's models).
 Start-up (importing ray, pydantic's models) is paid once by both.
+
+CPU per job of 5,000 one-file jobs (in-process, process time): parsing 0.15 ms, the secret scan
+0.03, field lines 0.03, key check and plain values 0.025, the model 0.03, walking and reading ~0.05;
+planning ~0.2 (submission and spec hash, the change's models, admission). Start-up is ~1.1 s of CPU
+(the CLI and planner's imports ~0.55 s, ray's ~0.55 s). The CLI's young-generation GC threshold
+(reconcile/cli.py) keeps collections from re-walking all those live objects (~0.5 s -> ~0.1 s).
 """
 
 from __future__ import annotations
