@@ -19,7 +19,7 @@ from specs.desired import DesiredState, Source, address_of
 from specs.diagnostics import Diagnostic
 from specs.errors import ArgusError, SpecError
 from specs.models import KINDS, SHARED_ROOT_RULE, Cluster, CodeSnapshot, Job, Spec, Workspace, shared_root_problem
-from specs.nodes import field_lines, loc_path, node_line, non_string_keys, plain
+from specs.nodes import Walked, loc_path, node_line, walk_document
 from specs.reading import WORKSPACE_FILE, Walk
 from specs.safe_yaml import Refused, load_documents
 
@@ -54,13 +54,14 @@ def _load_files(walk: Walk, diagnostics: list[Diagnostic],
     for spec in walk.files():
         text = walk.read(spec)
         for node, line in _documents(text, spec.rel, diagnostics) if text is not None else []:
-            found, values = secret_scan.scan(node, spec.rel)
+            walked = walk_document(node)
+            found, values = secret_scan.scan(walked.strings, node, spec.rel)
             diagnostics += found
             secrets += values
-            resource = _validate(node, spec.rel, line, diagnostics)
+            resource = _validate(node, walked, spec.rel, line, diagnostics)
             if resource is None:
                 continue
-            source = Source(spec.rel, line, field_lines(node))
+            source = Source(spec.rel, line, node=node)
             loaded.append((resource, source))
             if isinstance(resource, Cluster):
                 conflicts += _keep_out(walk, resource, source)
@@ -111,7 +112,7 @@ def _documents(text: str, rel: str, diagnostics: list[Diagnostic]) -> list[tuple
     return [(doc, node_line(doc)) for doc in docs if doc is not None]
 
 
-def _validate(node: Any, rel: str, line: int, diagnostics: list[Diagnostic]) -> Spec | None:
+def _validate(node: Any, walked: Walked, rel: str, line: int, diagnostics: list[Diagnostic]) -> Spec | None:
     if not isinstance(node, CommentedMap):
         diagnostics.append(Diagnostic.in_file(rel, line, "", "a resource must be a mapping with a `kind:` key"))
         return None
@@ -122,12 +123,12 @@ def _validate(node: Any, rel: str, line: int, diagnostics: list[Diagnostic]) -> 
         hint = f"got {kind!r}" if "kind" in node else "missing"
         diagnostics.append(Diagnostic.in_file(rel, where, "kind", f"{hint}; expected one of {', '.join(KINDS)}"))
         return None
-    bad_keys = non_string_keys(node)
-    if bad_keys:
-        diagnostics.extend(Diagnostic.in_file(rel, line, path, "keys must be strings") for path, line in bad_keys)
+    if walked.bad_keys:
+        diagnostics.extend(Diagnostic.in_file(rel, line, path, "keys must be strings")
+                           for path, line in walked.bad_keys)
         return None
     try:
-        return model.model_validate(plain(node))
+        return model.model_validate(walked.value)
     except ValidationError as err:
         diagnostics.extend(_located(err, model, node, rel))
         return None

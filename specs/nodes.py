@@ -3,9 +3,39 @@ error, keys that are not strings; and the nodes as plain Python values."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
+
+
+class StringAt(NamedTuple):
+    """A string scalar of a document: its dotted field path, the node holding it and its key there."""
+
+    path: str
+    parent: Any
+    key: Any
+    text: str
+
+
+@dataclass(frozen=True)
+class Walked:
+    """One document walked once (a workspace of 5,000 files walked each of them four times): what
+    the loader validates, what the secret scan reads and what makes the document no resource."""
+
+    value: Any
+    """The document as plain Python values (`plain`)."""
+    strings: list[StringAt]
+    """Every string scalar, including `!!str`-tagged ones; keys are not scalars of their own here."""
+    bad_keys: list[tuple[str, int]]
+    """Dotted path and line of every key that is not a string."""
+
+
+def walk_document(node: Any) -> Walked:
+    """`plain(node)`, its strings and its non-string keys, in one pass."""
+    strings: list[StringAt] = []
+    bad_keys: list[tuple[str, int]] = []
+    return Walked(_walked(node, "", strings, bad_keys), strings, bad_keys)
 
 
 def loc_path(node: Any, loc: tuple[Any, ...], missing: bool) -> tuple[str, int]:
@@ -51,22 +81,16 @@ def field_lines(node: Any, prefix: str = "") -> dict[str, int]:
     return lines
 
 
-def non_string_keys(node: Any, prefix: str = "") -> list[tuple[str, int]]:
-    found = []
-    children = node.items() if isinstance(node, CommentedMap) else enumerate(node) if isinstance(node, list) else []
-    for key, child in children:
-        if isinstance(node, CommentedMap) and not isinstance(key, str):
-            found.append((f"{prefix}{key}", child_line(node, key) or node_line(node)))
-        found.extend(non_string_keys(child, f"{prefix}{key}."))
-    return found
-
-
 def plain(node: Any) -> Any:
     """ruamel's round-trip types as plain Python values, so pydantic sees ordinary data."""
     if isinstance(node, dict):
         return {str(k): plain(v) for k, v in node.items()}
     if isinstance(node, list):
         return [plain(v) for v in node]
+    return _plain_scalar(node)
+
+
+def _plain_scalar(node: Any) -> Any:
     if isinstance(node, bool) or node is None:
         return node
     if isinstance(node, TaggedScalar):  # `!!str 007`: the only tagged scalar specs.safe_yaml lets through
@@ -75,3 +99,29 @@ def plain(node: Any) -> Any:
         if isinstance(node, kind):
             return kind(node)
     return node
+
+
+def _walked(node: Any, path: str, strings: list[StringAt], bad_keys: list[tuple[str, int]]) -> Any:
+    """`plain(node)`, adding the strings below `node` and its non-string keys to the lists.
+    Recursive, like `plain`: specs.safe_yaml keeps documents shallow and alias-free."""
+    if isinstance(node, dict):
+        built = {}
+        for key, child in node.items():
+            below = f"{path}.{key}" if path else str(key)
+            if not isinstance(key, str):
+                bad_keys.append((below, child_line(node, key) or node_line(node)))
+            built[str(key)] = _child(node, key, child, below, strings, bad_keys)
+        return built
+    if isinstance(node, list):
+        return [_child(node, index, child, f"{path}.{index}" if path else str(index), strings, bad_keys)
+                for index, child in enumerate(node)]
+    return _plain_scalar(node)
+
+
+def _child(parent: Any, key: Any, child: Any, path: str, strings: list[StringAt],
+           bad_keys: list[tuple[str, int]]) -> Any:
+    """The plain value of `parent[key]`, noted among the strings if it is one."""
+    text = child.value if isinstance(child, TaggedScalar) else child
+    if isinstance(text, str):
+        strings.append(StringAt(path, parent, key, str(text)))
+    return _walked(child, path, strings, bad_keys)

@@ -12,14 +12,12 @@ other diagnostic, since some of those quote the value they are about (an invalid
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable
 from typing import Any
-
-from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 
 from specs.diagnostics import Diagnostic
 from specs.literal_secrets import Finding, find_secrets
-from specs.nodes import child_line, node_line
+from specs.nodes import StringAt, child_line, node_line
 
 SECRET_KEY_PATTERN = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 """An env key that names a secret: its value must be a `${env:NAME}` reference."""
@@ -33,18 +31,19 @@ MIN_REDACTED = 4
 would be redacted out of every line number."""
 
 
-def scan(node: Any, rel: str) -> tuple[list[Diagnostic], list[str]]:
-    """The diagnostics of one YAML document's literal secrets, and the values to redact elsewhere."""
+def scan(strings: Iterable[StringAt], document: Any, rel: str) -> tuple[list[Diagnostic], list[str]]:
+    """The diagnostics of one YAML document's literal secrets, and the values to redact elsewhere.
+    `strings`: every string scalar of `document` (specs.nodes.walk_document)."""
     found: list[Diagnostic] = []
     values: list[str] = []
-    for path, parent, key, value in _strings(node):
+    for path, parent, key, value in strings:
         if path in REFERENCE_FIELDS or WHOLE_REFERENCE.match(value):
             continue
         secrets = find_secrets(value)
         by_key = not secrets and _secret_key(path)
         if not (secrets or by_key):
             continue
-        line = child_line(parent, key) or node_line(node)  # looked up only for a finding: scans stay cheap
+        line = child_line(parent, key) or node_line(document)  # looked up only for a finding: scans stay cheap
         found += [_by_value(rel, line, path, secret) for secret in secrets]
         values += [secret.secret for secret in secrets]
         if by_key:
@@ -59,24 +58,6 @@ def redact(diagnostics: list[Diagnostic], secrets: list[str]) -> list[Diagnostic
     if not ordered:
         return diagnostics
     return [_redacted(d, ordered) for d in diagnostics]
-
-
-def _strings(node: Any) -> Iterator[tuple[str, Any, Any, str]]:
-    """(dotted field path, its parent node, its key there, text) of every string scalar in a document
-    (specs.safe_yaml keeps documents shallow and alias-free, so this walk is small)."""
-    pending: list[tuple[str, Any]] = [("", node)] if isinstance(node, CommentedMap | CommentedSeq) else []
-    while pending:
-        path, here = pending.pop()
-        keys = here.keys() if isinstance(here, CommentedMap) else range(len(here))
-        for key in keys:
-            child = here[key]
-            below = f"{path}.{key}" if path else str(key)
-            if isinstance(child, CommentedMap | CommentedSeq):
-                pending.append((below, child))
-            elif isinstance(child, str):
-                yield below, here, key, str(child)
-            elif isinstance(child, TaggedScalar) and isinstance(child.value, str):
-                yield below, here, key, child.value
 
 
 def _secret_key(path: str) -> bool:
