@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from reconcile.model import Action, Ask, Change, EnqueueStep, QueueInfo, RunView, StopStep, SubmitStep
 from reconcile.plan import demand as demands
@@ -42,6 +43,11 @@ class Want:
     """When the plan that wants it observed the world: its arrival, were it never queued before (one
     time for every job of one plan, so apply queues them in the plan's order)."""
 
+    @cached_property
+    def demand(self) -> Demand:
+        """The ask's demand, made once: the checks, the decision and the plan's queue info all need it."""
+        return ask_demand(self.ask)
+
 
 def ask_demand(ask: Ask) -> Demand:
     return Demand(bundles=ask.bundles, driver=ask.driver, spread=ask.spread)
@@ -60,7 +66,7 @@ def decide_cluster(workspace: str, cluster: ClusterState, queue: ClusterQueue, w
                *waiting(workspace, queue, now, capacity, own_waiting, skip)]
     arrivals = first_arrivals(workspace, queue)
     for want in wants:
-        entries.append(Entry(key=want.key, workspace=workspace, demand=ask_demand(want.ask), priority=want.ask.priority,
+        entries.append(Entry(key=want.key, workspace=workspace, demand=want.demand, priority=want.ask.priority,
                              arrived=arrivals.get((want.key, want.spec_hash), now if want.seen is None else want.seen)))
     return {d.key: d for d in decide(entries, capacity, [n.used for n in cluster.nodes], queue.quotas)}
 
@@ -155,7 +161,7 @@ def admitted_change(change: Change, want: Want, info: QueueInfo) -> Change:
 
 def info_of(cluster: str, want: Want, attempt: int, decision: Decision | None, from_queue: bool,
             wanted: Action = Action.SUBMIT) -> QueueInfo:
-    demand = ask_demand(want.ask)
+    demand = want.demand
     return QueueInfo(cluster=cluster, submission_id=want.submission_id, spec_hash=want.spec_hash, attempt=attempt,
                      ask=want.ask,
                      demand=demands.describe(demand), gpus=demands.gpus(demand),
@@ -242,8 +248,9 @@ def _want(desired: DesiredState, observed: ObservedState,
     job = desired.jobs.get(step.submission.job)
     if job is None:
         return None, None
-    ask = ask_of(job, step.submission)
-    demand = ask_demand(ask)  # once: each check below needs it
+    want = Want(key=f"{desired.workspace.name}/{job.name}", submission_id=step.submission_id,
+                spec_hash=step.spec_hash, ask=ask_of(job, step.submission), seen=observed.observed_at)
+    demand = want.demand  # made once: each check below needs it, and so do the decision and the queue info
     total = demand.total()
     if not any(total.values()):
         return None, None  # asks for nothing: never waits, never delays anyone
@@ -261,9 +268,7 @@ def _want(desired: DesiredState, observed: ObservedState,
     if queue.problem:
         return None, ("cluster", f"nothing is admitted on cluster {cluster.name!r} until its admission queue "
                                  f"can be read: {queue.problem}")
-    key = f"{desired.workspace.name}/{job.name}"
-    return (step.cluster, Want(key=key, submission_id=step.submission_id, spec_hash=step.spec_hash, ask=ask,
-                               seen=observed.observed_at)), None
+    return (step.cluster, want), None
 
 
 def _decided(change: Change, want: tuple[str, Want] | None, decisions: Mapping[str, Decision],
@@ -301,4 +306,8 @@ def _nodes_known(observed: ObservedState, cluster: str) -> bool:
 
 
 def _queue(observed: ObservedState, cluster: str) -> ClusterQueue:
-    return observed.queues.get(cluster) or ClusterQueue()
+    return observed.queues.get(cluster) or _NO_QUEUE
+
+
+_NO_QUEUE = ClusterQueue()
+"""A cluster whose shared root holds no queue (frozen: one for all, not one per job asked about)."""
