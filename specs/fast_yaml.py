@@ -22,6 +22,7 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.reader import Reader
 from ruamel.yaml.resolver import VersionedResolver
+from ruamel.yaml.util import LazyEval
 
 try:
     from yaml import YAMLError
@@ -30,14 +31,23 @@ try:
 except ImportError:  # PyYAML built without libyaml: every file takes ruamel's path
     CParser = None
 
+
+def _compiled(pattern: Any) -> re.Pattern[str]:
+    """ruamel keeps its patterns behind a lazy wrapper (ruamel.yaml.util.LazyEval) that makes every
+    `match` a Python-level attribute lookup first: the compiled pattern itself, once."""
+    return pattern.lazy_self() if isinstance(pattern, LazyEval) else pattern
+
+
 _UNLIKE = re.compile(r"[\t\x85\u2028\u2029\ufeff]")
 """NEL, LS and PS break lines in YAML 1.1 (libyaml) but not in 1.2 (ruamel); tabs and BOMs: rare in
 specs, subtle in both; left to ruamel."""
 _IMPLICIT = VersionedResolver().versioned_resolver
 """ruamel's own YAML 1.2 table (first character -> tags and patterns) decides what a plain scalar is,
 so `yes` stays a string here too; read once, as asking the resolver each time costs more than parsing."""
-_PATTERNS = {first: (*patterns, *_IMPLICIT.get(None, ())) for first, patterns in _IMPLICIT.items() if first}
-_ANY_START = tuple(_IMPLICIT.get(None, ()))
+_ANY_START = tuple((tag, _compiled(pattern)) for tag, pattern in _IMPLICIT.get(None, ()))
+_PATTERNS = {first: (*((tag, _compiled(pattern)) for tag, pattern in patterns), *_ANY_START)
+             for first, patterns in _IMPLICIT.items() if first}
+_NON_PRINTABLE = _compiled(Reader.NON_PRINTABLE)
 _STR, _BOOL, _NULL = ("tag:yaml.org,2002:" + kind for kind in ("str", "bool", "null"))
 _INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
 _PLAIN_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]{0,17})")
@@ -52,7 +62,7 @@ class _Declined(Exception):
 def plain_documents(text: str, max_depth: int) -> list[Any] | None:
     """Every document of `text` as ruamel's round-trip loader builds it, or None when `text` is
     outside the plain subset (or not YAML at all): then ruamel must read it."""
-    if CParser is None or _UNLIKE.search(text) or Reader.NON_PRINTABLE.search(text):
+    if CParser is None or _UNLIKE.search(text) or _NON_PRINTABLE.search(text):
         return None
     parser = CParser(text)
     try:
