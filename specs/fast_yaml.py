@@ -137,7 +137,7 @@ def _mapping(parser: Any, start: Any, depth: int, max_depth: int) -> CommentedMa
     mapping, lines = CommentedMap(), {}
     while type(event := parser.get_event()) is not ev.MappingEndEvent:
         key = _node(parser, event, depth + 1, max_depth)
-        if not isinstance(key, str) or key in mapping:  # ruamel names what is wrong with such a key
+        if not isinstance(key, str) or key in lines:  # or a duplicate (`lines` has the keys so far): ruamel's to name
             raise _Declined
         value = parser.get_event()
         lines[key] = [event.start_mark.line, event.start_mark.column, value.start_mark.line, value.start_mark.column]
