@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any
 
 from specs.address import Address
 from specs.diagnostics import Where
 from specs.models import Cluster, CodeSnapshot, Job, Workspace
-from specs.nodes import field_lines
 
 
 @dataclass(frozen=True)
@@ -20,25 +17,14 @@ class Source:
     file: str
     line: int
     field_lines: Mapping[str, int] = field(default_factory=dict)
-    """Given, or (when empty) read from `node` the first time a diagnostic asks for a line."""
-    node: Any = field(default=None, compare=False, repr=False)
-    """The resource's YAML document (ruamel nodes with their line marks), if loaded from one: most
-    resources never need a line, so a workspace of 5,000 jobs does not tabulate them up front."""
 
     def line_of(self, path: str) -> int:
         """Line of a dotted field path, or of its nearest defined ancestor."""
-        lines = self._lines
         while path:
-            if path in lines:
-                return lines[path]
+            if path in self.field_lines:
+                return self.field_lines[path]
             path = path.rpartition(".")[0]
         return self.line
-
-    @cached_property
-    def _lines(self) -> Mapping[str, int]:
-        if self.field_lines or self.node is None:
-            return self.field_lines
-        return field_lines(self.node)
 
     def at(self, path: str = "") -> Where:
         return Where(self.file, self.line_of(path))

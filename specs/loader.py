@@ -61,7 +61,7 @@ def _load_files(walk: Walk, diagnostics: list[Diagnostic],
             resource = _validate(node, walked, spec.rel, line, diagnostics)
             if resource is None:
                 continue
-            source = Source(spec.rel, line, node=node)
+            source = Source(spec.rel, line, walked.lines)
             loaded.append((resource, source))
             if isinstance(resource, Cluster):
                 conflicts += _keep_out(walk, resource, source)

@@ -3,7 +3,7 @@ error, keys that are not strings; and the nodes as plain Python values."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
@@ -18,24 +18,26 @@ class StringAt(NamedTuple):
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass
 class Walked:
     """One document walked once (a workspace of 5,000 files walked each of them four times): what
-    the loader validates, what the secret scan reads and what makes the document no resource."""
+    the loader validates, what the secret scan reads, what makes it no resource, where each field is."""
 
-    value: Any
+    value: Any = None
     """The document as plain Python values (`plain`)."""
-    strings: list[StringAt]
+    strings: list[StringAt] = field(default_factory=list)
     """Every string scalar, including `!!str`-tagged ones; keys are not scalars of their own here."""
-    bad_keys: list[tuple[str, int]]
+    bad_keys: list[tuple[str, int]] = field(default_factory=list)
     """Dotted path and line of every key that is not a string."""
+    lines: dict[str, int] = field(default_factory=dict)
+    """The line of every field and item, by dotted path: a resource's Source.field_lines."""
 
 
 def walk_document(node: Any) -> Walked:
-    """`plain(node)`, its strings and its non-string keys, in one pass."""
-    strings: list[StringAt] = []
-    bad_keys: list[tuple[str, int]] = []
-    return Walked(_walked(node, "", strings, bad_keys), strings, bad_keys)
+    """`plain(node)`, its strings, its non-string keys and its field lines, in one pass."""
+    walked = Walked()
+    walked.value = _walked(node, "", walked)
+    return walked
 
 
 def loc_path(node: Any, loc: tuple[Any, ...], missing: bool) -> tuple[str, int]:
@@ -69,18 +71,6 @@ def node_line(node: Any, path: list[Any] | None = None) -> int:
     return lc.line + 1 if lc is not None and lc.line is not None else 1
 
 
-def field_lines(node: Any, prefix: str = "") -> dict[str, int]:
-    lines: dict[str, int] = {}
-    keys = node.keys() if isinstance(node, CommentedMap) else range(len(node))
-    for key in keys:
-        path = f"{prefix}{key}"
-        lines[path] = child_line(node, key) or 1
-        child = node[key]
-        if isinstance(child, (CommentedMap, CommentedSeq)):
-            lines.update(field_lines(child, path + "."))
-    return lines
-
-
 def plain(node: Any) -> Any:
     """ruamel's round-trip types as plain Python values, so pydantic sees ordinary data."""
     if isinstance(node, dict):
@@ -101,27 +91,28 @@ def _plain_scalar(node: Any) -> Any:
     return node
 
 
-def _walked(node: Any, path: str, strings: list[StringAt], bad_keys: list[tuple[str, int]]) -> Any:
-    """`plain(node)`, adding the strings below `node` and its non-string keys to the lists.
+def _walked(node: Any, path: str, walked: Walked) -> Any:
+    """`plain(node)`, adding what is below `node` to `walked`'s strings, keys and lines.
     Recursive, like `plain`: specs.safe_yaml keeps documents shallow and alias-free."""
     if isinstance(node, dict):
         built = {}
         for key, child in node.items():
             below = f"{path}.{key}" if path else str(key)
+            line = child_line(node, key)
             if not isinstance(key, str):
-                bad_keys.append((below, child_line(node, key) or node_line(node)))
-            built[str(key)] = _child(node, key, child, below, strings, bad_keys)
+                walked.bad_keys.append((below, line or node_line(node)))
+            built[str(key)] = _child(node, key, child, below, line or 1, walked)
         return built
     if isinstance(node, list):
-        return [_child(node, index, child, f"{path}.{index}" if path else str(index), strings, bad_keys)
-                for index, child in enumerate(node)]
+        return [_child(node, index, child, f"{path}.{index}" if path else str(index), child_line(node, index) or 1,
+                       walked) for index, child in enumerate(node)]
     return _plain_scalar(node)
 
 
-def _child(parent: Any, key: Any, child: Any, path: str, strings: list[StringAt],
-           bad_keys: list[tuple[str, int]]) -> Any:
-    """The plain value of `parent[key]`, noted among the strings if it is one."""
+def _child(parent: Any, key: Any, child: Any, path: str, line: int, walked: Walked) -> Any:
+    """The plain value of `parent[key]` (at `line`), noted among the strings if it is one."""
+    walked.lines[path] = line
     text = child.value if isinstance(child, TaggedScalar) else child
     if isinstance(text, str):
-        strings.append(StringAt(path, parent, key, str(text)))
-    return _walked(child, path, strings, bad_keys)
+        walked.strings.append(StringAt(path, parent, key, str(text)))
+    return _walked(child, path, walked)

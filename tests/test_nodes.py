@@ -1,5 +1,5 @@
-"""specs.nodes.walk_document walks a document once for the loader, the secret scan and the key check:
-it must give what `plain`, a walk of every string and a walk of every key would each give alone."""
+"""specs.nodes.walk_document walks a document once for the loader, the secret scan, the key check and
+the field lines: it must give what `plain`, a walk of every string and a walk of every key would give alone."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from specs.desired import Source
-from specs.nodes import field_lines, plain, walk_document
+from specs.nodes import plain, walk_document
 from specs.safe_yaml import ruamel_documents
 
 KEYS = st.sampled_from(["kind", "env", "entrypoint", "x", "1", "a.b", "TOKEN"])
@@ -45,6 +45,7 @@ def test_one_walk_gives_the_plain_value_and_every_string(value: dict[str, Any]) 
     assert walked.value == plain(node) == value
     assert sorted((s.path, s.text) for s in walked.strings) == sorted(strings_of(value))
     assert all(s.parent[s.key] == s.text for s in walked.strings)
+    assert {s.path for s in walked.strings} <= set(walked.lines)
     assert walked.bad_keys == []
 
 
@@ -57,13 +58,10 @@ def test_tagged_strings_count_and_keys_that_are_not_strings_are_located() -> Non
     assert walked.bad_keys == [("env.1", 4), ("entrypoint.1.2", 5)]
 
 
-def test_a_source_reads_field_lines_from_its_document_only_when_asked() -> None:
-    [node] = ruamel_documents("kind: Job\nname: a\nenv:\n  A: x\nentrypoint:\n  - python3\n  - train.py\n")
-    source = Source("jobs/a.yaml", 1, node=node)
-    assert "_lines" not in vars(source)  # nothing tabulated while loading
-    assert source.at("env.A").line == 4 and source.at("entrypoint.1").line == 7
-    assert source.at("env.B").line == 3  # the nearest field that exists
-    assert source.line_of("missing") == 1
-    assert dict(vars(source)["_lines"]) == field_lines(node)
-    assert Source("jobs/a.yaml", 1, {"name": 9}, node=node).line_of("name") == 9  # given lines win
-    assert source == Source("jobs/a.yaml", 1)  # the document is no part of a source's identity
+def test_the_walk_gives_the_line_of_every_field_and_item() -> None:
+    [node] = ruamel_documents("kind: Job\nname: a\nenv:\n  A: x\nentrypoint:\n  - python3\n  - {b: 1}\n")
+    lines = walk_document(node).lines
+    assert lines == {"kind": 1, "name": 2, "env": 3, "env.A": 4, "entrypoint": 5, "entrypoint.0": 6,
+                     "entrypoint.1": 7, "entrypoint.1.b": 7}
+    source = Source("jobs/a.yaml", 1, lines)
+    assert source.at("env.A").line == 4 and source.at("env.B").line == 3  # else the nearest field that exists
