@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import jobs_of, sdk
+from conftest import jobs_of, sdk, wait_for
 
 from reconcile.commands.common import connect, load, observe_and_plan
 from reconcile.execute.applier import ApplyContext, apply_plan
@@ -50,6 +50,8 @@ def test_a_concurrent_apply_submits_each_job_once_after_its_snapshot(workspace, 
         assert re.fullmatch(r"job\.j\d\d: submit \S+ to cluster local", line), line
     summary = [line.split()[0] for line in applied.out.split("Apply complete")[1].splitlines()[2:]]
     assert summary[-JOBS:] == [f"job.j{i:02d}" for i in range(JOBS)]  # in plan order, after the files
+    for job in jobs_of(workspace.address, workspace.name):  # 20 drivers starting would slow the next tests
+        wait_for(workspace.address, job.submission_id, {"SUCCEEDED"})
 
 
 def test_the_first_failure_stops_the_submits_not_yet_started(workspace):
