@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
@@ -39,11 +39,15 @@ def document(value: Any) -> Any:
 
 @settings(max_examples=200, deadline=None)
 @given(st.dictionaries(KEYS, VALUES, max_size=5))
+@example({"kind": "\x85"})
 def test_one_walk_gives_the_plain_value_and_every_string(value: dict[str, Any]) -> None:
     node = document(value)
     walked = walk_document(node)
-    assert walked.value == plain(node) == value
-    assert sorted((s.path, s.text) for s in walked.strings) == sorted(strings_of(value))
+    # The oracle is `plain` of the document read back, not `value`: a YAML dump and load may change a
+    # string (U+0085 NEL is a YAML line break, folded to a space), which is no concern of the walk.
+    read_back = plain(node)
+    assert walked.value == read_back
+    assert sorted((s.path, s.text) for s in walked.strings) == sorted(strings_of(read_back))
     assert all(s.parent[s.key] == s.text for s in walked.strings)
     assert {s.path for s in walked.strings} <= set(walked.lines)
     assert walked.bad_keys == []
