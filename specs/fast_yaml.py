@@ -1,10 +1,12 @@
-"""The plain subset of YAML, parsed by libyaml (C): what ruamel would build, ten times sooner.
+"""The plain subset of YAML, parsed by libyaml (C) and walked as it is parsed: ten times sooner than ruamel.
 
 ruamel's pure-Python scanner costs about 10 ms a job file here: a workspace of 5,000 files spent
 most of `argus plan` in it (bench/plan_scale.py). Real specs use a small subset of YAML: block and
 flow mappings and sequences of untagged scalars. This module parses that subset with libyaml
-(PyYAML's C parser; PyYAML comes with ray) and builds what ruamel's round-trip loader builds for
-it: CommentedMap and CommentedSeq with the same line and column marks, holding the same values.
+(PyYAML's C parser; PyYAML comes with ray) and gives, for each document, what specs.nodes.walk_document
+gives for ruamel's round-trip nodes of it: the plain value, every string with its path and line,
+and the line of every field. No node is built: the events are walked as they come (building
+ruamel's nodes first and walking them after cost twice as much).
 
 It never decides whether a file is acceptable. Anything outside the subset -- a tag, an anchor or
 alias, a directive, a duplicate or non-string key, a value left out, one ruamel reads as anything but a string,
@@ -17,12 +19,14 @@ compares both on every spec in tests/ and examples/ and on generated documents).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.reader import Reader
 from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.util import LazyEval
+
+from specs.nodes import StringAt, Walked
 
 try:
     from yaml import YAMLError
@@ -59,9 +63,9 @@ class _Declined(Exception):
     """The text leaves the plain subset: ruamel reads it."""
 
 
-def plain_documents(text: str, max_depth: int) -> list[Any] | None:
-    """Every document of `text` as ruamel's round-trip loader builds it, or None when `text` is
-    outside the plain subset (or not YAML at all): then ruamel must read it."""
+def walked_documents(text: str, max_depth: int) -> list[Walked] | None:
+    """Every document of `text` walked as specs.nodes.walk_document walks ruamel's nodes of it, or
+    None when `text` is outside the plain subset (or not YAML at all): then ruamel must read it."""
     if CParser is None or _UNLIKE.search(text) or _NON_PRINTABLE.search(text):
         return None
     parser = CParser(text)
@@ -73,28 +77,64 @@ def plain_documents(text: str, max_depth: int) -> list[Any] | None:
         parser.dispose()
 
 
-def _documents(parser: Any, max_depth: int) -> list[Any]:
+def _documents(parser: Any, max_depth: int) -> list[Walked]:
     parser.get_event()  # StreamStartEvent
     documents = []
     while not parser.check_event(ev.StreamEndEvent):
         start = parser.get_event()
         if start.version is not None or start.tags:  # %YAML 1.1 changes what `yes` means
             raise _Declined
-        documents.append(_node(parser, parser.get_event(), 0, max_depth))
+        first = parser.get_event()
+        # ruamel marks where a collection starts, not a scalar: a scalar document is "line 1" there too
+        walked = Walked(line=1 if type(first) is ev.ScalarEvent else first.start_mark.line + 1)
+        walked.value = _Walk(parser.get_event, max_depth, walked).node(first, "", 0)
+        documents.append(walked)
         parser.get_event()  # DocumentEndEvent
     return documents
 
 
-def _node(parser: Any, event: Any, depth: int, max_depth: int) -> Any:
-    """The value that starts with `event` (already taken from the parser)."""
-    kind = type(event)
-    if depth >= max_depth or kind is ev.AliasEvent or event.anchor is not None or event.tag is not None:
-        raise _Declined
-    if kind is ev.ScalarEvent:
-        return _scalar(event)
-    if kind is ev.SequenceStartEvent:
-        return _sequence(parser, event, depth, max_depth)
-    return _mapping(parser, event, depth, max_depth)
+class _Walk:
+    """One document's events, walked as the parser gives them, into `walked`'s lines and strings."""
+
+    def __init__(self, next_event: Callable[[], Any], max_depth: int, walked: Walked):
+        self.next_event = next_event
+        self.max_depth = max_depth
+        self.lines = walked.lines
+        self.strings = walked.strings
+
+    def node(self, event: Any, path: str, depth: int) -> Any:
+        """The plain value that starts with `event` (already taken from the parser), found at `path`."""
+        kind = type(event)
+        if depth >= self.max_depth or kind is ev.AliasEvent or event.anchor is not None or event.tag is not None:
+            raise _Declined
+        if kind is ev.ScalarEvent:
+            value = _scalar(event)
+            if path and type(value) is str:  # a key is walked with no path: keys are no strings of their own
+                self.strings.append(StringAt(path, self.lines[path], value))
+            return value
+        prefix = f"{path}." if path else ""
+        if kind is ev.SequenceStartEvent:
+            return self._sequence(prefix, depth)
+        return self._mapping(prefix, depth)
+
+    def _sequence(self, prefix: str, depth: int) -> list[Any]:
+        items: list[Any] = []
+        while type(event := self.next_event()) is not ev.SequenceEndEvent:
+            path = prefix + str(len(items))
+            self.lines[path] = event.start_mark.line + 1
+            items.append(self.node(event, path, depth + 1))
+        return items
+
+    def _mapping(self, prefix: str, depth: int) -> dict[str, Any]:
+        mapping: dict[str, Any] = {}
+        while type(event := self.next_event()) is not ev.MappingEndEvent:
+            key = self.node(event, "", depth + 1)
+            if type(key) is not str or key in mapping:  # or a duplicate: ruamel's to name
+                raise _Declined
+            path = prefix + key
+            self.lines[path] = event.start_mark.line + 1  # the key's line, as ruamel marks a field
+            mapping[key] = self.node(self.next_event(), path, depth + 1)
+        return mapping
 
 
 def _scalar(event: Any) -> Any:
@@ -123,41 +163,3 @@ def _implicit_tag(value: str) -> str:
         if pattern.match(value):
             return str(tag)
     return _STR
-
-
-def _sequence(parser: Any, start: Any, depth: int, max_depth: int) -> CommentedSeq:
-    sequence, lines = CommentedSeq(), {}
-    while type(event := parser.get_event()) is not ev.SequenceEndEvent:
-        lines[len(sequence)] = [event.start_mark.line, event.start_mark.column]
-        sequence.append(_node(parser, event, depth + 1, max_depth))
-    return _marked(sequence, start, lines)
-
-
-def _mapping(parser: Any, start: Any, depth: int, max_depth: int) -> CommentedMap:
-    mapping, lines = CommentedMap(), {}
-    while type(event := parser.get_event()) is not ev.MappingEndEvent:
-        key = _node(parser, event, depth + 1, max_depth)
-        if not isinstance(key, str) or key in lines:  # or a duplicate (`lines` has the keys so far): ruamel's to name
-            raise _Declined
-        value = parser.get_event()
-        lines[key] = [event.start_mark.line, event.start_mark.column, value.start_mark.line, value.start_mark.column]
-        mapping[key] = _node(parser, value, depth + 1, max_depth)
-    return _marked(mapping, start, lines)
-
-
-def _marked(collection: Any, start: Any, lines: dict[Any, list[int]]) -> Any:
-    """Where the collection and each of its items start, as ruamel's `lc` holds it, and its style."""
-    lc = collection.lc
-    lc.line, lc.col = start.start_mark.line, start.start_mark.column
-    if lines:
-        lc.data = lines
-    _style(collection, start)
-    return collection
-
-
-def _style(collection: CommentedMap | CommentedSeq, start: Any) -> None:
-    """Flow or block, as ruamel records it (only a non-empty collection's)."""
-    if collection and start.flow_style is True:
-        collection.fa.set_flow_style()
-    elif collection and start.flow_style is False:
-        collection.fa.set_block_style()

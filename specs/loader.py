@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from specs import rules, secret_scan
@@ -19,9 +18,9 @@ from specs.desired import DesiredState, Source, address_of
 from specs.diagnostics import Diagnostic
 from specs.errors import ArgusError, SpecError
 from specs.models import KINDS, SHARED_ROOT_RULE, Cluster, CodeSnapshot, Job, Spec, Workspace, shared_root_problem
-from specs.nodes import Walked, loc_path, node_line, walk_document
+from specs.nodes import Walked, field_at
 from specs.reading import WORKSPACE_FILE, Walk
-from specs.safe_yaml import Refused, load_documents
+from specs.safe_yaml import Refused, load_walked
 
 
 def load_workspace(directory: str | Path) -> DesiredState:
@@ -53,15 +52,14 @@ def _load_files(walk: Walk, diagnostics: list[Diagnostic],
     conflicts: list[Diagnostic] = []
     for spec in walk.files():
         text = walk.read(spec)
-        for node, line in _documents(text, spec.rel, diagnostics) if text is not None else []:
-            walked = walk_document(node)
-            found, values = secret_scan.scan(walked.strings, node, spec.rel)
+        for walked in _documents(text, spec.rel, diagnostics) if text is not None else []:
+            found, values = secret_scan.scan(walked.strings, spec.rel)
             diagnostics += found
             secrets += values
-            resource = _validate(node, walked, spec.rel, line, diagnostics)
+            resource = _validate(walked, spec.rel, diagnostics)
             if resource is None:
                 continue
-            source = Source(spec.rel, line, walked.lines)
+            source = Source(spec.rel, walked.line, walked.lines)
             loaded.append((resource, source))
             if isinstance(resource, Cluster):
                 conflicts += _keep_out(walk, resource, source)
@@ -97,9 +95,9 @@ def _shared_root_path(root: Path, shared_root: str) -> Path | None:
         return None
 
 
-def _documents(text: str, rel: str, diagnostics: list[Diagnostic]) -> list[tuple[Any, int]]:
+def _documents(text: str, rel: str, diagnostics: list[Diagnostic]) -> list[Walked]:
     try:
-        docs = load_documents(text)
+        return load_walked(text)
     except MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = min(mark.line + 1, text.count("\n") or 1) if mark else 1
@@ -109,18 +107,18 @@ def _documents(text: str, rel: str, diagnostics: list[Diagnostic]) -> list[tuple
     except YAMLError as err:
         diagnostics.append(Diagnostic.in_file(rel, 1, "", f"invalid YAML: {err}"))
         return []
-    return [(doc, node_line(doc)) for doc in docs if doc is not None]
 
 
-def _validate(node: Any, walked: Walked, rel: str, line: int, diagnostics: list[Diagnostic]) -> Spec | None:
-    if not isinstance(node, CommentedMap):
+def _validate(walked: Walked, rel: str, diagnostics: list[Diagnostic]) -> Spec | None:
+    document, line = walked.value, walked.line
+    if not isinstance(document, dict):
         diagnostics.append(Diagnostic.in_file(rel, line, "", "a resource must be a mapping with a `kind:` key"))
         return None
-    kind = node.get("kind")
+    kind = document.get("kind")
     model = KINDS.get(kind) if isinstance(kind, str) else None
     if model is None:
-        where = node_line(node, ["kind"]) if "kind" in node else line
-        hint = f"got {kind!r}" if "kind" in node else "missing"
+        where = walked.lines.get("kind", line)
+        hint = f"got {kind!r}" if "kind" in document else "missing"
         diagnostics.append(Diagnostic.in_file(rel, where, "kind", f"{hint}; expected one of {', '.join(KINDS)}"))
         return None
     if walked.bad_keys:
@@ -128,17 +126,17 @@ def _validate(node: Any, walked: Walked, rel: str, line: int, diagnostics: list[
                            for path, line in walked.bad_keys)
         return None
     try:
-        return model.model_validate(walked.value)
+        return model.model_validate(document)
     except ValidationError as err:
-        diagnostics.extend(_located(err, model, node, rel))
+        diagnostics.extend(_located(err, model, walked, rel))
         return None
 
 
-def _located(err: ValidationError, model: type[Spec], node: Any, rel: str) -> list[Diagnostic]:
+def _located(err: ValidationError, model: type[Spec], walked: Walked, rel: str) -> list[Diagnostic]:
     """Turn pydantic errors into file:line diagnostics; merge the branches of one union error."""
     merged: dict[tuple[int, str], list[str]] = {}
     for item in err.errors():
-        path, line = loc_path(node, item["loc"], missing=item["type"] == "missing")
+        path, line = field_at(walked, item["loc"], missing=item["type"] == "missing")
         merged.setdefault((line, path), []).append(_message(item, model))
     return [Diagnostic.in_file(rel, line, path, " or ".join(dict.fromkeys(msgs)))
             for (line, path), msgs in merged.items()]

@@ -10,11 +10,10 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 
 
 class StringAt(NamedTuple):
-    """A string scalar of a document: its dotted field path, the node holding it and its key there."""
+    """A string scalar of a document: its dotted field path, its line and its text."""
 
     path: str
-    parent: Any
-    key: Any
+    line: int
     text: str
 
 
@@ -25,6 +24,8 @@ class Walked:
 
     value: Any = None
     """The document as plain Python values (`plain`)."""
+    line: int = 1
+    """Where the document starts (`node_line`)."""
     strings: list[StringAt] = field(default_factory=list)
     """Every string scalar, including `!!str`-tagged ones; keys are not scalars of their own here."""
     bad_keys: list[tuple[str, int]] = field(default_factory=list)
@@ -35,23 +36,24 @@ class Walked:
 
 def walk_document(node: Any) -> Walked:
     """`plain(node)`, its strings, its non-string keys and its field lines, in one pass."""
-    walked = Walked()
+    walked = Walked(line=node_line(node))
     walked.value = _walked(node, "", walked)
     return walked
 
 
-def loc_path(node: Any, loc: tuple[Any, ...], missing: bool) -> tuple[str, int]:
-    """Follow a pydantic loc through the YAML nodes; return the path found and its line."""
+def field_at(walked: Walked, loc: tuple[Any, ...], missing: bool) -> tuple[str, int]:
+    """Follow a pydantic loc through the document's field lines; return the path found and its line.
+    A missing field's own name is kept: the message is about it, at the line of its mapping."""
     parts: list[str] = []
-    line = node_line(node)
+    line = walked.line
     for part in loc:
-        below = child_line(node, part)
-        if below is None:
+        below = ".".join([*parts, str(part)])
+        if below not in walked.lines:
             if missing and isinstance(part, str):
                 parts.append(part)
             break
         parts.append(str(part))
-        line, node = below, node[part]
+        line = walked.lines[below]
     return ".".join(parts), line
 
 
@@ -101,18 +103,18 @@ def _walked(node: Any, path: str, walked: Walked) -> Any:
             line = child_line(node, key)
             if not isinstance(key, str):
                 walked.bad_keys.append((below, line or node_line(node)))
-            built[str(key)] = _child(node, key, child, below, line or 1, walked)
+            built[str(key)] = _child(child, below, line or 1, walked)
         return built
     if isinstance(node, list):
-        return [_child(node, index, child, f"{path}.{index}" if path else str(index), child_line(node, index) or 1,
+        return [_child(child, f"{path}.{index}" if path else str(index), child_line(node, index) or 1,
                        walked) for index, child in enumerate(node)]
     return _plain_scalar(node)
 
 
-def _child(parent: Any, key: Any, child: Any, path: str, line: int, walked: Walked) -> Any:
-    """The plain value of `parent[key]` (at `line`), noted among the strings if it is one."""
+def _child(child: Any, path: str, line: int, walked: Walked) -> Any:
+    """The plain value of `child` (at `path` and `line`), noted among the strings if it is one."""
     walked.lines[path] = line
     text = child.value if isinstance(child, TaggedScalar) else child
     if isinstance(text, str):
-        walked.strings.append(StringAt(path, parent, key, str(text)))
+        walked.strings.append(StringAt(path, line, str(text)))
     return _walked(child, path, walked)

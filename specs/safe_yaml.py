@@ -21,7 +21,8 @@ from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, StreamMark
 from ruamel.yaml.events import AliasEvent, MappingStartEvent, ScalarEvent, SequenceStartEvent
 
-from specs.fast_yaml import plain_documents
+from specs.fast_yaml import walked_documents
+from specs.nodes import Walked, walk_document
 
 MAX_DEPTH = 50
 """Nested collections and scalars; a spec needs about 5 (job, env, value)."""
@@ -48,15 +49,28 @@ class Refused(MarkedYAMLError):
     """YAML that parses but is not allowed in a spec; `problem` is the whole message for the user."""
 
 
+def load_walked(text: str) -> list[Walked]:
+    """Every document of `text` but empty ones, walked (specs.nodes.walk_document); raises a
+    MarkedYAMLError with a line. Plain specs (most) are walked by specs.fast_yaml as libyaml parses
+    them; all else is read by ruamel here, with every refusal below, and then walked."""
+    _refuse_bracket_run(text)
+    walked = walked_documents(text, MAX_DEPTH)
+    if walked is None:
+        walked = [walk_document(node) for node in ruamel_documents(text) if node is not None]
+    return [document for document in walked if document.value is not None]
+
+
 def load_documents(text: str) -> list[Any]:
-    """Every document of `text`, as ruamel round-trip nodes; raises a MarkedYAMLError with a line.
-    Plain specs (most) are built by specs.fast_yaml, the same nodes; all else is read by ruamel here."""
+    """Every document of `text`, as ruamel round-trip nodes; raises a MarkedYAMLError with a line."""
+    _refuse_bracket_run(text)
+    return ruamel_documents(text)
+
+
+def _refuse_bracket_run(text: str) -> None:
     run = _BRACKET_RUN.search(text)
     if run:
         line = text.count("\n", 0, run.start())
         raise Refused(problem=TOO_DEEP, problem_mark=StreamMark(None, run.start(), line, 0))
-    plain = plain_documents(text, MAX_DEPTH)
-    return plain if plain is not None else ruamel_documents(text)
 
 
 def ruamel_documents(text: str) -> list[Any]:

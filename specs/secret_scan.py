@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
 
 from specs.diagnostics import Diagnostic
 from specs.literal_secrets import Finding, find_secrets
-from specs.nodes import StringAt, child_line, node_line
+from specs.nodes import StringAt
 
 SECRET_KEY_PATTERN = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 """An env key that names a secret: its value must be a `${env:NAME}` reference."""
@@ -31,19 +30,18 @@ MIN_REDACTED = 4
 would be redacted out of every line number."""
 
 
-def scan(strings: Iterable[StringAt], document: Any, rel: str) -> tuple[list[Diagnostic], list[str]]:
+def scan(strings: Iterable[StringAt], rel: str) -> tuple[list[Diagnostic], list[str]]:
     """The diagnostics of one YAML document's literal secrets, and the values to redact elsewhere.
-    `strings`: every string scalar of `document` (specs.nodes.walk_document)."""
+    `strings`: every string scalar of the document (specs.nodes.Walked.strings)."""
     found: list[Diagnostic] = []
     values: list[str] = []
-    for path, parent, key, value in strings:
+    for path, line, value in strings:
         if path in REFERENCE_FIELDS or WHOLE_REFERENCE.match(value):
             continue
         secrets = find_secrets(value)
         by_key = not secrets and _secret_key(path)
         if not (secrets or by_key):
             continue
-        line = child_line(parent, key) or node_line(document)  # looked up only for a finding: scans stay cheap
         found += [_by_value(rel, line, path, secret) for secret in secrets]
         values += [secret.secret for secret in secrets]
         if by_key:

@@ -1,4 +1,4 @@
-"""specs.fast_yaml builds exactly what ruamel builds, or declines: it never decides a file's fate."""
+"""specs.fast_yaml gives exactly what walking ruamel's nodes gives, or declines: it never decides a file's fate."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from specs.fast_yaml import plain_documents
-from specs.nodes import plain
+from specs.fast_yaml import walked_documents
+from specs.nodes import Walked, walk_document
 from specs.safe_yaml import MAX_DEPTH, ruamel_documents
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,23 +29,26 @@ PIECES = [*"kind: Job\n-[]{}&*!|>'\"#%@`,?\t ${}:", "name: a", "---", "...", "\n
           ">-\n  y\n"]
 
 
-def shape(node: Any) -> Any:
-    """Everything argus reads from a node: values, types after `plain`, line and column marks, flow style."""
-    if isinstance(node, CommentedMap):
-        return ("map", node.lc.line, node.lc.col, dict(node.lc.data or {}), node.fa.flow_style(),
-                [(k, shape(v)) for k, v in node.items()])
-    if isinstance(node, CommentedSeq):
-        return ("seq", node.lc.line, node.lc.col, dict(node.lc.data or {}), node.fa.flow_style(),
-                [shape(v) for v in node])
-    value = plain(node)
+def shape(walked: Walked) -> Any:
+    """Everything argus reads from a walked document: the value with its types, where it starts, every
+    string with its path and line, the line of every field, keys that are not strings."""
+    return (typed(walked.value), walked.line, walked.strings, walked.lines, walked.bad_keys)
+
+
+def typed(value: Any) -> Any:
+    """The value with the type of every scalar: `1`, `1.0` and `True` are equal in Python, not in a spec."""
+    if isinstance(value, dict):
+        return {k: typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [typed(v) for v in value]
     return type(value).__name__, value
 
 
 def same_or_declined(text: str) -> None:
-    fast = plain_documents(text, MAX_DEPTH)
+    fast = walked_documents(text, MAX_DEPTH)
     if fast is None:
         return
-    assert [shape(d) for d in fast] == [shape(d) for d in ruamel_documents(text)]  # ruamel raising fails too
+    assert [shape(d) for d in fast] == [shape(walk_document(d)) for d in ruamel_documents(text)]  # ruamel raising fails too
 
 
 @pytest.mark.parametrize("path", SPEC_FILES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -56,7 +58,7 @@ def test_every_spec_of_the_repository_reads_the_same(path: Path):
 
 def test_plain_job_specs_take_the_fast_path():
     text = (ROOT / "examples/quickstart/jobs/train.yaml").read_text()
-    assert plain_documents(text, MAX_DEPTH) is not None
+    assert walked_documents(text, MAX_DEPTH) is not None
 
 
 @pytest.mark.parametrize("text", [
@@ -65,7 +67,7 @@ def test_plain_job_specs_take_the_fast_path():
     "a: b\u2028c\n", "\ufeffa: b\n", "a: [b\n", "a: \x07\n", "x: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\n",
 ])
 def test_what_ruamel_must_judge_is_declined(text: str):
-    assert plain_documents(text, MAX_DEPTH) is None
+    assert walked_documents(text, MAX_DEPTH) is None
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
