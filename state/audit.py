@@ -45,14 +45,19 @@ def append(shared_root: str, workspace: str, event: AuditEvent, stamp: dict[str,
     """One record: who, where, when, the caller's stamp (plan id, commit...), the event, the chain;
     then the anchor. A torn tail is recorded first (audit.recovered), and so is an anchor the log
     disagrees with (audit.anchor-mismatch), before the anchor is rewritten."""
+    append_all(shared_root, workspace, [event], stamp)
+
+
+def append_all(shared_root: str, workspace: str, events: list[AuditEvent], stamp: dict[str, Any] | None = None) -> None:
+    """A record for each event, in order, as `append` writes one: one lock, one write, one anchor for all."""
     key = audit_key()
     with files.locked_log(shared_root, workspace) as fd:
         tail = _tail(fd)
         count, findings = _anchored(fd, tail, shared_root, workspace, key)
         if tail.size == 0 and not count and not findings:  # a new log's anchor comes first: a crash in its
             files.write_anchor(shared_root, workspace, _anchor_text(0, GENESIS, workspace, key))  # first append
-        events = [*_recovery(tail.torn), *([AnchorMismatch(found=tuple(findings))] if findings else []), event]
-        lines, newest = _records(events, stamp, tail.prev, workspace, key)
+        found = [*_recovery(tail.torn), *([AnchorMismatch(found=tuple(findings))] if findings else []), *events]
+        lines, newest = _records(found, stamp, tail.prev, workspace, key)
         files.append_bytes(fd, (b"\n" if tail.unterminated else b"") + "".join(f"{ln}\n" for ln in lines).encode())
         files.write_anchor(shared_root, workspace, _anchor_text(count + len(lines), newest, workspace, key))
 

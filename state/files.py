@@ -11,15 +11,18 @@ from pathlib import Path
 from typing import Any
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Readers see the old file or the new one, never half of it (rename is atomic on NFS too)."""
+def write_atomic(path: Path, text: str, durable: bool = True) -> None:
+    """Readers see the old file or the new one, never half of it (rename is atomic on NFS too).
+    `durable`: on disk before it is renamed in (an fsync: a round trip on NFS), for what argus decides
+    from; a copy kept for people (configs, debug snapshots) may reach the disk a moment later."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -43,8 +46,8 @@ def replace_in(folder: int, name: str, text: str, mode: int = 0o644) -> None:
         raise
 
 
-def write_json(path: Path, data: Any) -> None:
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+def write_json(path: Path, data: Any, durable: bool = True) -> None:
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n", durable)
 
 
 def append_line(path: Path, line: str) -> None:

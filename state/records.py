@@ -41,9 +41,9 @@ def write_intent(shared_root: str, record: RunRecord, configs: dict[str, Any], p
     """Before submitting: the configs as seed 001 lists them, then status SUBMITTING."""
     base = job_dir(shared_root, record.submission_id)
     (base / "logs").mkdir(parents=True, exist_ok=True)
-    for name, data in configs.items():
-        write_atomic(base / "config" / f"{name}.yaml", _yaml(data))
-    write_json(base / "config" / "submit_payload.json", payload)
+    for name, data in configs.items():  # copies for people: only the status decides, and it is made durable
+        write_atomic(base / "config" / f"{name}.yaml", _yaml(data), durable=False)
+    write_json(base / "config" / "submit_payload.json", payload, durable=False)
     write_status(shared_root, record)
 
 
@@ -59,7 +59,7 @@ def write_status(shared_root: str, record: RunRecord) -> None:
 def append_submit_log(shared_root: str, submission_id: str, text: str) -> None:
     path = job_dir(shared_root, submission_id) / "logs" / "submit.out"
     previous = path.read_text(encoding="utf-8") if path.exists() else ""
-    write_atomic(path, previous + f"{now()} {text}\n")
+    write_atomic(path, previous + f"{now()} {text}\n", durable=False)  # for people; the status and audit log decide
 
 
 def write_log(shared_root: str, submission_id: str, name: str, text: str) -> None:
@@ -71,7 +71,7 @@ def has_log(shared_root: str, submission_id: str, name: str) -> bool:
 
 
 def write_debug(shared_root: str, submission_id: str, name: str, text: str) -> None:
-    write_atomic(job_dir(shared_root, submission_id) / "debug" / name, text)
+    write_atomic(job_dir(shared_root, submission_id) / "debug" / name, text, durable=False)
 
 
 def read_records(shared_root: str, workspace: str) -> dict[str, RunRecord]:

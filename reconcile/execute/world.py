@@ -18,6 +18,7 @@ from specs.errors import ArgusError
 from specs.submission import secret_refs
 from state import audit
 from state.audit_events import AuditEvent
+from state.group_commit import GroupCommit
 
 if TYPE_CHECKING:
     from reconcile.execute.code import CodeShelf
@@ -110,19 +111,26 @@ class AuditTrail:
     workspace: str
     provenance: Provenance
     secrets: Secrets = Secrets()
-    _appending: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
-    """The log's own lock is a POSIX record lock, the process's: it does not keep this process's
-    threads (concurrent submits) from appending at once and forking the hash chain; this does."""
+    _logs: dict[str, GroupCommit[AuditEvent]] = field(default_factory=dict, compare=False, repr=False)
+    """One writer per shared root. The log's own lock is a POSIX record lock, the process's: it does not
+    keep this process's threads (concurrent submits) from appending at once and forking the hash
+    chain; this does, and it writes the records they queue meanwhile together (state.group_commit)."""
+    _opening: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     def append(self, cluster: str, event: AuditEvent) -> None:
-        with self._appending:
-            audit.append(self.roots[cluster], self.workspace, self._redacted(event), self.provenance.audit_fields())
+        self._log(self.roots[cluster]).commit(self._redacted(event))
 
     def everywhere(self, event: AuditEvent) -> None:
         """Once on each shared root: clusters may share one, and its log must not repeat the event."""
         for root in sorted(set(self.roots.values())):
-            with self._appending:
-                audit.append(root, self.workspace, self._redacted(event), self.provenance.audit_fields())
+            self._log(root).commit(self._redacted(event))
+
+    def _log(self, root: str) -> GroupCommit[AuditEvent]:
+        with self._opening:
+            if root not in self._logs:
+                stamp = self.provenance.audit_fields()
+                self._logs[root] = GroupCommit(lambda events: audit.append_all(root, self.workspace, events, stamp))
+            return self._logs[root]
 
     def error_text(self, err: BaseException) -> str:
         """An error as the audit log keeps it: a bug names its type, and no secret value survives."""
