@@ -14,6 +14,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -37,12 +38,12 @@ def job_dir(shared_root: str, submission_id: str) -> Path:
     return Path(shared_root) / "jobs" / submission_id
 
 
-def write_intent(shared_root: str, record: RunRecord, configs: dict[str, Any], payload: dict[str, Any]) -> None:
-    """Before submitting: the configs as seed 001 lists them, then status SUBMITTING."""
+def write_intent(shared_root: str, record: RunRecord, configs: Mapping[str, str], payload: dict[str, Any]) -> None:
+    """Before submitting: the configs as seed 001 lists them (name -> `config_yaml` text), then status SUBMITTING."""
     base = job_dir(shared_root, record.submission_id)
     (base / "logs").mkdir(parents=True, exist_ok=True)
-    for name, data in configs.items():  # copies for people: only the status decides, and it is made durable
-        write_atomic(base / "config" / f"{name}.yaml", _yaml(data), durable=False)
+    for name, text in configs.items():  # copies for people: only the status decides, and it is made durable
+        write_atomic(base / "config" / f"{name}.yaml", text, durable=False)
     write_json(base / "config" / "submit_payload.json", payload, durable=False)
     write_status(shared_root, record)
 
@@ -72,6 +73,34 @@ def has_log(shared_root: str, submission_id: str, name: str) -> bool:
 
 def write_debug(shared_root: str, submission_id: str, name: str, text: str) -> None:
     write_atomic(job_dir(shared_root, submission_id) / "debug" / name, text, durable=False)
+
+
+def write_debug_to_all(shared_root: str, submission_ids: Sequence[str], name: str, text: str) -> None:
+    """The same debug text in each run's debug directory: written once, then linked into the others
+    (the job list after an apply of N runs has N lines: a copy for each run would be N² lines)."""
+    if not submission_ids:
+        return
+    first, *others = submission_ids
+    write_debug(shared_root, first, name, text)
+    written = job_dir(shared_root, first) / "debug" / name
+    for submission_id in others:
+        target = job_dir(shared_root, submission_id) / "debug" / name
+        try:
+            _link_over(written, target)
+        except OSError:  # a file system without hard links: a copy then
+            write_debug(shared_root, submission_id, name, text)
+
+
+def _link_over(source: Path, target: Path) -> None:
+    """`target` becomes another name of `source`, replacing what was there whole (never half)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.urandom(4).hex()}")
+    os.link(source, temporary, follow_symlinks=False)
+    try:
+        os.replace(temporary, target)
+    except OSError:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def read_records(shared_root: str, workspace: str) -> dict[str, RunRecord]:
@@ -161,7 +190,7 @@ def _read(path: Path) -> RunRecord | None:
     return record if record is not None and record.submission_id == path.parent.name else None
 
 
-def _yaml(data: Any) -> str:
+def config_yaml(data: Any) -> str:
     """Plain data (a model dumped as JSON) as block YAML. libyaml's emitter: ruamel's took ~10 ms a
     file, two files per submit, the larger part of argus's own time in an apply of many jobs."""
     return yaml.dump(data, Dumper=_Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True)

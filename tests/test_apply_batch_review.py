@@ -15,7 +15,7 @@ from reconcile.execute import batch
 from reconcile.execute.applier import ApplyContext, apply_plan
 from state.gitinfo import GitInfo
 from state.queue_ledger import LOCK_DIR, LOCK_NAME, QueueUnreadable, read_ledger
-from state.records import _yaml
+from state.records import config_yaml
 
 HOSTILE = ["\x85", "a\x85b", "\u2028x", "yes", "on", "No", "~", "null", "0o17", "-0o7", "1e3", "1.5E-3", ".5",
            "0x1F", "1_000", ".inf", "12:30:00", "2021-01-01", "é€😀", "\ufeffbom", " lead", "a: b", "- x", "#c",
@@ -24,7 +24,7 @@ HOSTILE = ["\x85", "a\x85b", "\u2028x", "yes", "on", "No", "~", "null", "0o17", 
 
 def test_config_yaml_reads_back_the_same_in_yaml_1_1_and_1_2_and_has_no_tags():
     data = {"keys": {h: h for h in HOSTILE}, "list": HOSTILE, "n": [1, 1.5, True, None, 10**30]}
-    text = _yaml(data)
+    text = config_yaml(data)
     assert "!!" not in text and "!<" not in text
     for back in (yaml.safe_load(text), YAML(typ="safe").load(text), json.loads(json.dumps(YAML().load(text)))):
         assert back == data
@@ -32,7 +32,7 @@ def test_config_yaml_reads_back_the_same_in_yaml_1_1_and_1_2_and_has_no_tags():
 
 def test_config_yaml_refuses_what_is_not_plain_data():
     with pytest.raises(yaml.representer.RepresenterError):
-        _yaml({"x": object()})
+        config_yaml({"x": object()})
 
 
 def test_admissions_made_ahead_are_withdrawn_when_a_later_cluster_cannot_admit(workspace):

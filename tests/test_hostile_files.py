@@ -224,8 +224,8 @@ def write_records(ws: Workspace, shared: Path, state_dir: bool) -> None:
     record = RunRecord(submission_id="team-train-0123abcd-1", workspace="team", job="train", cluster="h20",
                        spec_hash="0123abcd", attempt=1, status="SUBMITTING", updated_at=records.now(), plan_id="p1",
                        commit="c0ffee", submission={})
-    configs = {"ray_config": desired.clusters["h20"].model_dump(mode="json"),
-               "jobspec": desired.jobs["train"].model_dump(mode="json")}
+    configs = {"ray_config": records.config_yaml(desired.clusters["h20"].model_dump(mode="json")),
+               "jobspec": records.config_yaml(desired.jobs["train"].model_dump(mode="json"))}
     records.write_intent(str(shared), record, configs, {"submission_id": record.submission_id})
     assert "kind: Job" in (shared / "jobs" / record.submission_id / "config" / "jobspec.yaml").read_text()
     if state_dir:

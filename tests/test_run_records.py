@@ -113,3 +113,23 @@ def _supervisor_of(pid: int) -> int:
             return pid
         pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     raise AssertionError("no JobSupervisor above the job's command")
+
+
+def test_one_debug_text_for_many_runs_is_written_once_and_a_planted_link_is_replaced_not_followed(tmp_path):
+    from state.records import write_debug_to_all
+
+    shared, outside = tmp_path / "shared", tmp_path / "outside.txt"
+    outside.write_text("not argus's\n")
+    ids = [f"team-j{i}-0123abcd-1" for i in range(3)]
+    planted = job_dir(str(shared), ids[2]) / "debug" / "ray_job_list_post.txt"
+    planted.parent.mkdir(parents=True)
+    planted.symlink_to(outside)
+
+    write_debug_to_all(str(shared), ids, "ray_job_list_post.txt", "SUBMISSION_ID\nteam-j0\n")
+    files = [job_dir(str(shared), i) / "debug" / "ray_job_list_post.txt" for i in ids]
+    assert [f.read_text() for f in files] == ["SUBMISSION_ID\nteam-j0\n"] * 3
+    assert len({f.stat().st_ino for f in files}) == 1  # one file, three names: not three copies
+    assert not planted.is_symlink() and outside.read_text() == "not argus's\n"
+
+    write_debug_to_all(str(shared), ids[1:], "ray_job_list_post.txt", "newer\n")
+    assert [f.read_text() for f in files] == ["SUBMISSION_ID\nteam-j0\n", "newer\n", "newer\n"]

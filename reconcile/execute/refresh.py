@@ -25,10 +25,11 @@ def refresh_records(world: World, observed: Mapping[str, ClusterState], keep_fin
     """Copy Ray's status into argus's records, so a later head restart loses nothing; keep the driver
     log of each run seen finished. Returns how many records changed."""
     clusters = after_apply(observed, world)
-    listings = {name: debug.job_list(clusters[name]) for name in {r.cluster for r in world.runs.submitted}}
-    for record in world.runs.submitted:  # seed 001's `ray job list` after the submit (one text per cluster)
-        records.write_debug(world.roots[record.cluster], record.submission_id, "ray_job_list_post.txt",
-                            listings[record.cluster])
+    submitted: dict[str, list[str]] = {}
+    for record in world.runs.submitted:
+        submitted.setdefault(record.cluster, []).append(record.submission_id)
+    for name, ids in submitted.items():  # seed 001's `ray job list` after the submit (one text per cluster)
+        records.write_debug_to_all(world.roots[name], ids, "ray_job_list_post.txt", debug.job_list(clusters[name]))
     updated = 0
     for cluster in clusters.values():
         forget_old_runs(world, cluster, keep_finished)

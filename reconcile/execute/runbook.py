@@ -32,6 +32,7 @@ class RunBook:
         self._plan_id, self._commit = plan_id, commit
         self._redact = redact
         self._status_texts: dict[str, str] = {}
+        self._cluster_texts: dict[str, str] = {}
         self.submitted: list[RunRecord] = []
         """Runs Ray accepted during this apply, in the order Ray accepted them. Concurrent submits
         (execute.batch) share this book: each touches only its own run's entries and files, and
@@ -51,8 +52,8 @@ class RunBook:
         record = RunRecord.submitting(_run_of(step), sub, updated_at=records.now(), plan_id=self._plan_id,
                                       commit=self._commit, protect=self._desired.jobs[sub.job].protect,
                                       session_name=self._session(step.cluster), gpus=_demanded_gpus(step))
-        configs = {"ray_config": self._desired.clusters[step.cluster].model_dump(mode="json"),
-                   "jobspec": self._desired.jobs[sub.job].model_dump(mode="json")}
+        configs = {"ray_config": self._cluster_yaml(step.cluster),
+                   "jobspec": records.config_yaml(self._desired.jobs[sub.job].model_dump(mode="json"))}
         self._never_unseen(root, step.submission_id)
         run_index.mark_open(root, sub.workspace, step.submission_id)
         records.write_intent(root, record, configs, {"submission_id": step.submission_id, **payload})
@@ -101,6 +102,12 @@ class RunBook:
 
     def _root(self, cluster: str) -> str:
         return self._desired.shared_root(cluster)
+
+    def _cluster_yaml(self, cluster: str) -> str:
+        """The cluster's spec as each of its runs keeps it, rendered once: every submit to it keeps the same text."""
+        if cluster not in self._cluster_texts:
+            self._cluster_texts[cluster] = records.config_yaml(self._desired.clusters[cluster].model_dump(mode="json"))
+        return self._cluster_texts[cluster]
 
     def _status_text(self, cluster: str) -> str:
         """The cluster as observed before apply, rendered once: every submit to it keeps the same text."""
