@@ -48,6 +48,14 @@ class Want:
         """The ask's demand, made once: the checks, the decision and the plan's queue info all need it."""
         return ask_demand(self.ask)
 
+    @cached_property
+    def shape(self) -> tuple[object, ...]:
+        """The demand as a value to compare: jobs of one plan mostly ask the same, and what is true
+        of one demand on a cluster (it can fit, how it reads) is worked out once (`_Asked`)."""
+        demand = self.demand
+        return (tuple(tuple(sorted(b.items())) for b in demand.bundles), tuple(sorted(demand.driver.items())),
+                tuple(sorted(demand.spread.items())))
+
 
 def ask_demand(ask: Ask) -> Demand:
     return Demand(bundles=ask.bundles, driver=ask.driver, spread=ask.spread)
@@ -161,12 +169,24 @@ def admitted_change(change: Change, want: Want, info: QueueInfo) -> Change:
 
 def info_of(cluster: str, want: Want, attempt: int, decision: Decision | None, from_queue: bool,
             wanted: Action = Action.SUBMIT) -> QueueInfo:
-    demand = want.demand
+    described, gpus = _described(want)
     return QueueInfo(cluster=cluster, submission_id=want.submission_id, spec_hash=want.spec_hash, attempt=attempt,
                      ask=want.ask,
-                     demand=demands.describe(demand), gpus=demands.gpus(demand),
+                     demand=described, gpus=gpus,
                      priority=want.ask.priority, position=decision.position if decision else None, wanted=wanted,
                      reason=decision.reason if decision else "fits now", from_queue=from_queue)
+
+
+_DESCRIBED: dict[tuple[object, ...], tuple[str, float]] = {}
+"""Demand shape -> how it reads and its GPUs (pure functions of the shape; a plan has a handful)."""
+
+
+def _described(want: Want) -> tuple[str, float]:
+    if want.shape not in _DESCRIBED:
+        if len(_DESCRIBED) > 4096:  # shapes are few; a bound all the same, for a long-lived `argus serve`
+            _DESCRIBED.clear()
+        _DESCRIBED[want.shape] = (demands.describe(want.demand), demands.gpus(want.demand))
+    return _DESCRIBED[want.shape]
 
 
 def error(address: str, field: str, message: str) -> Diagnostic:
@@ -195,8 +215,9 @@ def plan_admission(desired: DesiredState, observed: ObservedState, changes: list
     `flagged`: addresses that already have an error (a verl job that can never fit says so itself)."""
     workspace, wants, found = desired.workspace.name, {}, []
     specs = {f"{workspace}/{name}": (job.priority, job.preemptible) for name, job in desired.jobs.items()}
+    checked: dict[tuple[str, tuple[object, ...]], tuple[str, str] | None] = {}
     for change in changes:
-        want, problem = _want(desired, observed, change)
+        want, problem = _want(desired, observed, change, checked)
         if problem and change.address not in flagged:
             found.append(error(change.address, problem[0], problem[1]).located(desired.source(change.address)))
         elif want is not None and not problem:
@@ -240,8 +261,11 @@ def preempted(desired: DesiredState, change: Change, heads: Mapping[str, Decisio
                   "the queue again and resumes from its checkpoint as a new attempt"})
 
 
-def _want(desired: DesiredState, observed: ObservedState,
-          change: Change) -> tuple[tuple[str, Want] | None, tuple[str, str] | None]:
+def _want(desired: DesiredState, observed: ObservedState, change: Change,
+          checked: dict[tuple[str, tuple[object, ...]], tuple[str, str] | None],
+          ) -> tuple[tuple[str, Want] | None, tuple[str, str] | None]:
+    """The change's want, or the problem that keeps it from ever starting. `checked`: (cluster, demand
+    shape) -> its problem, for the plan's other jobs that ask the same (all but the address's words)."""
     step = next((s for s in change.steps if isinstance(s, SubmitStep)), None)
     if change.action not in WANTS_TO_START or step is None or not _nodes_known(observed, step.cluster):
         return None, None
@@ -250,25 +274,32 @@ def _want(desired: DesiredState, observed: ObservedState,
         return None, None
     want = Want(key=f"{desired.workspace.name}/{job.name}", submission_id=step.submission_id,
                 spec_hash=step.spec_hash, ask=ask_of(job, step.submission), seen=observed.observed_at)
-    demand = want.demand  # made once: each check below needs it, and so do the decision and the queue info
-    total = demand.total()
-    if not any(total.values()):
+    if not any(want.demand.total().values()):
         return None, None  # asks for nothing: never waits, never delays anyone
-    cluster, queue = observed.clusters[step.cluster], _queue(observed, step.cluster)
-    if missing := demands.unoffered(demand, (k for n in cluster.nodes for k in n.resources)):
-        return None, ("demand", f"{change.address} asks for {missing}, which no alive node of cluster "
-                                f"{cluster.name!r} offers: fix the name (in `demand`, `entrypoint_resources` or the "
-                                "cluster's job_defaults), or start a node that offers it")
-    if too_big(cluster, demand):
-        return None, ("demand", f"{change.address} can never start on cluster {cluster.name!r}: its whole demand "
-                                f"({demands.describe(demand)}) does not fit the alive nodes even when idle")
-    if over := over_quota_alone(desired.workspace.name, queue, total):
-        return None, ("demand", f"{change.address} can never start under workspace "
-                                f"{desired.workspace.name}'s quota on {cluster.name!r}: {over}")
-    if queue.problem:
-        return None, ("cluster", f"nothing is admitted on cluster {cluster.name!r} until its admission queue "
-                                 f"can be read: {queue.problem}")
+    if (step.cluster, want.shape) not in checked:
+        checked[(step.cluster, want.shape)] = _never_starts(desired, observed, step.cluster, want.demand)
+    problem = checked[(step.cluster, want.shape)]
+    if problem:
+        return None, (problem[0], f"{change.address} {problem[1]}")
     return (step.cluster, want), None
+
+
+def _never_starts(desired: DesiredState, observed: ObservedState, name: str, demand: Demand) -> tuple[str, str] | None:
+    """(field, why) a demand can never start on the cluster `name`, the job's address left out; None: it can."""
+    cluster, queue = observed.clusters[name], _queue(observed, name)
+    if missing := demands.unoffered(demand, (k for n in cluster.nodes for k in n.resources)):
+        return "demand", (f"asks for {missing}, which no alive node of cluster {cluster.name!r} offers: fix the "
+                          "name (in `demand`, `entrypoint_resources` or the cluster's job_defaults), or start a node "
+                          "that offers it")
+    if too_big(cluster, demand):
+        return "demand", (f"can never start on cluster {cluster.name!r}: its whole demand "
+                          f"({demands.describe(demand)}) does not fit the alive nodes even when idle")
+    if over := over_quota_alone(desired.workspace.name, queue, demand.total()):
+        return "demand", f"can never start under workspace {desired.workspace.name}'s quota on {cluster.name!r}: {over}"
+    if queue.problem:
+        return "cluster", (f"nothing is admitted on cluster {cluster.name!r} until its admission queue can be read: "
+                           f"{queue.problem}")
+    return None
 
 
 def _decided(change: Change, want: tuple[str, Want] | None, decisions: Mapping[str, Decision],
