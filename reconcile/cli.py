@@ -37,7 +37,8 @@ GC_THRESHOLD = 50_000
 """Allocations between two young-generation collections (Python's default: 700). A plan of thousands
 of jobs makes millions of small objects (YAML nodes, models) that live until it ends: at the default,
 collections kept walking them, ~0.5 s of CPU in a plan of 5,000 jobs (a fifth of its own time).
-Cycles are still collected, only less often."""
+Cycles are still collected, only less often. The objects the imports made are frozen (gc.freeze) as well:
+an older generation's collection then walks only what the command made (~0.15 s less in that plan)."""
 LOCAL_DIR = typer.Option(Path("~/.argus/local"), "--state-dir", envvar="ARGUS_LOCAL_DIR",
                          help="Where the local cluster records its processes.")
 
@@ -312,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     gets its errors as JSON too."""
     args = sys.argv[1:] if argv is None else argv
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
+    if argv is None:  # the process's own command (not one of many run in one process): its imports live as long
+        gc.freeze()  # as it does, so older generations' collections need not walk them again
     return guarded(lambda invocation: _dispatch(args, invocation), as_json=wants_json(args))
 
 

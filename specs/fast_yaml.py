@@ -141,8 +141,28 @@ def _scalar(event: Any) -> Any:
     value = event.value
     if not event.implicit[0]:  # quoted or a block scalar: a string whatever it reads
         return value
-    if not value:  # a value left out: libyaml marks it where the key ends, ruamel where the next token starts
+    resolved = _RESOLVED.get(value, _UNSEEN)
+    if resolved is _UNSEEN:
+        resolved = _resolved(value)
+        if len(value) <= MAX_REMEMBERED and len(_RESOLVED) < MAX_RESOLVED:  # a bound a hostile file cannot stretch
+            _RESOLVED[value] = resolved
+    if resolved is _DECLINE:
         raise _Declined
+    return resolved
+
+
+_UNSEEN, _DECLINE = object(), object()
+_RESOLVED: dict[str, Any] = {}
+"""Plain scalar text -> what it reads as (immutable values): specs repeat theirs (`kind: Job`, `cluster:
+local`, keys), and asking ruamel's patterns costs more than the lookup."""
+MAX_RESOLVED, MAX_REMEMBERED = 65_536, 64
+"""At most this many scalars, of at most this many characters (a few MB): the short ones are those repeated."""
+
+
+def _resolved(value: str) -> Any:
+    """What a plain scalar reads as, or _DECLINE when ruamel must read it."""
+    if not value:  # a value left out: libyaml marks it where the key ends, ruamel where the next token starts
+        return _DECLINE
     tag = _implicit_tag(value)
     if tag == _STR:
         return value
@@ -154,7 +174,7 @@ def _scalar(event: Any) -> Any:
         return int(value)
     if tag == _FLOAT and _PLAIN_FLOAT.fullmatch(value):
         return float(value)
-    raise _Declined  # a timestamp, a merge key, a hex or exponent number: ruamel builds its own types
+    return _DECLINE  # a timestamp, a merge key, a hex or exponent number: ruamel builds its own types
 
 
 def _implicit_tag(value: str) -> str:
