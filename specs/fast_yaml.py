@@ -59,6 +59,9 @@ _PLAIN_FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]{0,17})\.[0-9]{1,17}")
 """The numbers read here; `0o17`, `1_000`, `1e3`, `.inf`, `007` are ruamel's to read."""
 
 
+_BLOCK = ("|", ">")
+
+
 class _Declined(Exception):
     """The text leaves the plain subset: ruamel reads it."""
 
@@ -70,14 +73,14 @@ def walked_documents(text: str, max_depth: int) -> list[Walked] | None:
         return None
     parser = CParser(text)
     try:
-        return _documents(parser, max_depth)
+        return _documents(parser, max_depth, text)
     except (_Declined, YAMLError):
         return None
     finally:
         parser.dispose()
 
 
-def _documents(parser: Any, max_depth: int) -> list[Walked]:
+def _documents(parser: Any, max_depth: int, text: str) -> list[Walked]:
     parser.get_event()  # StreamStartEvent
     documents = []
     while not parser.check_event(ev.StreamEndEvent):
@@ -87,7 +90,7 @@ def _documents(parser: Any, max_depth: int) -> list[Walked]:
         first = parser.get_event()
         # ruamel marks where a collection starts, not a scalar: a scalar document is "line 1" there too
         walked = Walked(line=1 if type(first) is ev.ScalarEvent else first.start_mark.line + 1)
-        walked.value = _Walk(parser.get_event, max_depth, walked).node(first, "", 0)
+        walked.value = _Walk(parser.get_event, max_depth, walked, text).node(first, "", 0)
         documents.append(walked)
         parser.get_event()  # DocumentEndEvent
     return documents
@@ -96,23 +99,28 @@ def _documents(parser: Any, max_depth: int) -> list[Walked]:
 class _Walk:
     """One document's events, walked as the parser gives them, into `walked`'s lines and strings."""
 
-    def __init__(self, next_event: Callable[[], Any], max_depth: int, walked: Walked):
+    def __init__(self, next_event: Callable[[], Any], max_depth: int, walked: Walked, text: str):
         self.next_event = next_event
         self.max_depth = max_depth
+        self.text = text
+        self.walked = walked
         self.lines = walked.lines
         self.strings = walked.strings
 
-    def node(self, event: Any, path: str, depth: int) -> Any:
-        """The plain value that starts with `event` (already taken from the parser), found at `path`."""
+    def node(self, event: Any, path: str | None, depth: int) -> Any:
+        """The plain value that starts with `event` (already taken from the parser), found at `path`
+        (None: a key, which is no string of its own; "": the document itself, or under an empty key)."""
         kind = type(event)
         if depth >= self.max_depth or kind is ev.AliasEvent or event.anchor is not None or event.tag is not None:
             raise _Declined
         if kind is ev.ScalarEvent:
+            if event.style in _BLOCK and "#" in self.text.split("\n")[event.start_mark.line]:
+                raise _Declined  # `|#`: libyaml reads a comment, ruamel refuses it: ruamel judges such headers
             value = _scalar(event)
-            if path and type(value) is str:  # a key is walked with no path: keys are no strings of their own
+            if type(value) is str and path in self.lines:  # a field or an item: the document itself is neither
                 self.strings.append(StringAt(path, self.lines[path], value))
             return value
-        prefix = f"{path}." if path else ""
+        prefix = f"{path}." if path else ""  # as walk_document joins them, an empty key's included
         if kind is ev.SequenceStartEvent:
             return self._sequence(prefix, depth)
         return self._mapping(prefix, depth)
@@ -128,9 +136,11 @@ class _Walk:
     def _mapping(self, prefix: str, depth: int) -> dict[str, Any]:
         mapping: dict[str, Any] = {}
         while type(event := self.next_event()) is not ev.MappingEndEvent:
-            key = self.node(event, "", depth + 1)
+            key = self.node(event, None, depth + 1)
             if type(key) is not str or key in mapping:  # or a duplicate: ruamel's to name
                 raise _Declined
+            if "." in key:
+                self.walked.dotted = True
             path = prefix + key
             self.lines[path] = event.start_mark.line + 1  # the key's line, as ruamel marks a field
             mapping[key] = self.node(self.next_event(), path, depth + 1)

@@ -6,6 +6,7 @@ Which files, and how safely, is specs/reading.py's business; how YAML is parsed,
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,9 @@ from specs.desired import DesiredState, Source, address_of
 from specs.diagnostics import Diagnostic
 from specs.errors import ArgusError, SpecError
 from specs.models import KINDS, SHARED_ROOT_RULE, Cluster, CodeSnapshot, Job, Spec, Workspace, shared_root_problem
-from specs.nodes import Walked, field_at
+from specs.nodes import Walked, field_at, loc_path
 from specs.reading import WORKSPACE_FILE, Walk
-from specs.safe_yaml import Refused, load_walked
+from specs.safe_yaml import Refused, load_walked, ruamel_documents
 
 
 def load_workspace(directory: str | Path) -> DesiredState:
@@ -52,11 +53,11 @@ def _load_files(walk: Walk, diagnostics: list[Diagnostic],
     conflicts: list[Diagnostic] = []
     for spec in walk.files():
         text = walk.read(spec)
-        for walked in _documents(text, spec.rel, diagnostics) if text is not None else []:
+        for index, walked in enumerate(_documents(text, spec.rel, diagnostics) if text is not None else []):
             found, values = secret_scan.scan(walked.strings, spec.rel)
             diagnostics += found
             secrets += values
-            resource = _validate(walked, spec.rel, diagnostics)
+            resource = _validate(walked, spec.rel, diagnostics, lambda text=text, index=index: _node(text, index))
             if resource is None:
                 continue
             source = Source(spec.rel, walked.line, walked.lines)
@@ -109,7 +110,13 @@ def _documents(text: str, rel: str, diagnostics: list[Diagnostic]) -> list[Walke
         return []
 
 
-def _validate(walked: Walked, rel: str, diagnostics: list[Diagnostic]) -> Spec | None:
+def _node(text: str | None, index: int) -> Any:
+    """The document's ruamel nodes, read again: only to locate errors where dotted paths are ambiguous."""
+    return [node for node in ruamel_documents(text or "") if node is not None][index]
+
+
+def _validate(walked: Walked, rel: str, diagnostics: list[Diagnostic], node: Callable[[], Any]) -> Spec | None:
+    """The resource, or None after adding its diagnostics; `node`: its ruamel nodes, made on demand."""
     document, line = walked.value, walked.line
     if not isinstance(document, dict):
         diagnostics.append(Diagnostic.in_file(rel, line, "", "a resource must be a mapping with a `kind:` key"))
@@ -128,15 +135,17 @@ def _validate(walked: Walked, rel: str, diagnostics: list[Diagnostic]) -> Spec |
     try:
         return model.model_validate(document)
     except ValidationError as err:
-        diagnostics.extend(_located(err, model, walked, rel))
+        diagnostics.extend(_located(err, model, walked, rel, node() if walked.dotted else None))
         return None
 
 
-def _located(err: ValidationError, model: type[Spec], walked: Walked, rel: str) -> list[Diagnostic]:
-    """Turn pydantic errors into file:line diagnostics; merge the branches of one union error."""
+def _located(err: ValidationError, model: type[Spec], walked: Walked, rel: str, node: Any) -> list[Diagnostic]:
+    """Turn pydantic errors into file:line diagnostics; merge the branches of one union error. `node`:
+    the document's ruamel nodes, when a key with a dot makes its dotted field paths ambiguous."""
     merged: dict[tuple[int, str], list[str]] = {}
     for item in err.errors():
-        path, line = field_at(walked, item["loc"], missing=item["type"] == "missing")
+        loc, missing = item["loc"], item["type"] == "missing"
+        path, line = loc_path(node, loc, missing) if node is not None else field_at(walked, loc, missing)
         merged.setdefault((line, path), []).append(_message(item, model))
     return [Diagnostic.in_file(rel, line, path, " or ".join(dict.fromkeys(msgs)))
             for (line, path), msgs in merged.items()]

@@ -32,6 +32,9 @@ class Walked:
     """Dotted path and line of every key that is not a string."""
     lines: dict[str, int] = field(default_factory=dict)
     """The line of every field and item, by dotted path: a resource's Source.field_lines."""
+    dotted: bool = False
+    """A key holds a dot, so two fields may share a dotted path (`env.A` and `env: {A: }`): `lines`
+    cannot tell them apart, and the loader locates errors in ruamel's nodes (`loc_path`) instead."""
 
 
 def walk_document(node: Any) -> Walked:
@@ -42,8 +45,9 @@ def walk_document(node: Any) -> Walked:
 
 
 def field_at(walked: Walked, loc: tuple[Any, ...], missing: bool) -> tuple[str, int]:
-    """Follow a pydantic loc through the document's field lines; return the path found and its line.
-    A missing field's own name is kept: the message is about it, at the line of its mapping."""
+    """Follow a pydantic loc through the document's field lines (`loc_path` does it in the nodes, when
+    `walked.dotted`); return the path found and its line. A missing field's own name is kept: the
+    message is about it, at the line of its mapping."""
     parts: list[str] = []
     line = walked.line
     for part in loc:
@@ -54,6 +58,21 @@ def field_at(walked: Walked, loc: tuple[Any, ...], missing: bool) -> tuple[str, 
             break
         parts.append(str(part))
         line = walked.lines[below]
+    return ".".join(parts), line
+
+
+def loc_path(node: Any, loc: tuple[Any, ...], missing: bool) -> tuple[str, int]:
+    """Follow a pydantic loc through the YAML nodes; return the path found and its line."""
+    parts: list[str] = []
+    line = node_line(node)
+    for part in loc:
+        below = child_line(node, part)
+        if below is None:
+            if missing and isinstance(part, str):
+                parts.append(part)
+            break
+        parts.append(str(part))
+        line, node = below, node[part]
     return ".".join(parts), line
 
 
@@ -103,6 +122,7 @@ def _walked(node: Any, path: str, walked: Walked) -> Any:
             line = child_line(node, key)
             if not isinstance(key, str):
                 walked.bad_keys.append((below, line or node_line(node)))
+            walked.dotted = walked.dotted or "." in str(key)
             built[str(key)] = _child(child, below, line or 1, walked)
         return built
     if isinstance(node, list):

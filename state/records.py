@@ -80,7 +80,7 @@ def write_debug_to_all(shared_root: str, submission_ids: Sequence[str], name: st
     (the job list after an apply of N runs has N lines: a copy for each run would be N² lines)."""
     if not submission_ids:
         return
-    first, *others = submission_ids
+    first, *others = dict.fromkeys(submission_ids)  # once each: a name linked over itself would stay behind
     write_debug(shared_root, first, name, text)
     written = job_dir(shared_root, first) / "debug" / name
     for submission_id in others:

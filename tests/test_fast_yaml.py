@@ -17,7 +17,7 @@ from specs.safe_yaml import MAX_DEPTH, ruamel_documents
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_FILES = sorted(p for d in ("examples", "tests") for p in (ROOT / d).rglob("*.y*ml"))
-KEYS = st.sampled_from(["kind", "name", "env", "entrypoint", "x", "1", "true", "a b", "k:v", "#", "-"])
+KEYS = st.sampled_from(["kind", "name", "env", "entrypoint", "x", "1", "true", "a b", "k:v", "#", "-", ""])
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=12),
                     st.sampled_from(["yes", "no", "on", "0o17", "0x1f", "1_000", "007", "1e3", ".inf", "2024-01-01",
                                      "1:20", "~", "null", "True", "FALSE", "-0.5", "+3", "<<", "=", "${env:X}"]))
@@ -48,12 +48,20 @@ def same_or_declined(text: str) -> None:
     fast = walked_documents(text, MAX_DEPTH)
     if fast is None:
         return
-    assert [shape(d) for d in fast] == [shape(walk_document(d)) for d in ruamel_documents(text)]  # ruamel raising fails too
+    # ruamel raising fails the test too
+    assert [shape(d) for d in fast] == [shape(walk_document(d)) for d in ruamel_documents(text)]
 
 
 @pytest.mark.parametrize("path", SPEC_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_spec_of_the_repository_reads_the_same(path: Path):
     same_or_declined(path.read_text())
+
+
+@pytest.mark.parametrize("text", ['"": ghp_x\n', 'a: {"": [y]}\n', '"": {"": z}\n'])
+def test_strings_under_an_empty_key_are_walked_like_ruamel_walks_them(text: str):
+    fast = walked_documents(text, MAX_DEPTH)
+    assert fast is not None and fast[0].strings  # the secret scan reads them
+    same_or_declined(text)
 
 
 def test_plain_job_specs_take_the_fast_path():
@@ -64,7 +72,8 @@ def test_plain_job_specs_take_the_fast_path():
 @pytest.mark.parametrize("text", [
     "a: !!str 007\n", "a: !custom x\n", "a: &x 1\nb: *x\n", "a: &x 1\n", "%YAML 1.1\n---\na: yes\n",
     "a: 1\na: 2\n", "1: a\n", "[a]: 1\n", "<<: {a: 1}\n", "a: 2024-01-01\n", "a: 0x1f\n", "a:\n", "a:\tb\n",
-    "a: b\u2028c\n", "\ufeffa: b\n", "a: [b\n", "a: \x07\n", "x: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\n",
+    "a: b\u2028c\n", "\ufeffa: b\n", "|#", "a: >-#c\n  x\n", "a: [b\n", "a: \x07\n",
+    "x: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\n",
 ])
 def test_what_ruamel_must_judge_is_declined(text: str):
     assert walked_documents(text, MAX_DEPTH) is None

@@ -72,7 +72,13 @@ def test_a_failed_write_raises_in_exactly_the_callers_it_carried():
     outcome = run_threads(GroupCommit(log.write), log)
     failed = {item for item, err in outcome.items() if err is not None}
     assert "t3-7" in failed
-    assert all(isinstance(outcome[item], OSError) for item in failed)
+    writers = [item for item in failed if isinstance(outcome[item], OSError)]
+    assert len(writers) == 1  # the caller that wrote the group gets the error itself...
+    others = [outcome[item] for item in failed if item not in writers]
+    assert all(isinstance(err, ArgusError) and "may not have been written" in str(err)
+               and "No space left on device" in str(err) and err.__cause__ is outcome[writers[0]]
+               for err in others)  # ...each of the others one of its own, saying why
+    assert len({id(err) for err in others}) == len(others)
     assert not failed & set(log.written)  # nobody is told a lost item was written...
     assert failed | set(log.written) == set(outcome)  # ...and every item is either written or raised
     assert len(failed) < THREADS * EACH  # the writes after the failure went on
@@ -107,7 +113,7 @@ def test_an_interrupted_group_raises_argus_error_in_the_others():
     assert seen["first"] is None
     raised = {name: seen[name] for name in ("boom", "other")}
     assert sum(isinstance(err, KeyboardInterrupt) for err in raised.values()) == 1  # the writer's own
-    assert sum(isinstance(err, ArgusError) and "none was written" in str(err) for err in raised.values()) == 1
+    assert sum(isinstance(err, ArgusError) and "may not have been written" in str(err) for err in raised.values()) == 1
     assert written == [["first"]]
 
 

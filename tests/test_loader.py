@@ -113,6 +113,24 @@ def test_wrong_types_point_at_the_nested_field(ws: Workspace) -> None:
     assert any(p.startswith("clusters/c.yaml:9: job_defaults.entrypoint_resources.worker_node:") for p in found)
 
 
+@pytest.mark.parametrize("layout", ["block", "flow"])
+def test_a_key_with_a_dot_is_located_at_its_own_line_not_at_the_field_it_reads_like(ws: Workspace, layout: str):
+    # `env.A` and `env: {A: }` share the dotted path env.A: the error is the first one's, on line 5
+    env = "env:\n  A: fine\n" if layout == "block" else "env: {A: fine}\n"
+    ws.write("jobs/a.yaml", f"kind: Job\nname: a\ncluster: h20\nworkload: command\nenv.A: oops\n"
+                            f"entrypoint: [x]\n{env}")
+    [found] = diagnostics(ws)
+    assert found.startswith("jobs/a.yaml:5: env.A: unknown key")
+
+
+def test_a_literal_secret_under_an_empty_key_is_found(ws: Workspace) -> None:
+    ws.write("jobs/a.yaml", 'kind: Job\nname: a\ncluster: h20\nworkload: command\nentrypoint: [x]\n'
+                            '"": ghp_abcdefghijklmnopqrstuvwxyz0123456789\n')
+    found = diagnostics(ws)
+    assert any(d.startswith("jobs/a.yaml:6") and "GitHub" in d for d in found), found
+    assert not any("ghp_abcdefghijklmnopqrstuvwxyz0123456789" in d for d in found)
+
+
 def test_entrypoint_of_the_wrong_type_gives_one_merged_message(ws: Workspace) -> None:
     ws.write("jobs/a.yaml", "kind: Job\nname: a\ncluster: h20\nworkload: command\nentrypoint: 5\n")
     assert diagnostics(ws) == [

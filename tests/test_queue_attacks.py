@@ -351,3 +351,13 @@ def test_a_planted_symlink_as_the_lock_file_is_an_argus_error_not_a_crash(tmp_pa
     (tmp_path / ".argus" / "locks" / "admission.lock").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(ArgusError), admission_lock(str(tmp_path), timeout=0.1):
         pass
+
+
+def test_an_unreadable_queue_is_the_clusters_problem_not_the_jobs():
+    from state.observed import ClusterQueue, ObservedState
+
+    observed = ObservedState(clusters={"c": cluster_of()}, records={}, observed_at=NOW,
+                             queues={"c": ClusterQueue(entries=(), problem="quotas.yaml:2: GPU must be a number")})
+    errors = plan(desired(job("k", demand={"GPU": 1.0}), job("m", demand={"GPU": 2.0})), observed).errors
+    assert [e.message for e in errors] == ["nothing is admitted on cluster 'c' until its admission queue can be "
+                                           "read: quotas.yaml:2: GPU must be a number"] * 2

@@ -182,11 +182,12 @@ _DESCRIBED: dict[tuple[object, ...], tuple[str, float]] = {}
 
 
 def _described(want: Want) -> tuple[str, float]:
-    if want.shape not in _DESCRIBED:
+    found = _DESCRIBED.get(want.shape)
+    if found is None:
         if len(_DESCRIBED) > 4096:  # shapes are few; a bound all the same, for a long-lived `argus serve`
             _DESCRIBED.clear()
-        _DESCRIBED[want.shape] = (demands.describe(want.demand), demands.gpus(want.demand))
-    return _DESCRIBED[want.shape]
+        found = _DESCRIBED[want.shape] = (demands.describe(want.demand), demands.gpus(want.demand))
+    return found
 
 
 def error(address: str, field: str, message: str) -> Diagnostic:
@@ -279,8 +280,8 @@ def _want(desired: DesiredState, observed: ObservedState, change: Change,
     if (step.cluster, want.shape) not in checked:
         checked[(step.cluster, want.shape)] = _never_starts(desired, observed, step.cluster, want.demand)
     problem = checked[(step.cluster, want.shape)]
-    if problem:
-        return None, (problem[0], f"{change.address} {problem[1]}")
+    if problem:  # a demand's problem is the job's to fix, and says which job; the cluster's is the cluster's
+        return None, (problem[0], f"{change.address} {problem[1]}" if problem[0] == "demand" else problem[1])
     return (step.cluster, want), None
 
 
