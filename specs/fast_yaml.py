@@ -26,7 +26,7 @@ from ruamel.yaml.reader import Reader
 from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.util import LazyEval
 
-from specs.nodes import StringAt, Walked
+from specs.nodes import MIN_SCANNED_KEY, StringAt, Walked
 
 try:
     from yaml import YAMLError
@@ -143,6 +143,8 @@ class _Walk:
                 self.walked.dotted = True
             path = prefix + key
             self.lines[path] = event.start_mark.line + 1  # the key's line, as ruamel marks a field
+            if len(key) >= MIN_SCANNED_KEY:
+                self.walked.keys.append(StringAt(path, self.lines[path], key))
             mapping[key] = self.node(self.next_event(), path, depth + 1)
         return mapping
 

@@ -54,7 +54,7 @@ def _load_files(walk: Walk, diagnostics: list[Diagnostic],
     for spec in walk.files():
         text = walk.read(spec)
         for index, walked in enumerate(_documents(text, spec.rel, diagnostics) if text is not None else []):
-            found, values = secret_scan.scan(walked.strings, spec.rel)
+            found, values = secret_scan.scan(walked.strings, spec.rel, walked.keys)
             diagnostics += found
             secrets += values
             resource = _validate(walked, spec.rel, diagnostics, lambda text=text, index=index: _node(text, index))

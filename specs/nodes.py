@@ -17,6 +17,11 @@ class StringAt(NamedTuple):
     text: str
 
 
+MIN_SCANNED_KEY = 16
+"""Keys this long or longer are scanned for literal secrets too (field and variable names are shorter
+than any token shape: `sk-` keys, `ghp_` tokens and AWS key ids are 20 characters or more)."""
+
+
 @dataclass
 class Walked:
     """One document walked once (a workspace of 5,000 files walked each of them four times): what
@@ -28,6 +33,9 @@ class Walked:
     """Where the document starts (`node_line`)."""
     strings: list[StringAt] = field(default_factory=list)
     """Every string scalar, including `!!str`-tagged ones; keys are not scalars of their own here."""
+    keys: list[StringAt] = field(default_factory=list)
+    """Keys long enough to be a secret (MIN_SCANNED_KEY): a token written as a key would otherwise be
+    printed by the unknown-key error about it."""
     bad_keys: list[tuple[str, int]] = field(default_factory=list)
     """Dotted path and line of every key that is not a string."""
     lines: dict[str, int] = field(default_factory=dict)
@@ -123,6 +131,8 @@ def _walked(node: Any, path: str, walked: Walked) -> Any:
             if not isinstance(key, str):
                 walked.bad_keys.append((below, line or node_line(node)))
             walked.dotted = walked.dotted or "." in str(key)
+            if isinstance(key, str) and len(key) >= MIN_SCANNED_KEY:
+                walked.keys.append(StringAt(below, line or 1, key))
             built[str(key)] = _child(child, below, line or 1, walked)
         return built
     if isinstance(node, list):

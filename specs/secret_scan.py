@@ -30,11 +30,19 @@ MIN_REDACTED = 4
 would be redacted out of every line number."""
 
 
-def scan(strings: Iterable[StringAt], rel: str) -> tuple[list[Diagnostic], list[str]]:
+def scan(strings: Iterable[StringAt], rel: str, keys: Iterable[StringAt] = ()) -> tuple[list[Diagnostic], list[str]]:
     """The diagnostics of one YAML document's literal secrets, and the values to redact elsewhere.
-    `strings`: every string scalar of the document (specs.nodes.Walked.strings)."""
+    `strings`: every string scalar of the document (specs.nodes.Walked.strings); `keys`: its long keys."""
     found: list[Diagnostic] = []
     values: list[str] = []
+    for path, line, key in keys:
+        for secret in find_secrets(key):
+            shown = f" ({secret.shown})" if secret.shown else ""
+            where = f"{path[:len(path) - len(key)]}{REDACTED}"
+            found.append(Diagnostic.in_file(rel, line, where, f"this key looks like {secret.description}{shown}: "
+                                                              "a secret written in a spec sits in git and in plans",
+                                            hint="remove it; no spec field or variable is named like a token"))
+            values.append(secret.secret)
     for path, line, value in strings:
         if path in REFERENCE_FIELDS or WHOLE_REFERENCE.match(value):
             continue
@@ -91,10 +99,11 @@ def _hint(path: str) -> str:
 
 
 def _redacted(diagnostic: Diagnostic, secrets: list[str]) -> Diagnostic:
-    message, hint = diagnostic.message, diagnostic.hint
+    message, hint, field = diagnostic.message, diagnostic.hint, diagnostic.field
     for secret in secrets:
         message = message.replace(secret, REDACTED)
         hint = hint.replace(secret, REDACTED) if hint else hint
-    if (message, hint) == (diagnostic.message, diagnostic.hint):
+        field = field.replace(secret, REDACTED)  # a token written as a key is in the path of its field
+    if (message, hint, field) == (diagnostic.message, diagnostic.hint, diagnostic.field):
         return diagnostic
-    return diagnostic.model_copy(update={"message": message, "hint": hint})
+    return diagnostic.model_copy(update={"message": message, "hint": hint, "field": field})

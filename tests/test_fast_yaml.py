@@ -17,7 +17,8 @@ from specs.safe_yaml import MAX_DEPTH, ruamel_documents
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_FILES = sorted(p for d in ("examples", "tests") for p in (ROOT / d).rglob("*.y*ml"))
-KEYS = st.sampled_from(["kind", "name", "env", "entrypoint", "x", "1", "true", "a b", "k:v", "#", "-", ""])
+KEYS = st.sampled_from(["kind", "name", "env", "entrypoint", "x", "1", "true", "a b", "k:v", "#", "-", "", "a.b",
+                        "ghp_abcdefghijklmnopqrstuvwxyz0123"])
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=12),
                     st.sampled_from(["yes", "no", "on", "0o17", "0x1f", "1_000", "007", "1e3", ".inf", "2024-01-01",
                                      "1:20", "~", "null", "True", "FALSE", "-0.5", "+3", "<<", "=", "${env:X}"]))
@@ -32,7 +33,7 @@ PIECES = [*"kind: Job\n-[]{}&*!|>'\"#%@`,?\t ${}:", "name: a", "---", "...", "\n
 def shape(walked: Walked) -> Any:
     """Everything argus reads from a walked document: the value with its types, where it starts, every
     string with its path and line, the line of every field, keys that are not strings."""
-    return (typed(walked.value), walked.line, walked.strings, walked.lines, walked.bad_keys)
+    return (typed(walked.value), walked.line, walked.strings, walked.lines, walked.bad_keys, walked.keys, walked.dotted)
 
 
 def typed(value: Any) -> Any:

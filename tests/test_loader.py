@@ -131,6 +131,17 @@ def test_a_literal_secret_under_an_empty_key_is_found(ws: Workspace) -> None:
     assert not any("ghp_abcdefghijklmnopqrstuvwxyz0123456789" in d for d in found)
 
 
+@pytest.mark.parametrize("where", ["top", "env"])
+def test_a_token_written_as_a_key_is_found_and_never_printed(ws: Workspace, where: str) -> None:
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    line = f"{token}: x\n" if where == "top" else f"env:\n  {token}: x\n"
+    ws.write("jobs/a.yaml", f"kind: Job\nname: a\ncluster: h20\nworkload: command\nentrypoint: [x]\n{line}")
+    found = diagnostics(ws)
+    assert any("this key looks like a GitHub token" in d for d in found), found
+    assert not any(token in d for d in found), found  # neither in a message nor in a field's path
+    assert not any(token[:12] in d for d in found), found
+
+
 def test_entrypoint_of_the_wrong_type_gives_one_merged_message(ws: Workspace) -> None:
     ws.write("jobs/a.yaml", "kind: Job\nname: a\ncluster: h20\nworkload: command\nentrypoint: 5\n")
     assert diagnostics(ws) == [
