@@ -114,7 +114,7 @@ class _Walk:
         if depth >= self.max_depth or kind is ev.AliasEvent or event.anchor is not None or event.tag is not None:
             raise _Declined
         if kind is ev.ScalarEvent:
-            if event.style in _BLOCK and "#" in self.text.split("\n")[event.start_mark.line]:
+            if event.style in _BLOCK and "#" in self._header(event.start_mark.index):
                 raise _Declined  # `|#`: libyaml reads a comment, ruamel refuses it: ruamel judges such headers
             value = _scalar(event)
             if type(value) is str and path in self.lines:  # a field or an item: the document itself is neither
@@ -124,6 +124,12 @@ class _Walk:
         if kind is ev.SequenceStartEvent:
             return self._sequence(prefix, depth)
         return self._mapping(prefix, depth)
+
+    def _header(self, start: int) -> str:
+        """A block scalar's header: from its indicator (`start`, in characters) to the end of that line.
+        Each block scalar has a line of its own, so all of them read the text about once."""
+        end = self.text.find("\n", start)
+        return self.text[start:] if end < 0 else self.text[start:end]
 
     def _sequence(self, prefix: str, depth: int) -> list[Any]:
         items: list[Any] = []
