@@ -29,14 +29,15 @@ def write_atomic(path: Path, text: str, durable: bool = True) -> None:
         raise
 
 
-def replace_in(folder: int, name: str, text: str, mode: int = 0o644) -> None:
+def replace_in(folder: int, name: str, data: str | bytes, mode: int = 0o644) -> None:
     """`name` in the directory open as `folder`, written whole: a new temporary file (never a link
-    someone planted) renamed over it, so readers see the old file or the new one."""
+    someone planted) renamed over it, so readers see the old file or the new one. Text is written as
+    UTF-8; bytes as they are. The new file is made with `mode` (a umask can only take bits away)."""
     temp = f".{name}.{uuid.uuid4().hex[:8]}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import shlex
 from pathlib import Path
 
 from specs import secret_names
 from specs.secret_names import allowed
+from state.files import replace_in
 
 SECRETS_FILE = ".secrets.env"
 """The name the wrapper looks for in its job directory: keep the two in step."""
@@ -54,17 +54,5 @@ def remove(job_dir: Path) -> None:
 
 
 def _write_private(directory: int, text: str) -> None:
-    temporary = f".{SECRETS_FILE}.{secrets.token_hex(6)}"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                 dir_fd=directory)
-    try:
-        os.fchmod(fd, 0o600)  # whatever the umask
-        with os.fdopen(fd, "wb") as handle:  # as os.environ holds them: bytes that are not UTF-8 stay bytes
-            handle.write(os.fsencode(text))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.rename(temporary, SECRETS_FILE, src_dir_fd=directory, dst_dir_fd=directory)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary, dir_fd=directory)
-        raise
+    # bytes as os.environ holds them (not UTF-8 stays as it was); a new file made 0600, whatever the umask
+    replace_in(directory, SECRETS_FILE, os.fsencode(text), mode=0o600)
