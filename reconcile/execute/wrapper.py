@@ -4,7 +4,7 @@ While the command lives, its stdout and stderr go through `tee` into
 `<shared_root>/jobs/<submission_id>/logs/driver.log` (and on to Ray, which keeps the same text);
 when it ends, `exit.json` says how: exit code, time, and the signal when one ended it. Both are
 written by the run on its node, so they survive a head restart, Ray's table being pruned, and argus
-not running at all. Nothing of argus is needed on the nodes: sh, mkdir, mkfifo, tee, date, mv.
+not running at all. Nothing of argus is needed on the nodes: sh, mkdir, mktemp, mkfifo, tee, date, mv.
 
 How it keeps the job's behaviour:
 - The command runs in the foreground: a non-interactive sh would make a background command ignore
@@ -15,6 +15,8 @@ How it keeps the job's behaviour:
   A `tee` held open by something the command left behind is ended after a few seconds.
 - The wrapper exits with the command's own exit code.
 - If the job directory cannot be written, the command runs unwrapped (Ray still has its log and end).
+- The FIFO lives in a directory of its own from mktemp: one named by the wrapper's pid collided with
+  what a SIGKILLed wrapper had left, and that later run went unrecorded.
 - Before anything else, a run that has secrets (a third argument) reads them from `.secrets.env` in
   its job directory into its environment and removes the file (state.run_secrets): the command's
   environment has them, Ray never had them. A file that is missing (a node without the shared root at
@@ -29,7 +31,7 @@ from __future__ import annotations
 import shlex
 
 _LINES = """
-d=$1; c=$2; t=${TMPDIR:-/tmp}/argus-run.$$; v=$d/.secrets.env;
+d=$1; c=$2; t=; v=$d/.secrets.env;
 if [ -n "$3" ]; then
   if [ ! -e "$v" ] && [ ! -h "$v" ]; then
     c='echo "argus: this run has no .secrets.env in its job directory:
@@ -37,8 +39,9 @@ if [ -n "$3" ]; then
   elif [ -f "$v" ] && [ -r "$v" ] && . "$v"; then :; else
     c='echo "argus: this run cannot read its .secrets.env: argus and the job must be one user" >&2; exit 1';
   fi; rm -f "$v"; fi;
-if mkdir -p "$d/logs" 2>/dev/null && mkdir -m 700 "$t" && mkfifo "$t/out"; then :; else
-  rm -rf "$t"; echo "argus: cannot write $d: this run keeps no record of its own" >&2; exec /bin/sh -c "$c"; fi;
+if mkdir -p "$d/logs" 2>/dev/null && t=$(mktemp -d "${TMPDIR:-/tmp}/argus-run.XXXXXX") && mkfifo "$t/out";
+  then :; else [ -z "$t" ] || rm -rf "$t";
+  echo "argus: cannot write $d: this run keeps no record of its own" >&2; exec /bin/sh -c "$c"; fi;
 (trap "" INT TERM HUP; exec tee -a "$d/logs/driver.log") < "$t/out" & p=$!;
 s=; trap "s=TERM" TERM; trap "s=INT" INT; trap "s=HUP" HUP;
 /bin/sh -c "$c" > "$t/out" 2>&1; r=$?;
