@@ -1,4 +1,4 @@
-"""The Ray adapter: Ray's JobSubmissionClient with timeouts, a fixed address and clear errors."""
+"""The Ray adapter: Ray's Jobs REST API (state.jobs_api) at a fixed address, with timeouts and clear errors."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from specs.errors import ArgusError
 from specs.submission import parse_labels
-from state.http_deadline import request_within
+from state.jobs_api import AuthRefused, JobsApi
 from state.observed import TERMINAL, ClusterState, Node, RayJob
 
 DEFAULT_TIMEOUT = 10.0
@@ -51,12 +51,11 @@ class RayClient:
         self.address = address.rstrip("/")
         self.timeout = timeout
         self._sends_token = token is not None
-        with self._errors("connect"):
-            self._sdk = _authorized(_make_sdk(self.address, timeout), token)
+        self._api = _make_api(self.address, timeout, token)
 
     def snapshot(self) -> ClusterState:
         """Version, alive nodes and every submission job: one list_jobs for the whole plan."""
-        version = self._get_json("/api/version")
+        version = self._read(self._version)
         rows = self.node_rows()
         jobs = self.jobs()
         return ClusterState(
@@ -72,15 +71,20 @@ class RayClient:
     def jobs(self) -> tuple[RayJob, ...]:
         """Every submission job on the cluster, and nothing else: one list_jobs."""
         details = self._read(self._list_jobs)
-        return tuple(_ray_job(d) for d in details if str(_enum_value(d.type)) == "SUBMISSION")
+        return tuple(_ray_job(d) for d in details if d.get("type") == "SUBMISSION")
 
-    def _list_jobs(self) -> list[Any]:
+    def _list_jobs(self) -> list[dict[str, Any]]:
         with self._errors("list jobs"):
-            return self._sdk.list_jobs()
+            return self._api.list_jobs()
+
+    def _version(self) -> dict[str, Any]:
+        with self._errors("GET /api/version"):
+            return self._api.version()
 
     def node_rows(self) -> list[dict[str, Any]]:
         body = self._get_json("/api/v0/nodes?limit=10000&detail=true")
-        return body.get("data", {}).get("result", {}).get("result", [])
+        rows = ((body.get("data") or {}).get("result") or {}).get("result") if isinstance(body, dict) else None
+        return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
     def alive_nodes(self, rows: list[dict[str, Any]] | None = None) -> tuple[Node, ...]:
         rows = self.node_rows() if rows is None else rows
@@ -103,6 +107,8 @@ class RayClient:
             body = self._get_json("/api/cluster_status")
         except ClusterRequestFailed:
             return {}
+        if not isinstance(body, dict):
+            return {}
         report = ((body.get("data") or {}).get("clusterStatus") or {}).get("loadMetricsReport") or {}
         usage = report.get("usageByNode")
         return usage if isinstance(usage, dict) else {}
@@ -111,7 +117,7 @@ class RayClient:
         """Ray's atomic create-if-absent. Returns "submitted", or "exists" when it is already ours."""
         try:
             with self._errors(f"submit {submission_id}"):
-                self._sdk.submit_job(submission_id=submission_id, **payload)
+                self._api.submit({"submission_id": submission_id, **payload})
             return "submitted"
         except ClusterRequestFailed as err:
             if "already exists" not in err.detail:
@@ -129,7 +135,7 @@ class RayClient:
     def job(self, submission_id: str) -> RayJob | None:
         try:
             with self._errors(f"read job {submission_id}"):
-                return _ray_job(self._sdk.get_job_info(submission_id))
+                return _ray_job(self._api.job_info(submission_id))
         except ClusterRequestFailed as err:
             if "does not exist" in err.detail:
                 return None
@@ -137,7 +143,7 @@ class RayClient:
 
     def stop(self, submission_id: str) -> None:
         with self._errors(f"stop {submission_id}"):
-            self._sdk.stop_job(submission_id)
+            self._api.stop(submission_id)
 
     def wait_terminal(self, submission_id: str, timeout: float, poll: float = 0.25,
                       progress: Callable[[str], None] | None = None) -> RayJob | None:
@@ -163,14 +169,14 @@ class RayClient:
     def delete(self, submission_id: str) -> None:
         """Remove a finished job from Ray's table (its record and log are kept on NFS)."""
         with self._errors(f"delete {submission_id}"):
-            self._sdk.delete_job(submission_id)
+            self._api.delete(submission_id)
 
     def follow(self, submission_id: str, write: Callable[[str], None]) -> None:
         """Stream the driver log until the job ends (Ray's websocket tail)."""
         import asyncio
 
         async def tail() -> None:
-            async for chunk in self._sdk.tail_job_logs(submission_id):
+            async for chunk in self._api.tail(submission_id):
                 write(chunk)
 
         with self._errors(f"follow the logs of {submission_id}"):
@@ -178,15 +184,12 @@ class RayClient:
 
     def logs(self, submission_id: str) -> str:
         with self._errors(f"read logs of {submission_id}"):
-            return self._sdk.get_job_logs(submission_id)
+            return self._api.logs(submission_id)
 
     def _get_json(self, endpoint: str) -> dict[str, Any]:
         def get() -> dict[str, Any]:
             with self._errors(f"GET {endpoint}"):
-                response = self._sdk._do_request("GET", endpoint)
-                if response.status_code != 200:
-                    self._sdk._raise_error(response)
-                return response.json()
+                return self._api.get_json(endpoint)
 
         return self._read(get)
 
@@ -201,18 +204,12 @@ class RayClient:
 
     @contextlib.contextmanager
     def _errors(self, what: str) -> Iterator[None]:
-        """Translate requests/Ray errors into messages naming the cluster and what to try."""
+        """Translate requests' and the dashboard's errors into messages naming the cluster and what to try."""
         import requests
-        from aiohttp import ClientResponseError
-        from ray.exceptions import AuthenticationError
 
         try:
             yield
-        except AuthenticationError as err:
-            raise self._auth_failed(getattr(err, "status", 0), what) from None
-        except ClientResponseError as err:  # the websocket of `follow`: its handshake answered 401/403
-            if err.status not in AUTH_STATUSES:
-                raise
+        except AuthRefused as err:
             raise self._auth_failed(err.status, what) from None
         except requests.Timeout as err:
             raise ClusterUnreachable(
@@ -226,7 +223,7 @@ class RayClient:
                 f"({what}). Is the head running (`ray status` on the head, or `argus local up` "
                 f"for the local cluster) and is the cluster's `address:` right?"
             ) from err
-        except RuntimeError as err:
+        except (RuntimeError, ValueError) as err:  # an error status, or a body that is not JSON
             raise ClusterRequestFailed(
                 f"Ray cluster {self.name!r} at {self.address} refused to {what}: {_summary(err)}",
                 detail=str(err),
@@ -255,82 +252,47 @@ class RayClient:
         )
 
 
-AUTH_STATUSES = (401, 403)
-"""What Ray's token middleware answers: 401 when no token came, 403 when it is wrong."""
+def _make_api(address: str, timeout: float, token: str | None) -> JobsApi:
+    """The dashboard's job endpoints at `address` alone, with exactly the token's header or none: the
+    cluster's own token (state.cluster_auth reads it), never this process's RAY_AUTH_TOKEN or
+    ~/.ray/auth_token, since one cluster's token must not travel to another."""
+    return JobsApi(address, timeout, {} if token is None else {"Authorization": f"Bearer {token}"})
 
 
-def _authorized(sdk: Any, token: str | None) -> Any:
-    """The client's headers, exactly: the token's, or none. The stock constructor adds this
-    process's own token (RAY_AUTH_TOKEN, ~/.ray/auth_token) when RAY_AUTH_MODE=token is set here;
-    one cluster's token must not travel to another. Every request and the log websocket send these."""
-    sdk._headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-    return sdk
+RAY_STATUSES = ("PENDING", "RUNNING", "STOPPED", "SUCCEEDED", "FAILED")
+"""Ray's JobStatus values: the only statuses a job-table row may carry."""
 
 
-def _make_sdk(address: str, timeout: float) -> Any:
-    """A JobSubmissionClient bound to `address` alone, every request of which ends within `timeout`.
-
-    The stock constructor lets RAY_ADDRESS / RAY_API_SERVER_ADDRESS replace the address it is
-    given: argus must submit exactly where the spec says, so the env lookup is skipped (and with it
-    the stock constructor's version check: building this client makes no request).
-    """
-    import ray
-    from ray._private.authentication.http_token_authentication import format_authentication_http_error
-    from ray.dashboard.modules.dashboard_sdk import SubmissionClient
-    from ray.exceptions import AuthenticationError
-    from ray.job_submission import JobSubmissionClient
-
-    class TimeoutJobClient(JobSubmissionClient):
-        def __init__(self) -> None:
-            self._client_ray_version = ray.__version__
-            self._request_timeout = timeout
-            self._versions_checked: set[str] = set()
-            SubmissionClient.__init__(self, address=address)
-
-        def _do_request(self, method: str, endpoint: str, *, data: bytes | None = None,
-                        json_data: dict | None = None, **kwargs: Any) -> Any:
-            """Ray's own _do_request (same arguments, same auth check), under a total deadline."""
-            kwargs.pop("timeout", None)
-            response = request_within(
-                self._request_timeout, method, self._address + endpoint, cookies=self._cookies, data=data,
-                json=json_data, headers=self._headers, verify=self._verify, **kwargs,
-            )
-            formatted_error = format_authentication_http_error(response.status_code, response.text)
-            if formatted_error:
-                error = AuthenticationError(formatted_error)
-                error.status = response.status_code  # RayClient._errors words its message by it
-                raise error
-            return response
-
-        def _check_connection_and_version(self, min_version: str = "1.9", version_error_message: str | None = None,
-                                          ) -> None:
-            """Ray's check, once per minimum version and client: the stock SDK asks the head for its
-            version before every submit with resources, a round trip per job of a large apply."""
-            if min_version in self._versions_checked:
-                return
-            super()._check_connection_and_version(min_version, version_error_message)
-            self._versions_checked.add(min_version)
-
-    return TimeoutJobClient()
-
-
-def _ray_job(details: Any) -> RayJob:
+def _ray_job(details: dict[str, Any]) -> RayJob:
+    """One row of the job table, as Ray's JobDetails names its fields; a field of the wrong type
+    reads as unset (the table is hostile input: anyone who reaches the dashboard can submit)."""
+    metadata = details.get("metadata")
+    submission_id = _text(details.get("submission_id")) or _text(details.get("job_id"))
+    status = _text(details.get("status"))
+    if status not in RAY_STATUSES:
+        raise ClusterRequestFailed(f"Ray reports job {submission_id[:80]!r} as {status[:40]!r}, not one of Ray's job "
+                                   f"statuses ({', '.join(RAY_STATUSES)}): is the cluster's Ray newer than this argus "
+                                   "knows? argus acts on no job it cannot read.")
     return RayJob(
-        submission_id=details.submission_id or details.job_id or "",
-        status=str(_enum_value(details.status)),
-        entrypoint=details.entrypoint or "",
-        metadata={str(k): str(v) for k, v in (details.metadata or {}).items()},
-        message=details.message or "",
-        start_time=details.start_time,
-        end_time=details.end_time,
-        driver_node_id=getattr(details, "driver_node_id", None),
-        error_type=str(_enum_value(getattr(details, "error_type", None) or "")) or None,
-        driver_exit_code=getattr(details, "driver_exit_code", None),
+        submission_id=submission_id,
+        status=status,
+        entrypoint=_text(details.get("entrypoint")),
+        metadata={str(k): str(v) for k, v in metadata.items()} if isinstance(metadata, dict) else {},
+        message=_text(details.get("message")),
+        start_time=_whole(details.get("start_time")),
+        end_time=_whole(details.get("end_time")),
+        driver_node_id=_text(details.get("driver_node_id")) or None,
+        error_type=_text(details.get("error_type")) or None,
+        driver_exit_code=_whole(details.get("driver_exit_code")),
     )
 
 
-def _enum_value(value: Any) -> Any:
-    return getattr(value, "value", value)
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _summary(err: Exception) -> str:

@@ -1,6 +1,6 @@
 """The applier's failure paths, as unit tests of its own logic.
 
-Only Ray's SDK is faked (under a real RayClient, so Ray's errors are translated as in production);
+Only the dashboard's job endpoints are faked (under a real RayClient, so errors are translated as in production);
 the plan comes from the real planner, and the records and the audit log are real files in tmp_path.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import traceback
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -26,51 +25,51 @@ from state.observed import ClusterState, Node, ObservedState, RunStatus
 from state.ray_client import ClusterRequestFailed, ClusterUnreachable, RayClient, SubmitConflict
 
 SECRET = "hunter2-never-print-me"
-ADDRESS = "http://127.0.0.1:9"  # never reached: the SDK is fake
+ADDRESS = "http://127.0.0.1:9"  # never reached: the job endpoints are fake
 
 
 class FakeSdk:
-    """Ray's JobSubmissionClient as far as RayClient uses it. `refuse` makes submit_job raise."""
+    """The dashboard's job endpoints (state.jobs_api.JobsApi) as far as RayClient uses them.
+    `refuse` makes submit raise."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
         self.sent: list[dict[str, Any]] = []
-        self.jobs: dict[str, SimpleNamespace] = {}
+        self.jobs: dict[str, dict[str, Any]] = {}
         self.refuse: Any = None
 
-    def submit_job(self, submission_id: str, **payload: Any) -> str:
+    def submit(self, body: dict[str, Any]) -> None:
+        submission_id = body["submission_id"]
+        payload = {k: v for k, v in body.items() if k != "submission_id"}
         self.calls.append(("submit", submission_id))
         self.sent.append(payload)
         if self.refuse is not None:
             raise self.refuse(submission_id, payload)
         self.jobs[submission_id] = ray_job(submission_id, payload["metadata"])
-        return submission_id
 
-    def get_job_info(self, submission_id: str) -> SimpleNamespace:
+    def job_info(self, submission_id: str) -> dict[str, Any]:
         self.calls.append(("get", submission_id))
         if submission_id not in self.jobs:
             raise RuntimeError(f"Request failed with status code 404: Job {submission_id} does not exist.")
         return self.jobs[submission_id]
 
-    def stop_job(self, submission_id: str) -> bool:
+    def stop(self, submission_id: str) -> None:
         self.calls.append(("stop", submission_id))
-        return True
 
-    def delete_job(self, submission_id: str) -> bool:
+    def delete(self, submission_id: str) -> None:
         self.calls.append(("delete", submission_id))
-        return True
 
 
-def ray_job(submission_id: str, metadata: dict[str, str], status: str = "RUNNING") -> SimpleNamespace:
-    return SimpleNamespace(submission_id=submission_id, job_id=None, status=status, entrypoint="", metadata=metadata,
-                           message="", start_time=1, end_time=None, type="SUBMISSION", driver_node_id=None,
-                           error_type=None, driver_exit_code=None)
+def ray_job(submission_id: str, metadata: dict[str, str], status: str = "RUNNING") -> dict[str, Any]:
+    return {"submission_id": submission_id, "job_id": None, "status": status, "entrypoint": "", "metadata": metadata,
+            "message": "", "start_time": 1, "end_time": None, "type": "SUBMISSION", "driver_node_id": None,
+            "error_type": None, "driver_exit_code": None}
 
 
 @pytest.fixture
 def sdk(monkeypatch: pytest.MonkeyPatch) -> FakeSdk:
     fake = FakeSdk()
-    monkeypatch.setattr(ray_client, "_make_sdk", lambda address, timeout: fake)
+    monkeypatch.setattr(ray_client, "_make_api", lambda address, timeout, token: fake)
     return fake
 
 
@@ -170,7 +169,7 @@ def test_a_conflicting_submission_id_is_never_stopped_or_taken_over(desired, sdk
         apply_plan(fresh, ctx)
 
     assert sdk.calls == [("submit", alpha.submission_id), ("get", alpha.submission_id)]
-    assert sdk.jobs[alpha.submission_id].metadata == theirs
+    assert sdk.jobs[alpha.submission_id]["metadata"] == theirs
     record = status_of(desired, alpha.submission_id)
     assert record["status"] == RunStatus.SUBMIT_FAILED and "f" * 12 in record["error"]
     assert not records.job_dir(str(shared(desired)), beta.submission_id).exists()

@@ -53,12 +53,12 @@ class Costs:
 
         import ray.job_submission  # noqa: F401 - imported before Popen is wrapped: ray subclasses Popen
 
-        from state import ray_client, snapshots
+        from state import jobs_api, snapshots
 
         self.requests: Counter[str] = Counter()
         self.git: Counter[str] = Counter()
         self.verified = 0
-        request, popen, verify = ray_client.request_within, subprocess.Popen, snapshots.verify
+        request, popen, verify = jobs_api.request_within, subprocess.Popen, snapshots.verify
 
         def counted_request(seconds, method, url, **kwargs):  # every dashboard request passes here
             self.requests[f"{method} {urlsplit(url).path}"] += 1
@@ -73,7 +73,7 @@ class Costs:
             self.verified += 1
             return verify(*args, **kwargs)
 
-        monkeypatch.setattr(ray_client, "request_within", counted_request)
+        monkeypatch.setattr(jobs_api, "request_within", counted_request)
         monkeypatch.setattr(subprocess, "Popen", counted_popen)
         monkeypatch.setattr(snapshots, "verify", counted_verify)
 
@@ -108,9 +108,9 @@ def test_what_one_apply_costs(workspace, argus, monkeypatch):
 
     # Submitting: one observation (version, nodes, use, list_jobs), one admission of both submits
     # (nodes, use, list_jobs: the queue decided again under the admission lock, for the batch), two
-    # submits (the SDK's version check once per client), and one list_jobs of the touched cluster to
-    # refresh the records.
-    assert first["by_request"] == {"GET /api/version": 2, "GET /api/v0/nodes": 2, "GET /api/jobs/": 3,
+    # submits (the version check of their fields reuses the observation's version), and one list_jobs of
+    # the touched cluster to refresh the records.
+    assert first["by_request"] == {"GET /api/version": 1, "GET /api/v0/nodes": 2, "GET /api/jobs/": 3,
                                    "GET /api/cluster_status": 2, "POST /api/jobs/": 2}
     assert first["by_git"]["fetch"] == 1  # the observation's: the export reuses it
     assert first["verified"] == 1  # two jobs on one snapshot: hashed once

@@ -141,12 +141,14 @@ def test_a_wrong_or_absent_token_is_one_clear_error_and_never_shown(auth_cluster
         assert_nowhere(secret, [*results, refused], [ws.root, anonymous.root, saved, tmp_path / "argus-cache"])
 
 
-def test_this_process_token_never_travels_to_a_cluster_that_names_none(auth_cluster, token, monkeypatch):
-    """Ray's stock client adds this process's own token when RAY_AUTH_MODE=token is set here; argus's must not."""
-    from ray.dashboard.modules import dashboard_sdk
-
-    monkeypatch.setattr(dashboard_sdk, "get_auth_headers_if_auth_enabled",
-                        lambda headers: {"authorization": f"Bearer {token}"})
+def test_this_process_token_never_travels_to_a_cluster_that_names_none(auth_cluster, token, monkeypatch, tmp_path):
+    """Ray's stock client adds this process's own token (RAY_AUTH_MODE=token with RAY_AUTH_TOKEN, or
+    ~/.ray/auth_token) to every request; argus sends only the token the cluster's spec names."""
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", token)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text(token)
     with pytest.raises(ClusterAuthFailed, match="requires a token"):
         RayClient("local", auth_cluster.address).jobs()
     assert RayClient("local", auth_cluster.address, token=token).jobs() is not None

@@ -1,0 +1,145 @@
+"""Ray's Jobs REST API, spoken directly: the requests Ray's own JobSubmissionClient sends, without
+importing Ray.
+
+The API is Ray's documented, stable interface for job submission (docs.ray.io, "Ray Jobs REST API"):
+`POST /api/jobs/`, `GET /api/jobs/`, `GET|DELETE /api/jobs/{id}`, `POST /api/jobs/{id}/stop`,
+`GET /api/jobs/{id}/logs`, the websocket `/api/jobs/{id}/logs/tail`, and `GET /api/version`. Importing
+Ray's client to send them costs 0.6-0.9 s of CPU (the whole of `ray`, its core worker included),
+more than everything else `argus plan` or `apply` imports. argus never uploads a working_dir (a job
+runs in place from its snapshot on the shared root) and sends only `env_vars` in its runtime_env,
+which is all of the SDK's client-side work that is skipped.
+
+Every request goes to the address given and carries exactly the headers given: no RAY_ADDRESS, no
+token of this process's own. Submission ids are quoted into the path, so an id read from Ray's job
+table (hostile input) cannot name another endpoint.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import quote
+
+from state.http_deadline import request_within
+
+AUTH_STATUSES = (401, 403)
+"""What Ray's token middleware answers: 401 when no token came, 403 when it is wrong."""
+MIN_VERSION_RESOURCES = ("2.2", "entrypoint_num_cpus, entrypoint_num_gpus and entrypoint_resources")
+MIN_VERSION_MEMORY = ("2.8", "entrypoint_memory")
+"""The Ray versions whose job server knows these submit fields (an older one refuses the request)."""
+
+
+class RayRefused(RuntimeError):
+    """The dashboard answered with an error status; the message carries its status and body, as Ray's
+    SDK words it ("Request failed with status code 404: ..."), which callers match ("does not exist")."""
+
+    def __init__(self, status: int, body: str):
+        super().__init__(f"Request failed with status code {status}: {body}.")
+        self.status = status
+
+
+class AuthRefused(Exception):
+    """The dashboard's token middleware refused the request (401: no token came, 403: a wrong one).
+    Its body is not kept: the caller words the message, and nothing the server sent can carry a token on."""
+
+    def __init__(self, status: int):
+        super().__init__(f"the dashboard answered {status}")
+        self.status = status
+
+
+class JobsApi:
+    """One dashboard's job endpoints; every request ends within `timeout` seconds in all."""
+
+    def __init__(self, address: str, timeout: float, headers: dict[str, str]):
+        self.address = address.rstrip("/")
+        self.timeout = timeout
+        self.headers = dict(headers)
+        self._version: str | None = None
+
+    def version(self) -> dict[str, Any]:
+        body = self.get_json("/api/version")
+        self._version = str(body.get("ray_version", "")) if isinstance(body, dict) else ""
+        return body if isinstance(body, dict) else {}
+
+    def list_jobs(self) -> list[dict[str, Any]]:
+        rows = self.get_json("/api/jobs/")
+        return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+
+    def job_info(self, submission_id: str) -> dict[str, Any]:
+        body = self.get_json(f"/api/jobs/{_quoted(submission_id)}")
+        return body if isinstance(body, dict) else {}
+
+    def submit(self, body: dict[str, Any]) -> None:
+        """POST the job; `body` holds JobSubmitRequest's fields. Unset fields are left out, as the
+        SDK does, and the fields an old job server would refuse are checked against its version."""
+        body = {key: value for key, value in body.items() if value is not None}
+        if any(body.get(k) for k in ("entrypoint_num_cpus", "entrypoint_num_gpus", "entrypoint_resources")):
+            self._require(*MIN_VERSION_RESOURCES)
+        if body.get("entrypoint_memory"):
+            self._require(*MIN_VERSION_MEMORY)
+        self._call("POST", "/api/jobs/", json=body)
+
+    def stop(self, submission_id: str) -> None:
+        self._call("POST", f"/api/jobs/{_quoted(submission_id)}/stop")
+
+    def delete(self, submission_id: str) -> None:
+        self._call("DELETE", f"/api/jobs/{_quoted(submission_id)}")
+
+    def logs(self, submission_id: str) -> str:
+        body = self.get_json(f"/api/jobs/{_quoted(submission_id)}/logs")
+        return str(body.get("logs", "")) if isinstance(body, dict) else ""
+
+    def get_json(self, endpoint: str) -> Any:
+        return self._call("GET", endpoint).json()
+
+    async def tail(self, submission_id: str) -> AsyncIterator[str]:
+        """The driver log as it grows, until the job ends (the dashboard closes the websocket)."""
+        import aiohttp
+
+        url = f"{self.address}/api/jobs/{_quoted(submission_id)}/logs/tail"
+        async with aiohttp.ClientSession(headers=self.headers) as session:
+            try:
+                ws = await session.ws_connect(url)
+            except aiohttp.WSServerHandshakeError as err:
+                if err.status in AUTH_STATUSES:
+                    raise AuthRefused(err.status) from None
+                raise RayRefused(err.status, err.message) from None
+            async for message in ws:
+                if message.type == aiohttp.WSMsgType.TEXT:
+                    yield message.data
+                elif message.type == aiohttp.WSMsgType.ERROR:
+                    raise RayRefused(0, f"the log stream broke: {ws.exception()}")
+            if ws.close_code == aiohttp.WSCloseCode.ABNORMAL_CLOSURE:
+                raise RayRefused(0, f"the log stream closed unexpectedly (code {ws.close_code})")
+
+    def _call(self, method: str, endpoint: str, **kwargs: Any) -> Any:
+        response = request_within(self.timeout, method, self.address + endpoint, headers=self.headers, **kwargs)
+        if response.status_code in AUTH_STATUSES:
+            raise AuthRefused(response.status_code)
+        if response.status_code != 200:
+            raise RayRefused(response.status_code, response.text)
+        return response
+
+    def _require(self, minimum: str, fields: str) -> None:
+        """Once per client: the head's Ray is new enough for the fields sent (the SDK's own check)."""
+        if self._version is None:
+            self.version()
+        running = self._version or ""
+        if _release(running) < _release(minimum):
+            raise RayRefused(0, f"Ray {running or '(unknown version)'} is running on the cluster; {fields} "
+                                f"need Ray {minimum} or higher on the cluster")
+
+
+def _quoted(submission_id: str) -> str:
+    """One path segment, whatever the id holds: '/', '?', '#' are escaped. An id of dots alone cannot be
+    one (requests sends %2E as '.', and a server resolves `/api/jobs/..` to `/api/`): it is refused."""
+    if submission_id in ("", ".", ".."):
+        raise RayRefused(0, f"{submission_id!r} is not a submission id argus sends a request for")
+    return quote(submission_id, safe="")
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The numeric release of a version string ("2.60.0rc1" -> (2, 60, 0)); () when it has none."""
+    match = re.match(r"^\s*v?(\d+(?:\.\d+)*)", version)
+    return tuple(int(part) for part in match.group(1).split(".")) if match else ()
