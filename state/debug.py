@@ -1,4 +1,4 @@
-"""Plain-text views of a cluster for jobs/<id>/debug/ (seed 001), gathered through the SDK."""
+"""Plain-text views of a cluster for jobs/<id>/debug/ (seed 001), gathered through the dashboard's job API."""
 
 from __future__ import annotations
 
