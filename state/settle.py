@@ -50,7 +50,22 @@ def settle(desired: DesiredState, observed: ObservedState) -> int:
             records.write_status(root, settled)
             written += 1
         run_secrets.remove(records.job_dir(root, sid))  # its wrapper removes it; a run that never started cannot
+    _drop_secrets_of_forgotten_runs(desired, observed, on_ray)
     return written
+
+
+def _drop_secrets_of_forgotten_runs(desired: DesiredState, observed: ObservedState, on_ray: set[str]) -> None:
+    """The secrets file of a run sent to a head that has restarted since (its record names another
+    session) and that Ray forgot before its wrapper ran: that run can never start. Safe for any command
+    that observes, without the apply lock: a run being sent now names the head's current session. An
+    apply that sends the same id again writes the file again."""
+    for sid, record in observed.records.items():
+        cluster = observed.clusters.get(record.cluster)
+        if (record.status not in (RunStatus.SUBMITTING, RunStatus.PENDING) or sid in on_ray or cluster is None
+                or record.cluster not in desired.clusters or not cluster.session_name or not record.session_name
+                or record.session_name == cluster.session_name):
+            continue
+        run_secrets.remove(records.job_dir(desired.shared_root(record.cluster), sid))
 
 
 def _explained(root: str, record: RunRecord, end: RunEnd, failure: str | None) -> dict[str, Any]:

@@ -15,14 +15,16 @@ import pytest
 import requests
 
 from reconcile.execute.applier import ApplyContext, apply_plan
+from reconcile.execute.refresh import refresh_records
 from reconcile.model import Plan, SubmitStep
 from reconcile.plan.planner import plan
 from specs.desired import DesiredState
 from specs.loader import load_workspace
 from state import audit, ray_client, records
 from state.gitinfo import GitInfo
-from state.observed import ClusterState, Node, ObservedState, RunStatus
+from state.observed import ClusterState, Node, ObservedState, RunRecord, RunStatus
 from state.ray_client import ClusterRequestFailed, ClusterUnreachable, RayClient, SubmitConflict
+from state.settle import settle
 
 SECRET = "hunter2-never-print-me"
 ADDRESS = "http://127.0.0.1:9"  # never reached: the job endpoints are fake
@@ -52,6 +54,9 @@ class FakeSdk:
         if submission_id not in self.jobs:
             raise RuntimeError(f"Request failed with status code 404: Job {submission_id} does not exist.")
         return self.jobs[submission_id]
+
+    def list_jobs(self) -> list[dict[str, Any]]:
+        return list(self.jobs.values())
 
     def stop(self, submission_id: str) -> None:
         self.calls.append(("stop", submission_id))
@@ -91,10 +96,11 @@ def desired(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> DesiredState:
     return load_workspace(tmp_path / "ws")
 
 
-def observed_empty() -> ObservedState:
+def observed_empty(session: str = "s1", known: dict[str, RunRecord] | None = None) -> ObservedState:
     nodes = (Node(node_id="head", ip="127.0.0.1", is_head=True, resources={"CPU": 8.0}),)
-    cluster = ClusterState(name="local", address=ADDRESS, session_name="s1", ray_version="2.60.0", nodes=nodes, jobs=())
-    return ObservedState(clusters={"local": cluster}, records={}, missing_dirs={"local": ()})
+    cluster = ClusterState(name="local", address=ADDRESS, session_name=session, ray_version="2.60.0", nodes=nodes,
+                           jobs=())
+    return ObservedState(clusters={"local": cluster}, records=known or {}, missing_dirs={"local": ()})
 
 
 def planned(desired: DesiredState) -> tuple[Plan, ApplyContext, list[SubmitStep]]:
@@ -220,3 +226,47 @@ def test_only_a_run_with_secrets_asks_its_wrapper_for_them(desired, sdk):
     written = records.job_dir(str(shared(desired)), alpha.submission_id) / ".secrets.env"
     assert written.stat().st_mode & 0o777 == 0o600 and written.read_text() == f"export TOKEN={SECRET}\n"
     assert not (records.job_dir(str(shared(desired)), beta.submission_id) / ".secrets.env").exists()
+
+
+def secrets_file(desired: DesiredState, submission_id: str) -> Path:
+    return records.job_dir(str(shared(desired)), submission_id) / ".secrets.env"
+
+
+def test_a_run_sent_to_a_head_that_restarted_since_leaves_no_secrets_file(desired, sdk):
+    """Ray forgot a pending run when its head restarted: its wrapper never ran, and never will."""
+    fresh, ctx, (alpha, _) = planned(desired)
+    apply_plan(fresh, ctx)
+    assert secrets_file(desired, alpha.submission_id).exists()  # no wrapper ran: the fake Ray starts nothing
+    known = {alpha.submission_id: records.read_record(str(shared(desired)), alpha.submission_id)}
+    assert known[alpha.submission_id].status == RunStatus.PENDING
+
+    settle(desired, observed_empty("s1", known))  # the same head not listing it (yet): the file waits
+    assert secrets_file(desired, alpha.submission_id).exists()
+    settle(desired, observed_empty("s2", known))  # a new head: Ray forgot the run
+    assert not secrets_file(desired, alpha.submission_id).exists()
+
+
+def test_a_run_whose_submit_never_reached_ray_and_is_not_sent_again_leaves_no_secrets_file(desired, sdk, tmp_path):
+    """An apply lost its submit; the spec changed before the next apply, which sends the new run, not that one."""
+    fresh, ctx, (alpha, _) = planned(desired)
+    sdk.refuse = lambda sid, payload: requests.ConnectionError("Connection aborted: RemoteDisconnected")
+    with pytest.raises(ClusterUnreachable):
+        apply_plan(fresh, ctx)
+    assert secrets_file(desired, alpha.submission_id).exists()  # Ray may have it: kept
+
+    spec = tmp_path / "ws" / "jobs" / "alpha.yaml"
+    spec.write_text(spec.read_text().replace("'9'", "'10'"))
+    changed = load_workspace(tmp_path / "ws")
+    known = {alpha.submission_id: records.read_record(str(shared(desired)), alpha.submission_id)}
+    observed = observed_empty("s1", known)
+    second = plan(changed, observed)
+    sdk.refuse = None
+    world = apply_plan(second, ApplyContext(changed, {"local": RayClient("local", ADDRESS)}, GitInfo("def", False),
+                                            "plan2", observed=observed, echo=lambda _: None))
+    refresh_records(world, observed.clusters)
+
+    sent = [sid for verb, sid in sdk.calls if verb == "submit"]
+    assert alpha.submission_id not in sent[1:] and len(sent) == 3  # the lost one, then the new alpha and beta
+    assert not secrets_file(desired, alpha.submission_id).exists()
+    new_alpha = next(sid for sid in sent[1:] if ".alpha." in sid)
+    assert secrets_file(desired, new_alpha).exists()  # sent by this apply: its wrapper takes it

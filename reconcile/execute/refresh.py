@@ -38,7 +38,20 @@ def refresh_records(world: World, observed: Mapping[str, ClusterState], keep_fin
             if record is not None and _behind(world.roots[record.cluster], record, job):
                 _record_progress(world, record, job)
                 updated += 1
+    drop_secrets_never_sent(world, clusters)
     return updated
+
+
+def drop_secrets_never_sent(world: World, clusters: Mapping[str, ClusterState]) -> None:
+    """Under the apply lock: the secrets file of a run an earlier apply wrote the intent of but never got
+    to Ray (it died first, or the answer was lost and Ray has no such job). Ray does not have it and no
+    other apply can be sending it, so the file waits for nobody; an apply that sends the id again (its
+    spec back as it was) writes it again. A run this apply sent is left: Ray may yet have it."""
+    on_ray = {job.submission_id for cluster in clusters.values() for job in cluster.jobs}
+    for record in world.runs.known():
+        if (record.status is RunStatus.SUBMITTING and record.cluster in clusters
+                and record.submission_id not in on_ray and record.submission_id not in world.runs.sent):
+            run_secrets.remove(records.job_dir(world.roots[record.cluster], record.submission_id))
 
 
 def after_apply(observed: Mapping[str, ClusterState], world: World) -> dict[str, ClusterState]:

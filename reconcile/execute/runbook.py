@@ -33,6 +33,8 @@ class RunBook:
         self._redact = redact
         self._status_texts: dict[str, str] = {}
         self._cluster_texts: dict[str, str] = {}
+        self.sent: set[str] = set()
+        """Runs this apply opened to submit, whether or not Ray answered."""
         self.submitted: list[RunRecord] = []
         """Runs Ray accepted during this apply, in the order Ray accepted them. Concurrent submits
         (execute.batch) share this book: each touches only its own run's entries and files, and
@@ -41,6 +43,10 @@ class RunBook:
     def get(self, submission_id: str) -> RunRecord | None:
         """The run's record: as observed, or as this apply last wrote it."""
         return self._known.get(submission_id)
+
+    def known(self) -> list[RunRecord]:
+        """Every record the plan's observation read or this apply wrote (a bounded set: state.run_index)."""
+        return list(self._known.values())
 
     def labels(self, step: SubmitStep) -> dict[str, str]:
         """The metadata stamped on the Ray job: which run it is, and which commit and plan sent it."""
@@ -55,6 +61,7 @@ class RunBook:
         configs = {"ray_config": self._cluster_yaml(step.cluster),
                    "jobspec": records.config_yaml(self._desired.jobs[sub.job].model_dump(mode="json"))}
         self._never_unseen(root, step.submission_id)
+        self.sent.add(step.submission_id)
         run_index.mark_open(root, sub.workspace, step.submission_id)
         records.write_intent(root, record, configs, {"submission_id": step.submission_id, **payload})
         if step.submission_id in self._known:  # sent again (refused before): a racing plan may have unmarked it
