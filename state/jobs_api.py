@@ -10,12 +10,15 @@ runs in place from its snapshot on the shared root) and sends only `env_vars` in
 which is all of the SDK's client-side work that is skipped.
 
 Every request goes to the address given and carries exactly the headers given: no RAY_ADDRESS, no
-token of this process's own. Submission ids are quoted into the path, so an id read from Ray's job
-table (hostile input) cannot name another endpoint.
+token of this process's own, no ~/.netrc login, and no redirect is followed (a pull request may name
+the dashboard: one answering 307 must not get a job's body or the token sent on elsewhere). Submission
+ids are quoted into the path, so an id read from Ray's job table (hostile input) cannot name another
+endpoint. Nothing the dashboard answers can carry the cluster's token into a message: it is masked.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -28,14 +31,19 @@ AUTH_STATUSES = (401, 403)
 MIN_VERSION_RESOURCES = ("2.2", "entrypoint_num_cpus, entrypoint_num_gpus and entrypoint_resources")
 MIN_VERSION_MEMORY = ("2.8", "entrypoint_memory")
 """The Ray versions whose job server knows these submit fields (an older one refuses the request)."""
+NORMAL_CLOSES = (1000, 1001)
+"""How the dashboard ends a log stream when the job has ended (or it is shutting down); any other code
+is a stream cut short, not the end of the log."""
+HEARTBEAT = 30.0
+"""Seconds between pings of a log stream: a dashboard gone silent ends it rather than holding it forever."""
 
 
 class RayRefused(RuntimeError):
     """The dashboard answered with an error status; the message carries its status and body, as Ray's
-    SDK words it ("Request failed with status code 404: ..."), which callers match ("does not exist")."""
+    SDK words it ("Request failed with status code 404: ..."). Status 0: argus refused the request itself."""
 
     def __init__(self, status: int, body: str):
-        super().__init__(f"Request failed with status code {status}: {body}.")
+        super().__init__(f"Request failed with status code {status}: {body}." if status else body)
         self.status = status
 
 
@@ -56,6 +64,9 @@ class JobsApi:
         self.timeout = timeout
         self.headers = dict(headers)
         self._version: str | None = None
+        self._secrets = [value.split(" ", 1)[-1] for value in headers.values() if len(value) >= 8]
+        """The token the headers carry: masked in whatever the dashboard answers (one may echo a request's
+        headers in its error)."""
 
     def version(self) -> dict[str, Any]:
         body = self.get_json("/api/version")
@@ -88,38 +99,54 @@ class JobsApi:
 
     def logs(self, submission_id: str) -> str:
         body = self.get_json(f"/api/jobs/{_quoted(submission_id)}/logs")
-        return str(body.get("logs", "")) if isinstance(body, dict) else ""
+        logs = body.get("logs") if isinstance(body, dict) else None
+        return logs if isinstance(logs, str) else ""
 
     def get_json(self, endpoint: str) -> Any:
         return self._call("GET", endpoint).json()
 
     async def tail(self, submission_id: str) -> AsyncIterator[str]:
-        """The driver log as it grows, until the job ends (the dashboard closes the websocket)."""
+        """The driver log as it grows, until the job ends (the dashboard closes the websocket). The
+        handshake ends within `timeout`; a stream gone silent ends at the next unanswered ping."""
         import aiohttp
 
         url = f"{self.address}/api/jobs/{_quoted(submission_id)}/logs/tail"
-        async with aiohttp.ClientSession(headers=self.headers) as session:
+        traces = aiohttp.TraceConfig()
+        traces.on_request_redirect.append(_refuse_redirect)
+        timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_connect=self.timeout)
+        async with aiohttp.ClientSession(headers=self.headers, timeout=timeout, trace_configs=[traces]) as session:
             try:
-                ws = await session.ws_connect(url)
+                ws = await asyncio.wait_for(session.ws_connect(url, heartbeat=HEARTBEAT), self.timeout)
             except aiohttp.WSServerHandshakeError as err:
                 if err.status in AUTH_STATUSES:
                     raise AuthRefused(err.status) from None
-                raise RayRefused(err.status, err.message) from None
+                raise RayRefused(err.status, self._masked(err.message)) from None
             async for message in ws:
                 if message.type == aiohttp.WSMsgType.TEXT:
                     yield message.data
                 elif message.type == aiohttp.WSMsgType.ERROR:
-                    raise RayRefused(0, f"the log stream broke: {ws.exception()}")
-            if ws.close_code == aiohttp.WSCloseCode.ABNORMAL_CLOSURE:
-                raise RayRefused(0, f"the log stream closed unexpectedly (code {ws.close_code})")
+                    raise RayRefused(0, self._masked(f"the log stream broke: {ws.exception()}"))
+            if ws.close_code not in NORMAL_CLOSES:
+                raise RayRefused(0, f"the log stream was cut short (websocket close code {ws.close_code})")
 
     def _call(self, method: str, endpoint: str, **kwargs: Any) -> Any:
-        response = request_within(self.timeout, method, self.address + endpoint, headers=self.headers, **kwargs)
-        if response.status_code in AUTH_STATUSES:
-            raise AuthRefused(response.status_code)
-        if response.status_code != 200:
-            raise RayRefused(response.status_code, response.text)
+        response = request_within(self.timeout, method, self.address + endpoint, headers=self.headers,
+                                  allow_redirects=False, auth=_no_netrc, **kwargs)
+        status = response.status_code
+        if status in AUTH_STATUSES:
+            raise AuthRefused(status)
+        if 300 <= status < 400:
+            where = str(response.headers.get("Location", "?"))[:200]
+            raise RayRefused(status, self._masked(f"the dashboard redirects to {where}; argus follows no redirect: "
+                                                  "if that is the cluster's dashboard, make it the cluster's address"))
+        if status != 200:
+            raise RayRefused(status, self._masked(response.text))
         return response
+
+    def _masked(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
 
     def _require(self, minimum: str, fields: str) -> None:
         """Once per client: the head's Ray is new enough for the fields sent (the SDK's own check)."""
@@ -129,6 +156,18 @@ class JobsApi:
         if _release(running) < _release(minimum):
             raise RayRefused(0, f"Ray {running or '(unknown version)'} is running on the cluster; {fields} "
                                 f"need Ray {minimum} or higher on the cluster")
+
+
+def _no_netrc(request: Any) -> Any:
+    """An auth that adds nothing: requests looks up ~/.netrc only when a request has no auth, and a login
+    found there for the dashboard's host must not be sent to an address a pull request wrote."""
+    return request
+
+
+async def _refuse_redirect(_session: Any, _context: Any, params: Any) -> None:
+    where = str(params.response.headers.get("Location", "?"))[:200]
+    raise RayRefused(params.response.status, f"the dashboard redirects the log stream to {where}; argus follows "
+                                             "no redirect")
 
 
 def _quoted(submission_id: str) -> str:

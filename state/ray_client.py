@@ -27,9 +27,11 @@ class ClusterUnreachable(ArgusError):
 class ClusterRequestFailed(ArgusError):
     """The dashboard answered with an error."""
 
-    def __init__(self, message: str, detail: str = ""):
+    def __init__(self, message: str, detail: str = "", status: int = 0):
         super().__init__(message)
         self.detail = detail
+        self.status = status
+        """The HTTP status the dashboard answered; 0 when there was none (argus refused, or no answer)."""
 
 
 class ClusterAuthFailed(ArgusError):
@@ -61,8 +63,8 @@ class RayClient:
         return ClusterState(
             name=self.name,
             address=self.address,
-            session_name=version.get("session_name", ""),
-            ray_version=version.get("ray_version", ""),
+            session_name=_text(version.get("session_name")),
+            ray_version=_text(version.get("ray_version")),
             nodes=with_usage(self.alive_nodes(rows), self.usage_by_node()),
             dead_nodes=sum(r.get("state") == "DEAD" for r in rows),
             jobs=jobs,
@@ -71,7 +73,7 @@ class RayClient:
     def jobs(self) -> tuple[RayJob, ...]:
         """Every submission job on the cluster, and nothing else: one list_jobs."""
         details = self._read(self._list_jobs)
-        return tuple(_ray_job(d) for d in details if d.get("type") == "SUBMISSION")
+        return tuple(job for d in details if d.get("type") == "SUBMISSION" and (job := _ray_job(d)) is not None)
 
     def _list_jobs(self) -> list[dict[str, Any]]:
         with self._errors("list jobs"):
@@ -82,18 +84,12 @@ class RayClient:
             return self._api.version()
 
     def node_rows(self) -> list[dict[str, Any]]:
-        body = self._get_json("/api/v0/nodes?limit=10000&detail=true")
-        rows = ((body.get("data") or {}).get("result") or {}).get("result") if isinstance(body, dict) else None
+        rows = _dig(self._get_json("/api/v0/nodes?limit=10000&detail=true"), "data", "result", "result")
         return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
     def alive_nodes(self, rows: list[dict[str, Any]] | None = None) -> tuple[Node, ...]:
         rows = self.node_rows() if rows is None else rows
-        return tuple(
-            Node(node_id=r["node_id"], ip=r.get("node_ip", ""), is_head=bool(r.get("is_head_node")),
-                 resources={k: float(v) for k, v in (r.get("resources_total") or {}).items()})
-            for r in rows
-            if r.get("state") == "ALIVE"
-        )
+        return tuple(node for r in rows if r.get("state") == "ALIVE" and (node := _node(r)) is not None)
 
     def admission_view(self) -> ClusterState:
         """What admission decides from: alive nodes with their use, and the job table (no version)."""
@@ -107,10 +103,7 @@ class RayClient:
             body = self._get_json("/api/cluster_status")
         except ClusterRequestFailed:
             return {}
-        if not isinstance(body, dict):
-            return {}
-        report = ((body.get("data") or {}).get("clusterStatus") or {}).get("loadMetricsReport") or {}
-        usage = report.get("usageByNode")
+        usage = _dig(body, "data", "clusterStatus", "loadMetricsReport", "usageByNode")
         return usage if isinstance(usage, dict) else {}
 
     def submit(self, submission_id: str, payload: dict[str, Any]) -> str:
@@ -137,7 +130,7 @@ class RayClient:
             with self._errors(f"read job {submission_id}"):
                 return _ray_job(self._api.job_info(submission_id))
         except ClusterRequestFailed as err:
-            if "does not exist" in err.detail:
+            if err.status == 404:  # Ray's "Job ... does not exist"
                 return None
             raise
 
@@ -175,12 +168,17 @@ class RayClient:
         """Stream the driver log until the job ends (Ray's websocket tail)."""
         import asyncio
 
+        import aiohttp
+
         async def tail() -> None:
             async for chunk in self._api.tail(submission_id):
                 write(chunk)
 
         with self._errors(f"follow the logs of {submission_id}"):
-            asyncio.run(tail())
+            try:
+                asyncio.run(tail())
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as err:
+                raise self._unreachable(f"follow the logs of {submission_id}") from err
 
     def logs(self, submission_id: str) -> str:
         with self._errors(f"read logs of {submission_id}"):
@@ -218,16 +216,23 @@ class RayClient:
                 f"with `ray status` on the head."
             ) from err
         except (requests.ConnectionError, ConnectionError) as err:
-            raise ClusterUnreachable(
-                f"Cannot reach the Ray dashboard of cluster {self.name!r} at {self.address} "
-                f"({what}). Is the head running (`ray status` on the head, or `argus local up` "
-                f"for the local cluster) and is the cluster's `address:` right?"
-            ) from err
+            raise self._unreachable(what) from err
         except (RuntimeError, ValueError) as err:  # an error status, or a body that is not JSON
             raise ClusterRequestFailed(
                 f"Ray cluster {self.name!r} at {self.address} refused to {what}: {_summary(err)}",
-                detail=str(err),
+                detail=str(err), status=getattr(err, "status", 0),
             ) from err
+        except requests.RequestException as err:  # a body cut short, a redirect loop...
+            raise ClusterRequestFailed(
+                f"Ray cluster {self.name!r} at {self.address} gave no usable answer to {what}: {type(err).__name__}",
+            ) from err
+
+    def _unreachable(self, what: str) -> ClusterUnreachable:
+        return ClusterUnreachable(
+            f"Cannot reach the Ray dashboard of cluster {self.name!r} at {self.address} "
+            f"({what}). Is the head running (`ray status` on the head, or `argus local up` "
+            f"for the local cluster) and is the cluster's `address:` right?"
+        )
 
 
     def _auth_failed(self, status: int, what: str) -> ClusterAuthFailed:
@@ -263,16 +268,20 @@ RAY_STATUSES = ("PENDING", "RUNNING", "STOPPED", "SUCCEEDED", "FAILED")
 """Ray's JobStatus values: the only statuses a job-table row may carry."""
 
 
-def _ray_job(details: dict[str, Any]) -> RayJob:
+def _ray_job(details: dict[str, Any]) -> RayJob | None:
     """One row of the job table, as Ray's JobDetails names its fields; a field of the wrong type
-    reads as unset (the table is hostile input: anyone who reaches the dashboard can submit)."""
+    reads as unset (the table is hostile input: anyone who reaches the dashboard can submit). A row
+    with a status Ray does not have is left out, unless it carries argus's labels: argus acts on no
+    run of its own it cannot read."""
     metadata = details.get("metadata")
     submission_id = _text(details.get("submission_id")) or _text(details.get("job_id"))
     status = _text(details.get("status"))
     if status not in RAY_STATUSES:
-        raise ClusterRequestFailed(f"Ray reports job {submission_id[:80]!r} as {status[:40]!r}, not one of Ray's job "
-                                   f"statuses ({', '.join(RAY_STATUSES)}): is the cluster's Ray newer than this argus "
-                                   "knows? argus acts on no job it cannot read.")
+        if not (isinstance(metadata, dict) and "argus.workspace" in metadata):
+            return None
+        raise ClusterRequestFailed(f"Ray reports job {submission_id[:80]!r} as {repr(details.get('status'))[:40]}, not "
+                                   f"one of Ray's job statuses ({', '.join(RAY_STATUSES)}): is the cluster's Ray newer "
+                                   "than this argus knows? argus acts on no run of its own it cannot read.")
     return RayJob(
         submission_id=submission_id,
         status=status,
@@ -292,7 +301,34 @@ def _text(value: Any) -> str:
 
 
 def _whole(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """An int as Ray sends one (times in ms, exit codes); anything else, or one no float holds, unset."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**53 else None
+
+
+def _amount(value: Any) -> float | None:
+    """A resource amount: a finite number, or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not abs(value) < 1e300:
+        return None
+    return float(value)
+
+
+def _dig(body: Any, *keys: str) -> Any:
+    """body[k1][k2]... through dicts only; None as soon as a level is not one."""
+    for key in keys:
+        if not isinstance(body, dict):
+            return None
+        body = body.get(key)
+    return body
+
+
+def _node(row: dict[str, Any]) -> Node | None:
+    """An alive node's row, or None when it names no node."""
+    node_id, resources = _text(row.get("node_id")), row.get("resources_total")
+    if not node_id:
+        return None
+    amounts = {str(k): _amount(v) for k, v in resources.items()} if isinstance(resources, dict) else {}
+    return Node(node_id=node_id, ip=_text(row.get("node_ip")), is_head=row.get("is_head_node") is True,
+                resources={k: v for k, v in amounts.items() if v is not None})
 
 
 def _summary(err: Exception) -> str:
@@ -316,8 +352,9 @@ def _used(node: Node, report: Any) -> dict[str, float]:
     used = {}
     for name in node.resources:
         pair = report.get(_camel(name), report.get(name))
-        if isinstance(pair, list) and pair and isinstance(pair[0], int | float) and pair[0] >= 0:
-            used[name] = float(pair[0])
+        amount = _amount(pair[0]) if isinstance(pair, list) and pair else None
+        if amount is not None and amount >= 0:
+            used[name] = amount
     return used
 
 

@@ -22,6 +22,7 @@ from specs.desired import DesiredState
 from specs.loader import load_workspace
 from state import audit, ray_client, records
 from state.gitinfo import GitInfo
+from state.jobs_api import RayRefused
 from state.observed import ClusterState, Node, ObservedState, RunRecord, RunStatus
 from state.ray_client import ClusterRequestFailed, ClusterUnreachable, RayClient, SubmitConflict
 from state.settle import settle
@@ -52,7 +53,7 @@ class FakeSdk:
     def job_info(self, submission_id: str) -> dict[str, Any]:
         self.calls.append(("get", submission_id))
         if submission_id not in self.jobs:
-            raise RuntimeError(f"Request failed with status code 404: Job {submission_id} does not exist.")
+            raise RayRefused(404, f"Job {submission_id} does not exist.")
         return self.jobs[submission_id]
 
     def list_jobs(self) -> list[dict[str, Any]]:
@@ -127,8 +128,8 @@ def audit_events(desired: DesiredState) -> list[dict[str, Any]]:
 
 
 def refused_with(message: str):
-    """A submit Ray answers with HTTP 400 and this text (Ray's SDK raises RuntimeError then)."""
-    return lambda sid, payload: RuntimeError(f"Request failed with status code 400: {message.format(**payload)}")
+    """A submit Ray answers with HTTP 400 and this text."""
+    return lambda sid, payload: RayRefused(400, message.format(**payload))
 
 
 def test_a_refused_submit_is_recorded_and_later_steps_are_not_attempted(desired, sdk):

@@ -8,10 +8,12 @@ receiver plays a dashboard that is hostile or old: the effects asserted are what
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -19,7 +21,7 @@ from typing import Any
 import pytest
 
 from state.jobs_api import AuthRefused, JobsApi, RayRefused
-from state.ray_client import ClusterAuthFailed, ClusterRequestFailed, RayClient
+from state.ray_client import ClusterAuthFailed, ClusterRequestFailed, ClusterUnreachable, RayClient
 from tests.conftest import sdk, wait_for
 
 
@@ -29,6 +31,11 @@ class Dashboard:
     def __init__(self) -> None:
         self.seen: list[dict[str, Any]] = []
         self.answers: dict[str, tuple[int, str]] = {"/api/version": (200, json.dumps({"ray_version": "2.60.0"}))}
+        self.raw: dict[str, bytes] = {}
+        """Whole HTTP answers written as they are (a redirect, a body cut short)."""
+        self.silent: set[str] = set()
+        """Paths answered with nothing, ever (the connection is held until the server stops)."""
+        self.stopped = threading.Event()
         dashboard = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -37,6 +44,13 @@ class Dashboard:
                 body = self.rfile.read(length).decode() if length else ""
                 dashboard.seen.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
                                        "body": json.loads(body) if body else None})
+                if self.path in dashboard.silent:
+                    dashboard.stopped.wait(30)
+                    return
+                if self.path in dashboard.raw:
+                    self.wfile.write(dashboard.raw[self.path])
+                    self.close_connection = True
+                    return
                 status, text = dashboard.answers.get(self.path, (404, "Not Found"))
                 self.send_response(status)
                 self.send_header("Content-Length", str(len(text.encode())))
@@ -60,6 +74,7 @@ class Dashboard:
 def dashboard() -> Iterator[Dashboard]:
     fake = Dashboard()
     yield fake
+    fake.stopped.set()
     fake.server.shutdown()
     fake.server.server_close()
 
@@ -127,7 +142,7 @@ def test_errors_are_worded_for_the_cluster_and_no_body_is_trusted(dashboard: Das
         JobsApi(dashboard.address, 5, {}).list_jobs()
 
 
-def test_rows_of_the_wrong_shape_read_as_unset_and_an_unknown_status_is_refused(dashboard: Dashboard) -> None:
+def test_wrong_shapes_read_as_unset_and_an_unknown_status_of_a_run_of_argus_is_refused(dashboard: Dashboard) -> None:
     client = RayClient("c", dashboard.address, timeout=5)
     rows = [{"type": "SUBMISSION", "submission_id": "odd", "status": "RUNNING", "metadata": ["not", "a", "map"],
              "start_time": "yesterday", "driver_exit_code": True, "message": 7},
@@ -136,10 +151,98 @@ def test_rows_of_the_wrong_shape_read_as_unset_and_an_unknown_status_is_refused(
     (job,) = client.jobs()
     assert (job.submission_id, job.metadata, job.start_time, job.driver_exit_code, job.message) == (
         "odd", {}, None, None, "")
-    dashboard.answers["/api/jobs/"] = (200, json.dumps([{"type": "SUBMISSION", "submission_id": "x",
-                                                         "status": "HIBERNATING"}]))
+    strange = {"type": "SUBMISSION", "submission_id": "x", "status": "HIBERNATING"}
+    dashboard.answers["/api/jobs/"] = (200, json.dumps([strange, rows[0]]))
+    assert [j.submission_id for j in client.jobs()] == ["odd"]  # someone else's job argus cannot read: left out
+    ours = {**strange, "metadata": {"argus.workspace": "w", "argus.job": "j"}}
+    dashboard.answers["/api/jobs/"] = (200, json.dumps([ours]))
     with pytest.raises(ClusterRequestFailed, match="'HIBERNATING', not one of Ray's job statuses"):
         client.jobs()
+
+
+def test_no_redirect_is_followed_so_no_body_or_token_goes_elsewhere(dashboard: Dashboard) -> None:
+    """A dashboard a pull request named answers 307: the job's body must not be sent on to where it points."""
+    dashboard.raw["/api/jobs/"] = (b"HTTP/1.1 307 Temporary Redirect\r\nLocation: /collect\r\n"
+                                   b"Content-Length: 0\r\n\r\n")
+    dashboard.raw["/api/v0/nodes?limit=10000&detail=true"] = (b"HTTP/1.1 302 Found\r\nLocation: /api/v0/nodes?limit="
+                                                              b"10000&detail=true\r\nContent-Length: 0\r\n\r\n")
+    client = RayClient("c", dashboard.address, timeout=5, token="the-cluster-token")
+    with pytest.raises(ClusterRequestFailed, match="argus follows no redirect"):
+        client.submit("s1", {"entrypoint": "true", "metadata": {}})
+    with pytest.raises(ClusterRequestFailed, match="argus follows no redirect"):
+        client.node_rows()
+    assert [p for p in dashboard.paths() if "collect" in p] == []
+    assert dashboard.paths().count("GET /api/v0/nodes?limit=10000&detail=true") == 1  # a loop is not walked either
+
+
+def test_no_netrc_login_travels(dashboard: Dashboard, monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    netrc = tmp_path / ".netrc"
+    netrc.write_text("machine 127.0.0.1 login me password NETRC-SECRET\n")
+    netrc.chmod(0o600)
+    dashboard.answers["/api/jobs/"] = (200, "[]")
+    RayClient("c", dashboard.address).jobs()
+    assert [s["headers"].get("Authorization") for s in dashboard.seen] == [None]
+
+
+def test_a_token_the_dashboard_echoes_is_masked(dashboard: Dashboard) -> None:
+    token = "CLUSTER-TOKEN-" + "abcdef0123456789" * 2
+    echoed = f"ValueError: bad request; headers were {{'Authorization': 'Bearer {token}'}}"
+    dashboard.answers["/api/jobs/"] = (400, echoed)
+    client = RayClient("c", dashboard.address, timeout=5, token=token)
+    with pytest.raises(ClusterRequestFailed) as refused:
+        client.submit("s1", {"entrypoint": "true", "metadata": {}})
+    assert token not in str(refused.value) and token not in refused.value.detail and "***" in str(refused.value)
+
+
+def test_a_hostile_dashboard_gets_a_clear_error_or_is_read_as_unset_never_a_crash(dashboard: Dashboard) -> None:
+    client = RayClient("c", dashboard.address, timeout=5)
+    dashboard.answers["/api/version"] = (200, json.dumps({"ray_version": 5, "session_name": ["s"]}))
+    dashboard.answers["/api/v0/nodes?limit=10000&detail=true"] = (200, json.dumps({"data": {"result": {"result": [
+        {"state": "ALIVE"}, {"state": "ALIVE", "node_id": 7}, {"state": "ALIVE", "node_id": "a", "resources_total": []},
+        {"state": "ALIVE", "node_id": "b", "resources_total": {"CPU": "lots", "GPU": 10**400, "w": 2}},
+    ]}}}))
+    dashboard.answers["/api/cluster_status"] = (200, json.dumps({"data": "a string"}))
+    row = {"type": "SUBMISSION", "submission_id": "x", "status": "RUNNING", "start_time": 10**400,
+           "end_time": -(10**30)}
+    dashboard.answers["/api/jobs/"] = (200, json.dumps([row]))
+    state = client.snapshot()
+    assert (state.session_name, state.ray_version) == ("", "")
+    assert [(n.node_id, n.resources) for n in state.nodes] == [("a", {}), ("b", {"w": 2.0})]
+    assert [(j.start_time, j.end_time) for j in state.jobs] == [(None, None)]
+    dashboard.raw["/api/jobs/"] = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                   b"5\r\n[{\"a\"\r\nzz\r\n")
+    with pytest.raises(ClusterRequestFailed, match="no usable answer to list jobs"):
+        client.jobs()
+
+
+def test_a_log_stream_that_never_answers_ends_within_the_timeout(dashboard: Dashboard) -> None:
+    dashboard.silent.add("/api/jobs/quiet/logs/tail")
+    client = RayClient("c", dashboard.address, timeout=1)
+    started = time.monotonic()
+    with pytest.raises(ClusterUnreachable):
+        client.follow("quiet", lambda _: None)
+    assert time.monotonic() - started < 10
+
+
+def test_a_log_stream_cut_short_is_not_the_end_of_the_log(unused_tcp_port: int) -> None:
+    """The dashboard closes the websocket with 1011 (server error) mid-job: argus says so, not "done"."""
+    from aiohttp import web
+
+    async def tail(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        await ws.send_str("hello\n")
+        await ws.close(code=1011)
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/api/jobs/cut/logs/tail", tail)
+    with _serving(app, unused_tcp_port):
+        seen: list[str] = []
+        with pytest.raises(ClusterRequestFailed, match="cut short"):
+            RayClient("c", f"http://127.0.0.1:{unused_tcp_port}", timeout=5).follow("cut", seen.append)
+        assert seen == ["hello\n"]
 
 
 def test_the_real_job_server_round_trip_and_its_log_websocket(ray_cluster) -> None:
@@ -169,3 +272,30 @@ def test_argus_plan_never_imports_ray(tmp_path) -> None:
             "state.observe\nprint(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+@pytest.fixture
+def unused_tcp_port() -> int:
+    from state.local import _free_port
+
+    return _free_port()
+
+
+@contextlib.contextmanager
+def _serving(app: Any, port: int) -> Iterator[None]:
+    """An aiohttp app on loopback, in a thread of its own, for as long as the block runs."""
+    from aiohttp import web
+
+    loop = asyncio.new_event_loop()
+    runner = web.AppRunner(app)
+    loop.run_until_complete(runner.setup())
+    loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", port).start())
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
