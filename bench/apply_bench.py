@@ -21,8 +21,8 @@ submits of the same 100 take ~1.7 s, a bare sequential loop ~2.5-3.5 s: what arg
 over the batch. Audit appends are shared by the threads (state/group_commit.py: eight threads queued on
 one append at a time before), copies kept for people are not fsynced, and the job list kept after the
 apply is one file linked into each run's directory. Ratios measured (apply / the loop as a script,
-median of 3): 1.41 at the start of the day, 1.11-1.16 with Ray's client imported, 0.86 without
-(against the loop in this process, Ray's client already imported: 1.06).
+median of 3): 1.41 at the start of the day, 1.11-1.16 with Ray's client imported, 0.86-0.88 without
+(against the loop in this process, Ray's client already imported: 1.06-1.25).
 """
 
 from __future__ import annotations
