@@ -264,6 +264,7 @@ def test_the_real_job_server_round_trip_and_its_log_websocket(ray_cluster) -> No
     assert theirs.runtime_env["env_vars"] == {"GREETING": "hi"} and theirs.entrypoint == info["entrypoint"]
     api.delete("jobs-api-echo")
     assert "jobs-api-echo" not in {j["submission_id"] for j in api.list_jobs()}
+    assert RayClient("c", ray_cluster.address).job("jobs-api-echo") is None  # Ray's 404: gone, not an error
 
 
 def test_argus_plan_never_imports_ray(tmp_path) -> None:
