@@ -5,6 +5,7 @@ each of this workspace's runs, so a plan costs one NFS round trip per run in his
 
   .argus/runs/<workspace>.json        every settled run (below), in one file, compact
   .argus/runs/<workspace>.open/<id>   an empty marker per run not settled yet, made before its intent
+                                      (removed after MARKER_GRACE when no intent followed: its apply died)
   .argus/runs/<workspace>.lock        held while the index is rewritten
 
 A plan opens the index, lists the markers (a handful) and jobs/ (names only: every indexed run must
@@ -63,6 +64,9 @@ MAX_INDEX_BYTES = 64 * 1024 * 1024
 MAX_OPEN_RUNS = 10_000
 """More markers than this is no workload argus made: every record is read instead."""
 LOCK_WAIT = 10.0
+MARKER_GRACE = 3600.0
+"""Seconds a marker may wait for its run's record: apply makes it a moment before the intent, so one older
+without a record was left by an apply that died in between, and is removed."""
 _THREADS = threading.RLock()
 COMPACTED = frozenset({"submission", "evidence", "advice", "error"})
 """What an older settled run leaves out: the planner decides from the rest."""
@@ -117,7 +121,8 @@ def keep(shared_root: str, workspace: str, read: RunsRead, on_ray: set[str], ans
     fresh = {sid: r for sid, r in read.records.items()
              if sid not in read.indexed and sid not in on_ray and r.cluster in answered and settled(r)}
     unmarked = {sid for sid in read.records if sid not in read.indexed and sid not in fresh and sid not in read.marked}
-    if not (fresh or unmarked or read.scanned):
+    abandoned = _abandoned(shared_root, workspace, read.marked - set(read.records))
+    if not (fresh or unmarked or abandoned or read.scanned):
         return
     with contextlib.suppress(OSError, Unusable), _locked(shared_root, workspace) as folder:
         base = _base(shared_root, folder, workspace, read)
@@ -127,10 +132,23 @@ def keep(shared_root: str, workspace: str, read: RunsRead, on_ray: set[str], ans
         opened = _markers(folder, workspace, create=True)
         for sid in sorted(unmarked):
             _mark(opened, sid)
-        for sid in sorted(fresh):
+        gone = {sid for sid in abandoned if read_record(shared_root, sid) is None}  # again, under the lock
+        for sid in sorted(set(fresh) | gone):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(sid, dir_fd=opened)
         os.close(opened)
+
+
+def _abandoned(shared_root: str, workspace: str, recordless: set[str]) -> set[str]:
+    """Markers without a record of this workspace, older than MARKER_GRACE: each costs every plan an open,
+    and 10,000 of them make plans read every record."""
+    folder, now = f"{shared_root}/{RUNS_DIR}/{workspace}.open", time.time()
+    old = set()
+    for sid in recordless:
+        with contextlib.suppress(OSError):
+            if now - os.stat(f"{folder}/{sid}", follow_symlinks=False).st_mtime > MARKER_GRACE:
+                old.add(sid)
+    return old
 
 
 def _base(shared_root: str, folder: int, workspace: str, read: RunsRead) -> dict[str, RunRecord]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,25 @@ def test_a_crashed_applys_intent_is_found_by_its_marker(tmp_path: Path):
     run_index.mark_open(str(tmp_path), WS, crashed.submission_id)
     write(tmp_path, crashed)
     assert read_runs(str(tmp_path), WS).records == {crashed.submission_id: crashed}
+
+
+def test_a_marker_an_apply_left_without_its_intent_is_removed_once_it_is_old(tmp_path: Path):
+    """An apply died between the marker and the intent: the marker waits for a record for an hour, then goes;
+    a marker just made (an apply about to write the intent) and one whose run has its record stay."""
+    indexed_once(tmp_path)
+    markers = tmp_path / ".argus" / "runs" / f"{WS}.open"
+    died, about_to_write, open_run = record(7, "SUBMITTING"), record(8, "SUBMITTING"), record(9, "RUNNING")
+    for run in (died, about_to_write, open_run):
+        run_index.mark_open(str(tmp_path), WS, run.submission_id)
+    write(tmp_path, open_run)
+    old = time.time() - run_index.MARKER_GRACE - 60
+    for run in (died, open_run):
+        os.utime(markers / run.submission_id, (old, old))
+    indexed_once(tmp_path)
+    assert {p.name for p in markers.iterdir()} == {about_to_write.submission_id, open_run.submission_id}
+    before = (tmp_path / ".argus" / "runs" / f"{WS}.json").stat().st_mtime_ns
+    indexed_once(tmp_path)  # nothing abandoned any more: no lock taken, nothing written
+    assert (tmp_path / ".argus" / "runs" / f"{WS}.json").stat().st_mtime_ns == before
 
 
 def test_other_workspaces_runs_are_neither_opened_nor_indexed(tmp_path: Path):
