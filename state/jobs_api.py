@@ -31,11 +31,12 @@ AUTH_STATUSES = (401, 403)
 MIN_VERSION_RESOURCES = ("2.2", "entrypoint_num_cpus, entrypoint_num_gpus and entrypoint_resources")
 MIN_VERSION_MEMORY = ("2.8", "entrypoint_memory")
 """The Ray versions whose job server knows these submit fields (an older one refuses the request)."""
-NORMAL_CLOSES = (1000, 1001)
-"""How the dashboard ends a log stream when the job has ended (or it is shutting down); any other code
-is a stream cut short, not the end of the log."""
-HEARTBEAT = 30.0
-"""Seconds between pings of a log stream: a dashboard gone silent ends it rather than holding it forever."""
+NORMAL_CLOSE = 1000
+"""How the dashboard ends a log stream when the job has ended; any other code (a head going away
+included) is a stream cut short, not the end of the log. No ping is sent: Ray 2.60's head proxies the
+stream without reading from it, so a ping is never answered and a quiet run would look dead."""
+MIN_MASKED = 8
+"""Tokens at least this long are masked in the dashboard's answers; a shorter one would mask Ray's own words."""
 
 
 class RayRefused(RuntimeError):
@@ -64,7 +65,7 @@ class JobsApi:
         self.timeout = timeout
         self.headers = dict(headers)
         self._version: str | None = None
-        self._secrets = [value.split(" ", 1)[-1] for value in headers.values() if len(value) >= 8]
+        self._secrets = [token for value in headers.values() if len(token := value.split(" ", 1)[-1]) >= MIN_MASKED]
         """The token the headers carry: masked in whatever the dashboard answers (one may echo a request's
         headers in its error)."""
 
@@ -107,16 +108,16 @@ class JobsApi:
 
     async def tail(self, submission_id: str) -> AsyncIterator[str]:
         """The driver log as it grows, until the job ends (the dashboard closes the websocket). The
-        handshake ends within `timeout`; a stream gone silent ends at the next unanswered ping."""
+        handshake ends within `timeout`; the stream then lasts as long as the run does."""
         import aiohttp
 
         url = f"{self.address}/api/jobs/{_quoted(submission_id)}/logs/tail"
         traces = aiohttp.TraceConfig()
-        traces.on_request_redirect.append(_refuse_redirect)
+        traces.on_request_redirect.append(self._refuse_redirect)
         timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_connect=self.timeout)
         async with aiohttp.ClientSession(headers=self.headers, timeout=timeout, trace_configs=[traces]) as session:
             try:
-                ws = await asyncio.wait_for(session.ws_connect(url, heartbeat=HEARTBEAT), self.timeout)
+                ws = await asyncio.wait_for(session.ws_connect(url), self.timeout)
             except aiohttp.WSServerHandshakeError as err:
                 if err.status in AUTH_STATUSES:
                     raise AuthRefused(err.status) from None
@@ -126,7 +127,7 @@ class JobsApi:
                     yield message.data
                 elif message.type == aiohttp.WSMsgType.ERROR:
                     raise RayRefused(0, self._masked(f"the log stream broke: {ws.exception()}"))
-            if ws.close_code not in NORMAL_CLOSES:
+            if ws.close_code != NORMAL_CLOSE:
                 raise RayRefused(0, f"the log stream was cut short (websocket close code {ws.close_code})")
 
     def _call(self, method: str, endpoint: str, **kwargs: Any) -> Any:
@@ -136,12 +137,17 @@ class JobsApi:
         if status in AUTH_STATUSES:
             raise AuthRefused(status)
         if 300 <= status < 400:
-            where = str(response.headers.get("Location", "?"))[:200]
-            raise RayRefused(status, self._masked(f"the dashboard redirects to {where}; argus follows no redirect: "
-                                                  "if that is the cluster's dashboard, make it the cluster's address"))
+            where = self._masked(str(response.headers.get("Location", "?")))[:200]
+            raise RayRefused(status, f"the dashboard redirects to {where}; argus follows no redirect: if that is the "
+                                     "cluster's dashboard, make it the cluster's address")
         if status != 200:
             raise RayRefused(status, self._masked(response.text))
         return response
+
+    async def _refuse_redirect(self, _session: Any, _context: Any, params: Any) -> None:
+        where = self._masked(str(params.response.headers.get("Location", "?")))[:200]
+        raise RayRefused(params.response.status, f"the dashboard redirects the log stream to {where}; argus "
+                                                 "follows no redirect")
 
     def _masked(self, text: str) -> str:
         for secret in self._secrets:
@@ -162,12 +168,6 @@ def _no_netrc(request: Any) -> Any:
     """An auth that adds nothing: requests looks up ~/.netrc only when a request has no auth, and a login
     found there for the dashboard's host must not be sent to an address a pull request wrote."""
     return request
-
-
-async def _refuse_redirect(_session: Any, _context: Any, params: Any) -> None:
-    where = str(params.response.headers.get("Location", "?"))[:200]
-    raise RayRefused(params.response.status, f"the dashboard redirects the log stream to {where}; argus follows "
-                                             "no redirect")
 
 
 def _quoted(submission_id: str) -> str:

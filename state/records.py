@@ -179,6 +179,17 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def older_than(record: RunRecord, seconds: float) -> bool:
+    """Whether the record was last written more than `seconds` ago; False when its time cannot be read."""
+    try:
+        written = datetime.fromisoformat(record.updated_at)
+    except (TypeError, ValueError):
+        return False
+    if written.tzinfo is None:
+        return False
+    return (datetime.now(timezone.utc) - written).total_seconds() > seconds
+
+
 def _read(path: Path) -> RunRecord | None:
     """A record argus did not write, or cannot read any more, is skipped: never a crash. Nor is a
     symlink followed or a huge file read; and a record must live in its own run's directory."""

@@ -130,23 +130,32 @@ def keep(shared_root: str, workspace: str, read: RunsRead, on_ray: set[str], ans
         fresh = {sid: r for sid, r in fresh.items() if read_record(shared_root, sid) == r}
         _write_index(folder, workspace, {**base, **fresh})
         opened = _markers(folder, workspace, create=True)
-        for sid in sorted(unmarked):
-            _mark(opened, sid)
-        gone = {sid for sid in abandoned if read_record(shared_root, sid) is None}  # again, under the lock
-        for sid in sorted(set(fresh) | gone):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(sid, dir_fd=opened)
-        os.close(opened)
+        try:
+            for sid in sorted(unmarked):
+                _mark(opened, sid)
+            gone = {sid for sid in abandoned if not _ours(read_record(shared_root, sid), workspace)}  # under the lock
+            for sid in sorted(set(fresh) | gone):
+                with contextlib.suppress(OSError):  # gone already, or something a job planted that is no file
+                    os.unlink(sid, dir_fd=opened)
+        finally:
+            os.close(opened)
+
+
+def _ours(record: RunRecord | None, workspace: str) -> bool:
+    return record is not None and record.workspace == workspace
 
 
 def _abandoned(shared_root: str, workspace: str, recordless: set[str]) -> set[str]:
-    """Markers without a record of this workspace, older than MARKER_GRACE: each costs every plan an open,
-    and 10,000 of them make plans read every record."""
+    """Markers (files, or links a job planted) without a record of this workspace, older than MARKER_GRACE:
+    each costs every plan an open, and 10,000 of them make plans read every record. Age is the NFS server's
+    mtime against this machine's clock: they are assumed to agree within MARKER_GRACE; a marker from the
+    future is young."""
     folder, now = f"{shared_root}/{RUNS_DIR}/{workspace}.open", time.time()
     old = set()
     for sid in recordless:
         with contextlib.suppress(OSError):
-            if now - os.stat(f"{folder}/{sid}", follow_symlinks=False).st_mtime > MARKER_GRACE:
+            found = os.stat(f"{folder}/{sid}", follow_symlinks=False)
+            if (stat.S_ISREG(found.st_mode) or stat.S_ISLNK(found.st_mode)) and now - found.st_mtime > MARKER_GRACE:
                 old.add(sid)
     return old
 
@@ -321,9 +330,14 @@ def _markers(folder: int, workspace: str, create: bool) -> int:
 
 
 def _mark(opened: int, submission_id: str) -> None:
-    with contextlib.suppress(FileExistsError):
+    """Made, or made young again: a marker an earlier apply left for the same id must not look abandoned
+    (MARKER_GRACE) while this one writes the intent."""
+    try:
         os.close(os.open(submission_id, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
                          dir_fd=opened))
+    except FileExistsError:
+        with contextlib.suppress(OSError):
+            os.utime(submission_id, dir_fd=opened, follow_symlinks=False)
 
 
 @contextlib.contextmanager

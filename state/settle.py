@@ -22,6 +22,10 @@ from state import records, run_secrets
 from state.failures import Evidence, advice_for, classify, matched_lines
 from state.observed import TERMINAL, ObservedState, RunEnd, RunRecord, RunStatus
 
+SECRETS_GRACE = 3600.0
+"""Seconds a run's record must be unchanged before its secrets file is taken as waiting for nobody: far
+longer than a submit takes, and than clocks of the machines running argus differ."""
+
 
 def with_ends(desired: DesiredState, observed: ObservedState) -> ObservedState:
     """The observation with every known run's exit.json, and the failure class of each run that
@@ -56,14 +60,15 @@ def settle(desired: DesiredState, observed: ObservedState) -> int:
 
 def _drop_secrets_of_forgotten_runs(desired: DesiredState, observed: ObservedState, on_ray: set[str]) -> None:
     """The secrets file of a run sent to a head that has restarted since (its record names another
-    session) and that Ray forgot before its wrapper ran: that run can never start. Safe for any command
-    that observes, without the apply lock: a run being sent now names the head's current session. An
-    apply that sends the same id again writes the file again."""
+    session) and that Ray forgot before its wrapper ran: that run can never start. Only once its record
+    is SECRETS_GRACE old: commands that observe take no lock, and an apply that observed the old head may
+    be submitting to the new one right now (its record names the old session until then, and this
+    observation listed jobs before it arrived). An apply that sends the same id again writes the file again."""
     for sid, record in observed.records.items():
         cluster = observed.clusters.get(record.cluster)
         if (record.status not in (RunStatus.SUBMITTING, RunStatus.PENDING) or sid in on_ray or cluster is None
                 or record.cluster not in desired.clusters or not cluster.session_name or not record.session_name
-                or record.session_name == cluster.session_name):
+                or record.session_name == cluster.session_name or not records.older_than(record, SECRETS_GRACE)):
             continue
         run_secrets.remove(records.job_dir(desired.shared_root(record.cluster), sid))
 

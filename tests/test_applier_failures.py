@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import traceback
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from state.gitinfo import GitInfo
 from state.jobs_api import RayRefused
 from state.observed import ClusterState, Node, ObservedState, RunRecord, RunStatus
 from state.ray_client import ClusterRequestFailed, ClusterUnreachable, RayClient, SubmitConflict
-from state.settle import settle
+from state.settle import SECRETS_GRACE, settle
 
 SECRET = "hunter2-never-print-me"
 ADDRESS = "http://127.0.0.1:9"  # never reached: the job endpoints are fake
@@ -238,13 +239,24 @@ def test_a_run_sent_to_a_head_that_restarted_since_leaves_no_secrets_file(desire
     fresh, ctx, (alpha, _) = planned(desired)
     apply_plan(fresh, ctx)
     assert secrets_file(desired, alpha.submission_id).exists()  # no wrapper ran: the fake Ray starts nothing
-    known = {alpha.submission_id: records.read_record(str(shared(desired)), alpha.submission_id)}
-    assert known[alpha.submission_id].status == RunStatus.PENDING
+    written = records.read_record(str(shared(desired)), alpha.submission_id)
+    assert written.status == RunStatus.PENDING
 
-    settle(desired, observed_empty("s1", known))  # the same head not listing it (yet): the file waits
+    settle(desired, observed_empty("s2", {alpha.submission_id: written}))
+    assert secrets_file(desired, alpha.submission_id).exists()  # just written: an apply may be sending it to s2
+    known = {alpha.submission_id: aged(desired, written)}
+    settle(desired, observed_empty("s1", known))  # the same head not listing it: the file waits
     assert secrets_file(desired, alpha.submission_id).exists()
-    settle(desired, observed_empty("s2", known))  # a new head: Ray forgot the run
+    settle(desired, observed_empty("s2", known))  # a new head, an hour on: Ray forgot the run
     assert not secrets_file(desired, alpha.submission_id).exists()
+
+
+def aged(desired: DesiredState, record: RunRecord) -> RunRecord:
+    """The record as written more than SECRETS_GRACE ago."""
+    old = (datetime.now(timezone.utc) - timedelta(seconds=SECRETS_GRACE + 60)).isoformat(timespec="seconds")
+    older = record.model_copy(update={"updated_at": old})
+    records.write_status(str(shared(desired)), older)
+    return older
 
 
 def test_a_run_whose_submit_never_reached_ray_and_is_not_sent_again_leaves_no_secrets_file(desired, sdk, tmp_path):
@@ -258,12 +270,15 @@ def test_a_run_whose_submit_never_reached_ray_and_is_not_sent_again_leaves_no_se
     spec = tmp_path / "ws" / "jobs" / "alpha.yaml"
     spec.write_text(spec.read_text().replace("'9'", "'10'"))
     changed = load_workspace(tmp_path / "ws")
-    known = {alpha.submission_id: records.read_record(str(shared(desired)), alpha.submission_id)}
-    observed = observed_empty("s1", known)
+    lost = records.read_record(str(shared(desired)), alpha.submission_id)
+    observed = observed_empty("s1", {alpha.submission_id: lost})
     second = plan(changed, observed)
     sdk.refuse = None
     world = apply_plan(second, ApplyContext(changed, {"local": RayClient("local", ADDRESS)}, GitInfo("def", False),
                                             "plan2", observed=observed, echo=lambda _: None))
+    refresh_records(world, observed.clusters)
+    assert secrets_file(desired, alpha.submission_id).exists()  # lost a moment ago: Ray may yet accept it
+    world.runs._known[alpha.submission_id] = aged(desired, lost)
     refresh_records(world, observed.clusters)
 
     sent = [sid for verb, sid in sdk.calls if verb == "submit"]

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from state.jobs_api import AuthRefused, JobsApi, RayRefused
-from state.ray_client import ClusterAuthFailed, ClusterRequestFailed, ClusterUnreachable, RayClient
+from state.ray_client import ClusterAuthFailed, ClusterRequestFailed, ClusterUnreachable, RayClient, SubmitConflict
 from tests.conftest import sdk, wait_for
 
 
@@ -175,6 +175,30 @@ def test_no_redirect_is_followed_so_no_body_or_token_goes_elsewhere(dashboard: D
     assert dashboard.paths().count("GET /api/v0/nodes?limit=10000&detail=true") == 1  # a loop is not walked either
 
 
+def test_a_redirect_of_the_log_stream_is_refused_and_names_no_token(dashboard: Dashboard) -> None:
+    """The token straddles where the message cuts the address: masked first, no part of it is shown."""
+    token = "T0KEN-" + "0123456789abcdef" * 2
+    answer = f"HTTP/1.1 302 Found\r\nLocation: /collect?p={'x' * 185}{token}\r\nContent-Length: 0\r\n\r\n".encode()
+    dashboard.raw["/api/jobs/j/logs/tail"] = dashboard.raw["/api/jobs/"] = answer
+    client = RayClient("c", dashboard.address, timeout=5, token=token)
+    with pytest.raises(ClusterRequestFailed, match="argus follows no redirect") as stream:
+        client.follow("j", lambda _: None)
+    with pytest.raises(ClusterRequestFailed, match="argus follows no redirect") as submit:
+        client.submit("s1", {"entrypoint": "true", "metadata": {}})
+    assert token[:4] not in str(stream.value) + str(submit.value)
+    assert [p for p in dashboard.paths() if "collect" in p] == []
+
+
+def test_a_short_token_masks_nothing_of_rays_own_words(dashboard: Dashboard) -> None:
+    """Only a token long enough to be one is masked: "a" must not turn Ray's "already exists" into a refusal."""
+    dashboard.answers["/api/jobs/"] = (400, "ValueError: Job with submission_id s1 already exists.")
+    dashboard.answers["/api/jobs/s1"] = (200, json.dumps({"type": "SUBMISSION", "submission_id": "s1",
+                                                          "status": "RUNNING", "metadata": {}}))
+    client = RayClient("c", dashboard.address, timeout=5, token="a")
+    with pytest.raises(SubmitConflict):  # Ray has the id, under labels that are not ours: not a plain refusal
+        client.submit("s1", {"entrypoint": "true", "metadata": {}})
+
+
 def test_no_netrc_login_travels(dashboard: Dashboard, monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     netrc = tmp_path / ".netrc"
@@ -226,23 +250,36 @@ def test_a_log_stream_that_never_answers_ends_within_the_timeout(dashboard: Dash
 
 
 def test_a_log_stream_cut_short_is_not_the_end_of_the_log(unused_tcp_port: int) -> None:
-    """The dashboard closes the websocket with 1011 (server error) mid-job: argus says so, not "done"."""
+    """The dashboard closes the websocket with 1011 (server error) or 1001 (going away) mid-job: argus says
+    so, not "done". A quiet stream whose server never reads (Ray 2.60's head proxies it so, and answers
+    no ping) is followed to its normal end."""
     from aiohttp import web
 
-    async def tail(request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse()
-        await ws.prepare(request)
-        await ws.send_str("hello\n")
-        await ws.close(code=1011)
-        return ws
+    def closing(code: int, quiet: float = 0.0):
+        async def tail(request: web.Request) -> web.WebSocketResponse:
+            ws = web.WebSocketResponse()
+            await ws.prepare(request)
+            await ws.send_str("hello\n")
+            await asyncio.sleep(quiet)
+            await ws.send_str("bye\n")
+            await ws.close(code=code)
+            return ws
+        return tail
 
     app = web.Application()
-    app.router.add_get("/api/jobs/cut/logs/tail", tail)
+    app.router.add_get("/api/jobs/cut/logs/tail", closing(1011))
+    app.router.add_get("/api/jobs/away/logs/tail", closing(1001))
+    app.router.add_get("/api/jobs/quiet/logs/tail", closing(1000, quiet=3.0))
     with _serving(app, unused_tcp_port):
-        seen: list[str] = []
-        with pytest.raises(ClusterRequestFailed, match="cut short"):
-            RayClient("c", f"http://127.0.0.1:{unused_tcp_port}", timeout=5).follow("cut", seen.append)
-        assert seen == ["hello\n"]
+        client = RayClient("c", f"http://127.0.0.1:{unused_tcp_port}", timeout=1)
+        for cut in ("cut", "away"):
+            seen: list[str] = []
+            with pytest.raises(ClusterRequestFailed, match="cut short"):
+                client.follow(cut, seen.append)
+            assert seen == ["hello\n", "bye\n"]
+        quiet: list[str] = []
+        client.follow("quiet", quiet.append)
+        assert quiet == ["hello\n", "bye\n"]
 
 
 def test_the_real_job_server_round_trip_and_its_log_websocket(ray_cluster) -> None:

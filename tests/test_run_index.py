@@ -120,6 +120,43 @@ def test_a_marker_an_apply_left_without_its_intent_is_removed_once_it_is_old(tmp
     assert (tmp_path / ".argus" / "runs" / f"{WS}.json").stat().st_mtime_ns == before
 
 
+def test_markers_a_job_planted_neither_leak_nor_make_plans_write(tmp_path: Path):
+    """The markers directory is writable by every job: a directory named like a run, and an old marker of a run
+    whose record is another workspace's, cost no descriptor, and the second is removed once."""
+    indexed_once(tmp_path)
+    markers = tmp_path / ".argus" / "runs" / f"{WS}.open"
+    planted, theirs = record(5, "SUBMITTING"), record(6, "RUNNING", workspace="other")
+    markers.mkdir(exist_ok=True)
+    (markers / planted.submission_id).mkdir()
+    run_index.mark_open(str(tmp_path), WS, theirs.submission_id)
+    write(tmp_path, theirs)
+    old = time.time() - run_index.MARKER_GRACE - 60
+    for name in (planted.submission_id, theirs.submission_id):
+        os.utime(markers / name, (old, old))
+    descriptors = len(os.listdir("/proc/self/fd"))
+    indexed_once(tmp_path)
+    assert {p.name for p in markers.iterdir()} == {planted.submission_id}
+    before = (tmp_path / ".argus" / "runs" / f"{WS}.json").stat().st_mtime_ns
+    for _ in range(20):
+        indexed_once(tmp_path)
+    assert (tmp_path / ".argus" / "runs" / f"{WS}.json").stat().st_mtime_ns == before
+    assert len(os.listdir("/proc/self/fd")) == descriptors
+
+
+def test_a_run_sent_again_makes_its_old_marker_young(tmp_path: Path):
+    """An apply died after its marker; the next sends the same id: a plan between that marker and the intent
+    must not take the marker for the dead apply's."""
+    indexed_once(tmp_path)
+    markers = tmp_path / ".argus" / "runs" / f"{WS}.open"
+    again = record(4, "SUBMITTING")
+    run_index.mark_open(str(tmp_path), WS, again.submission_id)
+    old = time.time() - run_index.MARKER_GRACE - 60
+    os.utime(markers / again.submission_id, (old, old))
+    run_index.mark_open(str(tmp_path), WS, again.submission_id)  # the resend, before its intent
+    indexed_once(tmp_path)
+    assert (markers / again.submission_id).exists()
+
+
 def test_other_workspaces_runs_are_neither_opened_nor_indexed(tmp_path: Path):
     other = RunRecord.model_validate({**PREVIOUS_VERSION_RECORD, "workspace": "other",
                                       "submission_id": "other.ppo.0d3b16c73fd5.1", "status": "SUCCEEDED"})

@@ -19,6 +19,7 @@ from state import debug, records, run_secrets
 from state.audit_events import RunFinished
 from state.failures import PREEMPTED, Evidence, advice_for, classify, evidence_of, matched_lines
 from state.observed import TERMINAL, ClusterState, RayJob, RunRecord, RunStatus
+from state.settle import SECRETS_GRACE
 
 
 def refresh_records(world: World, observed: Mapping[str, ClusterState], keep_finished: int = 3) -> int:
@@ -46,11 +47,12 @@ def drop_secrets_never_sent(world: World, clusters: Mapping[str, ClusterState]) 
     """Under the apply lock: the secrets file of a run an earlier apply wrote the intent of but never got
     to Ray (it died first, or the answer was lost and Ray has no such job). Ray does not have it and no
     other apply can be sending it, so the file waits for nobody; an apply that sends the id again (its
-    spec back as it was) writes it again. A run this apply sent is left: Ray may yet have it."""
+    spec back as it was) writes it again. A run this apply sent is left, and so is one whose record is
+    younger than SECRETS_GRACE: a lost submit Ray was still working on may yet be accepted."""
     on_ray = {job.submission_id for cluster in clusters.values() for job in cluster.jobs}
     for record in world.runs.known():
-        if (record.status is RunStatus.SUBMITTING and record.cluster in clusters
-                and record.submission_id not in on_ray and record.submission_id not in world.runs.sent):
+        if (record.status is RunStatus.SUBMITTING and record.cluster in clusters and record.submission_id not in on_ray
+                and record.submission_id not in world.runs.sent and records.older_than(record, SECRETS_GRACE)):
             run_secrets.remove(records.job_dir(world.roots[record.cluster], record.submission_id))
 
 
