@@ -47,12 +47,12 @@ def drop_secrets_never_sent(world: World, clusters: Mapping[str, ClusterState]) 
     """Under the apply lock: the secrets file of a run an earlier apply wrote the intent of but never got
     to Ray (it died first, or the answer was lost and Ray has no such job). Ray does not have it and no
     other apply can be sending it, so the file waits for nobody; an apply that sends the id again (its
-    spec back as it was) writes it again. A run this apply sent is left, and so is one whose record is
-    younger than SECRETS_GRACE: a lost submit Ray was still working on may yet be accepted."""
+    spec back as it was) writes it again. A record younger than SECRETS_GRACE is left: a lost submit Ray
+    was still working on may yet be accepted, and every run this apply sent has a record written just now."""
     on_ray = {job.submission_id for cluster in clusters.values() for job in cluster.jobs}
     for record in world.runs.known():
         if (record.status is RunStatus.SUBMITTING and record.cluster in clusters and record.submission_id not in on_ray
-                and record.submission_id not in world.runs.sent and records.older_than(record, SECRETS_GRACE)):
+                and records.older_than(record, SECRETS_GRACE)):
             run_secrets.remove(records.job_dir(world.roots[record.cluster], record.submission_id))
 
 

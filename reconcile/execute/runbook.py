@@ -33,8 +33,6 @@ class RunBook:
         self._redact = redact
         self._status_texts: dict[str, str] = {}
         self._cluster_texts: dict[str, str] = {}
-        self.sent: set[str] = set()
-        """Runs this apply opened to submit, whether or not Ray answered."""
         self.submitted: list[RunRecord] = []
         """Runs Ray accepted during this apply, in the order Ray accepted them. Concurrent submits
         (execute.batch) share this book: each touches only its own run's entries and files, and
@@ -61,7 +59,6 @@ class RunBook:
         configs = {"ray_config": self._cluster_yaml(step.cluster),
                    "jobspec": records.config_yaml(self._desired.jobs[sub.job].model_dump(mode="json"))}
         self._never_unseen(root, step.submission_id)
-        self.sent.add(step.submission_id)
         run_index.mark_open(root, sub.workspace, step.submission_id)
         records.write_intent(root, record, configs, {"submission_id": step.submission_id, **payload})
         if step.submission_id in self._known:  # sent again (refused before): a racing plan may have unmarked it
