@@ -283,11 +283,19 @@ def local_up(state_dir: Path = LOCAL_DIR,
              auth_token: bool = typer.Option(False, "--auth-token", help="Turn on Ray's token authentication "
                                              "(RAY_AUTH_MODE=token) with a fresh random token, written to "
                                              "auth_token in the state directory (mode 0600); a Cluster's "
-                                             "`auth_token:` points at that file.")) -> int:
-    """Start the local cluster and print its dashboard address."""
+                                             "`auth_token:` points at that file."),
+             worker_gpus: int = typer.Option(0, "--worker-gpus", min=0, help="Logical GPUs on the worker "
+                                             "(`ray start --num-gpus`); no real GPU is needed or used."),
+             worker_cpus: int = typer.Option(4, "--worker-cpus", min=0, help="Logical CPUs on the worker; verl "
+                                             "asks 3 per GPU (PPO), plus 1 for the driver."),
+             worker_resources: str | None = typer.Option(
+                 None, "--worker-resources", metavar="JSON", help='The worker\'s custom resources, e.g. '
+                 '\'{"worker_node": 1, "rack_a": 2}\': merged over worker_node=4, which stays unless the JSON '
+                 "sets it (0 leaves a resource out).")) -> int:
+    """Start the local cluster and print its dashboard address and node shapes."""
     from reconcile.commands import local as command
 
-    return command.up(state_dir, dashboard_port, auth_token)
+    return command.up(state_dir, dashboard_port, auth_token, worker_gpus, worker_cpus, worker_resources)
 
 
 @local_app.command("down")

@@ -1,5 +1,8 @@
 """The embedded dev cluster: a Ray head and a `worker_node` node on loopback.
 
+The worker's shape (CPUs, logical GPUs, custom resources) is the caller's to choose, so that a laptop
+can offer what a verl job asks for: Ray admits logical GPUs that no device backs.
+
 Every process it starts is recorded (its process group and, at teardown, all descendants), and
 `down` kills exactly those: never `ray stop`, which would stop every Ray on the machine.
 """
@@ -42,6 +45,9 @@ class LocalCluster:
     process_groups: list[int] = field(default_factory=list)
     auth_token_file: str | None = None
     """Absolute path of the token file when the cluster runs with RAY_AUTH_MODE=token."""
+    nodes: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Role (head, worker) -> the resources `ray start` was given: CPU, GPU and custom ones.
+    Empty in the state of a cluster started before shapes were recorded."""
 
     @property
     def address(self) -> str:
@@ -50,12 +56,18 @@ class LocalCluster:
 
 WORKER_NODE_SLOTS = 4.0
 """worker_node on the second node: each driver asks for 1, so this many drivers fit at once."""
+RAY_OWN_RESOURCES = ("CPU", "GPU", "memory", "object_store_memory")
+"""Names `ray start --resources` refuses (they have flags of their own): never custom resources."""
 
 
 def up(state_dir: Path, dashboard_port: int = 8265, worker_resources: dict[str, float] | None = None,
-       worker_gpus: int = 0, cpus_per_node: int = 4, timeout: float = 90.0, auth_token: bool = False) -> LocalCluster:
+       worker_gpus: int = 0, cpus_per_node: int = 4, timeout: float = 90.0, auth_token: bool = False,
+       worker_cpus: int | None = None) -> LocalCluster:
     """Start head + worker; return once the dashboard answers and both nodes are alive.
 
+    The worker offers `worker_cpus` CPUs (default: `cpus_per_node`, the head's), `worker_gpus`
+    logical GPUs and `worker_resources` merged over {"worker_node": WORKER_NODE_SLOTS}: worker_node
+    stays unless given, and a resource given as 0 is not offered at all.
     With `auth_token`, both nodes run with RAY_AUTH_MODE=token and a fresh random token, written to
     <state_dir>/auth_token (0600) for a Cluster spec's `auth_token:` to point at. Without it token
     authentication is off, even where ~/.ray/auth_token exists (`ray start` would turn it on then).
@@ -67,19 +79,26 @@ def up(state_dir: Path, dashboard_port: int = 8265, worker_resources: dict[str, 
     _require_free(dashboard_port)
     cluster = LocalCluster(str(state_dir), dashboard_port, _free_port(),
                            tempfile.mkdtemp(prefix="argus-ray-", dir="/tmp"))
+    cluster.nodes = {"head": {"CPU": cpus_per_node, "GPU": 0},
+                     "worker": worker_shape(cpus_per_node if worker_cpus is None else worker_cpus,
+                                            worker_gpus, worker_resources)}
     state_dir.mkdir(parents=True, exist_ok=True)
     try:
         if auth_token:
             cluster.auth_token_file = str(_write_token(state_dir.absolute() / TOKEN_FILE))
         _ray_start(cluster, _head_args(cluster, cpus_per_node), "head")
-        resources = {"worker_node": WORKER_NODE_SLOTS} if worker_resources is None else worker_resources
-        args = _worker_args(cluster, cpus_per_node, resources, worker_gpus)
-        _ray_start(cluster, args, "worker")
+        _ray_start(cluster, _worker_args(cluster, cluster.nodes["worker"]), "worker")
         _wait_ready(cluster, nodes=2, timeout=timeout)
     except BaseException:
         down(state_dir)
         raise
     return cluster
+
+
+def worker_shape(cpus: float, gpus: float, resources: dict[str, float] | None = None) -> dict[str, float]:
+    """What the worker offers: CPU, GPU, then worker_node and the given custom resources (0: left out)."""
+    custom = {"worker_node": WORKER_NODE_SLOTS} | (resources or {})
+    return {"CPU": cpus, "GPU": gpus} | {name: amount for name, amount in custom.items() if amount}
 
 
 def down(state_dir: Path, grace: float = 10.0) -> list[int]:
@@ -124,9 +143,10 @@ def _head_args(c: LocalCluster, cpus: int) -> list[str]:
             f"--ray-client-server-port={_free_port()}", *_node_args(c)]
 
 
-def _worker_args(c: LocalCluster, cpus: int, resources: dict[str, float], gpus: int) -> list[str]:
-    return [f"--address={HEAD_IP}:{c.gcs_port}", f"--node-ip-address={WORKER_IP}", f"--num-cpus={cpus}",
-            f"--num-gpus={gpus}", f"--resources={json.dumps(resources)}", *_node_args(c)]
+def _worker_args(c: LocalCluster, shape: dict[str, float]) -> list[str]:
+    custom = {name: amount for name, amount in shape.items() if name not in RAY_OWN_RESOURCES}
+    return [f"--address={HEAD_IP}:{c.gcs_port}", f"--node-ip-address={WORKER_IP}", f"--num-cpus={shape['CPU']:g}",
+            f"--num-gpus={shape['GPU']:g}", f"--resources={json.dumps(custom)}", *_node_args(c)]
 
 
 def _node_args(c: LocalCluster) -> list[str]:
