@@ -18,6 +18,10 @@ ADDRESS_PATTERN = r"^https?://[^/\s]+/?$"
 TOKEN_REF_PATTERN = r"^(\$\{env:[A-Za-z_][A-Za-z0-9_]*\}|/.*|~/.*)$"
 """A Cluster's auth_token: a reference to the token, never the token (check_token_reference explains)."""
 NO_OPTION_PATTERN = r"^[^-\s]\S*$"
+MODULE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+CONFIG_DIR_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9_./-]*$"
+"""Relative, inside the snapshot (Entry also refuses `.` and `..` components)."""
+CONFIG_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
 """For editors (JSON Schema): the loader's own checks of git sources are stricter and explain themselves."""
 
 MAX_COUNT = 2**53
@@ -173,10 +177,39 @@ class CodeSnapshot(Spec):
         return re.sub(r"[^a-z0-9-]", "-", base.lower()).strip("-") or "code"
 
 
+Paths = Annotated[str, Field(min_length=1)] | Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+"""One file, or a list of files verl reads together (data.train_files accepts both)."""
+Freq = Annotated[int, Field(ge=-MAX_COUNT, le=MAX_COUNT, strict=True)] | Literal["after_each_epoch"]
+"""Steps between saves or validations; the SFT trainers also take `after_each_epoch`."""
+
+
 class Data(Spec):
-    train: str = Field(min_length=1)
-    """A file on the shared filesystem (`${shared_root}/...` or an absolute path)."""
-    val: str | None = None
+    train: Paths
+    """A file on the shared filesystem (`${shared_root}/...` or an absolute path), or a list of them."""
+    val: Paths | None = None
+
+
+class Entry(Spec):
+    """Which verl entry point runs the job, when not the workload's default (docs/verl.md)."""
+
+    module: Annotated[str, StringConstraints(pattern=MODULE_PATTERN)] | None = None
+    """The Python module run with -m: verl.trainer.main_ppo (ppo, grpo), verl.trainer.sft_trainer_ray
+    (sft), verl.trainer.sft_trainer (sft under torchrun), or a recipe's (recipe.dapo.main_dapo)."""
+    config_dir: Annotated[str, StringConstraints(pattern=CONFIG_DIR_PATTERN)] | None = None
+    """The Hydra config directory, relative to the code snapshot (--config-path); default
+    verl/trainer/config. A recipe's own (recipe/dapo/config) reaches verl's through its searchpath."""
+    config_name: Annotated[str, StringConstraints(pattern=CONFIG_NAME_PATTERN)] | None = None
+    """--config-name: ppo_megatron_trainer, a recipe's dapo_trainer, ...; default per workload."""
+    launcher: Literal["ray", "torchrun"] = "ray"
+    """`torchrun` (sft only): the trainer runs as torchrun's processes on the driver's node, which then
+    holds the job's GPUs; one node only."""
+
+    @field_validator("config_dir")
+    @classmethod
+    def _inside_snapshot(cls, config_dir: str | None) -> str | None:
+        if config_dir is not None and any(part in (".", "..") for part in config_dir.split("/")):
+            raise ValueError("must be a folder inside the code snapshot, like recipe/dapo/config (no . or ..)")
+        return config_dir
 
 
 class Trainer(Spec):
@@ -185,16 +218,19 @@ class Trainer(Spec):
     nnodes: int = Field(default=1, ge=1, le=MAX_COUNT, strict=True)
     n_gpus_per_node: int = Field(default=1, ge=1, le=MAX_COUNT, strict=True)
     total_training_steps: int | None = Field(default=None, ge=1, le=MAX_COUNT, strict=True)
+    """When both are given, verl trains this many steps (it overrides what total_epochs implies)."""
     total_epochs: int | None = Field(default=None, ge=1, le=MAX_COUNT, strict=True)
-    save_freq: int | None = Field(default=None, ge=-MAX_COUNT, le=MAX_COUNT, strict=True)
-    test_freq: int | None = Field(default=None, ge=-MAX_COUNT, le=MAX_COUNT, strict=True)
-    logger: list[str] | None = None
+    save_freq: Freq | None = None
+    test_freq: Freq | None = None
+    logger: Annotated[str, Field(min_length=1)] | list[str] | None = None
+    """`console` or a list (`[console, wandb]`): verl takes both."""
     project: str | None = None
     """trainer.project_name; defaults to the workspace name."""
     experiment: str | None = None
     """trainer.experiment_name; defaults to the job name."""
     device: str | None = None
-    """trainer.device; SFT defaults to cpu (its driver has no GPU), the others to verl's default."""
+    """trainer.device; unset leaves verl's own default (cuda). Never `cpu` for a job that trains on GPUs:
+    verl 0.8 asks Ray for a resource named after it, which no node has."""
     checkpoint_dir: str | None = None
     """trainer.default_local_dir; defaults to ${shared_root}/outputs/checkpoints/<job>/run-<run>."""
 
@@ -230,6 +266,8 @@ class Job(Spec):
     """verl only: a path on the shared filesystem, or a hub id cached under the shared root's hf/."""
     data: Data | None = None
     trainer: Trainer | None = None
+    entry: Entry | None = None
+    """verl only: another entry module, config directory or launcher than the workload's default."""
     overrides: list[str] = []
     """verl only: Hydra overrides, passed through after argus's own."""
     description: str = ""

@@ -34,7 +34,7 @@ def broken_references(clusters: dict[str, Cluster], snapshots: dict[str, CodeSna
 def workload_diagnostics(job: Job, src: Source) -> list[Diagnostic]:
     """What each workload needs and forbids; verl overrides may not set keys argus types."""
     at = partial(_error, Address.job(job.name), src)
-    verl_fields = [f for f in ("model", "data", "trainer", "overrides") if getattr(job, f)]
+    verl_fields = [f for f in ("model", "data", "trainer", "entry", "overrides") if getattr(job, f)]
     derived = []
     if job.workload != "command" and job.demand is not None:
         derived = [at("demand", f"`workload: {job.workload}` derives its demand from `trainer` (nnodes x "
@@ -60,15 +60,41 @@ def _verl_field_diagnostics(job: Job, at: Callable[..., Diagnostic]) -> list[Dia
     found = []
     if job.workload in ("ppo", "grpo") and job.data is not None and job.data.val is None:
         found.append(at("data", "PPO and GRPO validate on `data.val`: without it verl reads its own default path"))
-    paths = [("data.train", job.data.train if job.data else None), ("data.val", job.data.val if job.data else None),
-             ("trainer.checkpoint_dir", job.trainer.checkpoint_dir if job.trainer else None)]
-    for field, value in paths:
-        if value and not (value.startswith("/") or value.startswith("${shared_root}/")):
+    for field, value in _paths(job):
+        if not (value.startswith("/") or value.startswith("${shared_root}/")):
             found.append(at(field, f"{value!r} must be on the shared filesystem: `${{shared_root}}/...` or an "
                                    "absolute path (a job runs inside its read-only code snapshot)"))
     trainer = job.trainer
-    if trainer is not None and trainer.total_training_steps and trainer.total_epochs:
-        found.append(at("trainer.total_epochs", "give `total_training_steps` or `total_epochs`, not both"))
+    for name in ("save_freq", "test_freq"):
+        if trainer is not None and getattr(trainer, name) == "after_each_epoch" and job.workload != "sft":
+            found.append(at(f"trainer.{name}", "`after_each_epoch` is the SFT trainers' value: verl's PPO trainer "
+                                               "counts steps; give a number of steps (-1: never)"))
+    return found + _entry_diagnostics(job, at)
+
+
+def _entry_diagnostics(job: Job, at: Callable[..., Diagnostic]) -> list[Diagnostic]:
+    entry, trainer = job.entry, job.trainer
+    if entry is None or entry.launcher != "torchrun":
+        return []
+    if job.workload != "sft":
+        return [at("entry.launcher", "`launcher: torchrun` is for SFT trainers; PPO and GRPO place their workers "
+                                     "with Ray (leave `launcher` out)")]
+    if trainer is not None and trainer.nnodes > 1:
+        return [at("trainer.nnodes", "torchrun runs on the driver's node only: set `nnodes: 1`, or use the Ray SFT "
+                                     "trainer (leave `launcher` out) to train on several nodes")]
+    return []
+
+
+def _paths(job: Job) -> list[tuple[str, str]]:
+    """Every path a verl job's fields name, with the field (and index, for a list) it is in."""
+    found = []
+    for field, value in (("data.train", job.data.train if job.data else None),
+                         ("data.val", job.data.val if job.data else None),
+                         ("trainer.checkpoint_dir", job.trainer.checkpoint_dir if job.trainer else None)):
+        if isinstance(value, list):
+            found += [(f"{field}.{index}", item) for index, item in enumerate(value)]
+        elif value:
+            found.append((field, value))
     return found
 
 

@@ -79,7 +79,7 @@ def resolve(workspace: Workspace, cluster: Cluster, job: Job, code: CodeRef | No
     defaults = cluster.job_defaults
     resources = job.entrypoint_resources
     env = {**defaults.env, **job.env}
-    command = job.entrypoint if job.workload == "command" else verl.argv(job, workspace.name)
+    command = job.entrypoint if job.workload == "command" else verl.argv(job, workspace.name, code and code.path)
     entrypoint = entrypoint_string(command or [])
     if code is not None:
         # Never a working_dir upload: the job runs in place from the immutable snapshot on NFS.
@@ -96,12 +96,19 @@ def resolve(workspace: Workspace, cluster: Cluster, job: Job, code: CodeRef | No
         entrypoint=entrypoint,
         env_vars=env,
         entrypoint_num_cpus=_pick(job.entrypoint_num_cpus, defaults.entrypoint_num_cpus),
-        entrypoint_num_gpus=_pick(job.entrypoint_num_gpus, defaults.entrypoint_num_gpus),
+        entrypoint_num_gpus=_pick(job.entrypoint_num_gpus, _pick(_torchrun_gpus(job), defaults.entrypoint_num_gpus)),
         entrypoint_memory=_pick(job.entrypoint_memory, defaults.entrypoint_memory),
         entrypoint_resources=dict(defaults.entrypoint_resources if resources is None else resources),
         code=code,
         gpus=None if job.workload == "command" else _gpus(job),
     )
+
+
+def _torchrun_gpus(job: Job) -> int | None:
+    """torchrun's trainer runs inside the driver: the driver holds the job's GPUs on its node."""
+    if job.workload == "command" or job.entry is None or job.entry.launcher != "torchrun":
+        return None
+    return (job.trainer or Trainer()).n_gpus_per_node
 
 
 def _gpus(job: Job) -> int:

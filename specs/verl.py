@@ -1,6 +1,7 @@
-"""verl workloads: how a typed Job becomes `python3 -m verl.trainer...` with Hydra overrides.
+"""verl workloads: how a typed Job becomes `python3 -m verl.trainer...` (or torchrun) with Hydra overrides.
 
-Pure functions of the specs (verl 0.9.1's config was checked: ppo_trainer, sft_trainer_engine).
+Pure functions of the specs. What the snapshot's own verl makes of them (its composed config, the GPUs it
+asks for, its checks) is state/verl_checks.py's.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from specs.models import Job, Trainer
+from specs.models import Entry, Job, Trainer
 
 SUBMISSION_ID_PLACEHOLDER = "${submission_id}"
 
@@ -18,16 +19,20 @@ class Workload:
     module: str
     config: str
     """Hydra config name under verl/trainer/config."""
-    model_key: str
     cpus_per_gpu: int
-    """CPUs verl asks per GPU: a node fits only if it has them."""
+    """CPUs verl asks per GPU when the composed config cannot be read: a node fits only if it has them."""
 
 
 WORKLOADS = {
-    "ppo": Workload("verl.trainer.main_ppo", "ppo_trainer", "actor_rollout_ref.model.path", 3),
-    "grpo": Workload("verl.trainer.main_ppo", "ppo_trainer", "actor_rollout_ref.model.path", 3),
-    "sft": Workload("verl.trainer.sft_trainer_ray", "sft_trainer_engine", "model.path", 10),
+    "ppo": Workload("verl.trainer.main_ppo", "ppo_trainer", 3),
+    "grpo": Workload("verl.trainer.main_ppo", "ppo_trainer", 3),
+    "sft": Workload("verl.trainer.sft_trainer_ray", "sft_trainer_engine", 10),
 }
+TORCHRUN_SFT = "verl.trainer.sft_trainer"
+"""verl 0.8+'s SFT trainer for torchrun (verl.trainer.fsdp_sft_trainer before 0.8)."""
+CONFIG_DIR = "verl/trainer/config"
+LEGACY_SFT_CONFIG = "sft_trainer"
+"""fsdp_sft_trainer's config (verl <= 0.7): its model is model.partial_pretrain."""
 
 # Keys argus sets from typed fields; an override of one is an error naming the field to use.
 TYPED_KEYS = {
@@ -38,15 +43,46 @@ TYPED_KEYS = {
     "trainer.experiment_name": "trainer.experiment", "trainer.default_local_dir": "trainer.checkpoint_dir",
     "trainer.device": "trainer.device", "hydra.run.dir": "(argus sets it: outputs/logs/<submission_id>)",
     "data.train_files": "data.train", "data.val_files": "data.val",
-    "actor_rollout_ref.model.path": "model", "model.path": "model",
+    "actor_rollout_ref.model.path": "model", "model.path": "model", "model.partial_pretrain": "model",
 }
 GRPO_KEYS = {"algorithm.adv_estimator": "workload: grpo"}
-"""Typed for GRPO only: PPO jobs may pick any of verl's other advantage estimators."""
+"""Typed for GRPO only (where `grpo` itself may still be written): PPO jobs may pick any estimator."""
 
 
-def module_path(workload: str) -> str:
+@dataclass(frozen=True)
+class EntryPoint:
+    """What runs: the module, the Hydra config it composes and how it is launched."""
+
+    module: str
+    config_dir: str
+    """Relative to the code snapshot."""
+    config_name: str
+    launcher: str
+    custom_dir: bool
+    """The spec names the config directory: the run is told it with --config-path."""
+    model_key: str
+
+
+def entry_point(job: Job) -> EntryPoint:
+    """The job's entry point: the workload's default, changed by what `entry:` names."""
+    default, entry = WORKLOADS[job.workload], job.entry or Entry()
+    torchrun = entry.launcher == "torchrun"
+    module = entry.module or (TORCHRUN_SFT if torchrun else default.module)
+    config_name = entry.config_name or default.config
+    return EntryPoint(module=module, config_dir=entry.config_dir or CONFIG_DIR, config_name=config_name,
+                      launcher=entry.launcher, custom_dir=entry.config_dir is not None,
+                      model_key=_model_key(job.workload, config_name))
+
+
+def _model_key(workload: str, config_name: str) -> str:
+    if workload != "sft":
+        return "actor_rollout_ref.model.path"
+    return "model.partial_pretrain" if config_name == LEGACY_SFT_CONFIG else "model.path"
+
+
+def module_path(module: str) -> str:
     """The entry module as a file inside the code snapshot."""
-    return WORKLOADS[workload].module.replace(".", "/") + ".py"
+    return module.replace(".", "/") + ".py"
 
 
 def checkpoint_dir(job: Job) -> str:
@@ -54,14 +90,29 @@ def checkpoint_dir(job: Job) -> str:
     return (job.trainer or Trainer()).checkpoint_dir or f"${{shared_root}}/outputs/checkpoints/{job.name}/run-{job.run}"
 
 
-def argv(job: Job, workspace: str) -> list[str]:
-    """The job's argv: argus's overrides first, then the user's (which may not touch typed keys)."""
+def argv(job: Job, workspace: str, code_path: str | None = None) -> list[str]:
+    """The job's argv: launcher, module, config flags, then its Hydra overrides (`overrides`)."""
+    point, trainer = entry_point(job), job.trainer or Trainer()
+    launch = ["python3", "-m", point.module]
+    if point.launcher == "torchrun":
+        launch = ["torchrun", "--standalone", "--nnodes=1", f"--nproc_per_node={trainer.n_gpus_per_node}",
+                  "-m", point.module]
+    if point.custom_dir:
+        # Hydra reads a relative --config-path against the module's package: give the snapshot's own folder
+        launch.append(f"--config-path={code_path or '.'}/{point.config_dir}")
+    if job.entry is not None and job.entry.config_name is not None:
+        launch.append(f"--config-name={point.config_name}")
+    return [*launch, *overrides(job, workspace)]
+
+
+def overrides(job: Job, workspace: str) -> list[str]:
+    """argus's overrides first, then the user's (which may not touch typed keys)."""
     assert job.data is not None and job.model is not None
-    profile, trainer = WORKLOADS[job.workload], job.trainer or Trainer()
+    trainer = job.trainer or Trainer()
     settings: dict[str, object] = {
         "data.train_files": job.data.train,
         "data.val_files": job.data.val,
-        profile.model_key: job.model,
+        entry_point(job).model_key: job.model,
         "trainer.nnodes": trainer.nnodes,
         "trainer.n_gpus_per_node": trainer.n_gpus_per_node,
         "trainer.total_training_steps": trainer.total_training_steps,
@@ -76,10 +127,10 @@ def argv(job: Job, workspace: str) -> list[str]:
     }
     if job.workload == "grpo":
         settings["algorithm.adv_estimator"] = "grpo"
-    # seed 001: SFT's driver has no GPU, so it computes on the CPU unless told otherwise.
-    settings["trainer.device"] = trainer.device or ("cpu" if job.workload == "sft" else None)
+    # No default device: verl's own (cuda) is right; `cpu` made verl 0.8 ask Ray for a resource named cpu.
+    settings["trainer.device"] = trainer.device
     ours = [f"{key}={hydra_value(value)}" for key, value in settings.items() if value is not None]
-    return ["python3", "-m", profile.module, *ours, *job.overrides]
+    return [*ours, *job.overrides]
 
 
 def override_key(override: str) -> str:
@@ -93,6 +144,8 @@ def typed_override(override: str, workload: str) -> str | None:
     if key.startswith(("hydra.", "hydra/")) and key != "hydra.run.dir":
         # hydra.searchpath and hydra's config groups can make composing import modules at plan time.
         return "(argus keeps Hydra's own settings: hydra.* cannot be overridden)"
+    if workload == "grpo" and key in GRPO_KEYS and override.partition("=")[2].strip("'\" ") == "grpo":
+        return None  # what a GRPO job sets anyway: verl's GRPO scripts write it
     return TYPED_KEYS.get(key) or (GRPO_KEYS.get(key) if workload == "grpo" else None)
 
 

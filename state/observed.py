@@ -8,6 +8,7 @@ from pydantic import Field, ValidationError, ValidationInfo, ValidatorFunctionWr
 
 from specs.base import Frozen, TextEnum
 from specs.checkpoint_state import CheckpointState
+from specs.verl_profile import VerlProfile
 from specs.diagnostics import Diagnostic
 from specs.models import MAX_PRIORITY, Name
 from specs.submission import MAX_ATTEMPT, RunId, Submission, parse_labels
@@ -283,6 +284,8 @@ class ObservedState(Frozen):
     """By submission id: the exit.json each run of this workspace wrote when it ended."""
     checkpoints: dict[str, CheckpointState] = {}
     """Per verl job: the latest checkpoint in its checkpoint directory (absent: none there)."""
+    verl_profiles: dict[str, VerlProfile] = {}
+    """Per verl job whose config composed: what its snapshot's verl will ask Ray for and do."""
     queues: dict[str, ClusterQueue] = {}
     """Per cluster whose shared root is here: its admission queue across workspaces."""
     observed_at: float = 0.0

@@ -83,7 +83,7 @@ def test_every_kind_of_problem_is_reported_together(ws: Workspace) -> None:
         "broken.yml:2: invalid YAML: expected ',' or ']', but got '<stream end>'",
         "jobs/bad.yaml:2: name: invalid name 'Bad_Name': use lowercase letters, digits and '-', at most 63",
         "jobs/bad.yaml:6: entrypont: unknown key (did you mean 'entrypoint'?); allowed keys: kind, name, "
-        "cluster, workload, code, entrypoint, model, data, trainer, overrides, description, env, "
+        "cluster, workload, code, entrypoint, model, data, trainer, entry, overrides, description, env, "
         "entrypoint_num_cpus, entrypoint_num_gpus, "
         "entrypoint_memory, entrypoint_resources, state, protect, run, retry, priority, preemptible, demand",
         "jobs/bad.yaml:7: protect: Input should be a valid boolean",
