@@ -72,6 +72,8 @@ class Ask(Frozen):
     driver: dict[str, float] = {}
     spread: dict[str, float] = {}
     """Anywhere: a `command` job's declared `demand:`."""
+    pools: tuple[str, ...] = ()
+    """For people: the verl resource pool of each bundle (global_pool, reward_pool, ...)."""
     priority: int = 0
     preemptible: bool = False
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specs.checkpoint_state import CheckpointState
 from specs.desired import DesiredState
-from specs.diagnostics import Diagnostic
 from specs.models import CodeSnapshot
 from state import snapshots
 from state.cache import cache_root
@@ -29,6 +29,9 @@ from state.observed import (
 from state.ray_client import ClusterAuthFailed, ClusterRequestFailed, ClusterUnreachable, RayClient
 from state.run_index import RunsRead, keep, read_runs
 from state.sources import DEFAULT_FETCH_TIMEOUT, resolve_source, unresolved
+
+if TYPE_CHECKING:
+    from state.verl_checks import JobCheck
 
 MAX_CONCURRENT_CLUSTERS = 8
 
@@ -130,7 +133,7 @@ def read_clusters(ray: dict[str, RayClient]) -> tuple[dict[str, ClusterState], d
 
 
 def _world(desired: DesiredState, clusters: dict[str, ClusterState], absent: tuple[str, ...],
-           states: dict[str, SnapshotState], checks: dict[str, tuple[Diagnostic, ...]],
+           states: dict[str, SnapshotState], checks: dict[str, JobCheck],
            unreachable: dict[str, str], runs: dict[str, RunsRead], ray: dict[str, RayClient]) -> ObservedState:
     records = _merged(runs)
     return ObservedState(
@@ -142,7 +145,8 @@ def _world(desired: DesiredState, clusters: dict[str, ClusterState], absent: tup
         missing_dirs={name: tuple(d for d in LAYOUT if not (Path(root) / d).is_dir())
                       for name, root in desired.shared_roots.items() if name not in absent},
         absent_roots=absent,
-        workload_checks=checks,
+        workload_checks={name: check.diagnostics for name, check in checks.items()},
+        verl_profiles={name: check.profile for name, check in checks.items() if check.profile is not None},
         failures=unclassified_failures(desired, ray, clusters, records),
         queues=read_queues(desired, absent),
         checkpoints=read_checkpoints(desired, absent),
@@ -152,17 +156,25 @@ def _world(desired: DesiredState, clusters: dict[str, ClusterState], absent: tup
 
 
 def read_checkpoints(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, CheckpointState]:
-    """The latest checkpoint of each verl job's directory: a new attempt resumes from it."""
+    """Per verl job, the checkpoint a new attempt would resume from, as its overrides tell verl: the
+    folder trainer.resume_from_path names, or the latest in its checkpoint directory; none with
+    trainer.resume_mode=disable (the planner reads the composed config's mode: reconcile.plan.checkpoints)."""
     from specs import verl
+    from specs.checkpoint_state import reads_path, resume_of
     from specs.submission import expand
-    from state.checkpoints import inspect_checkpoint
+    from state.checkpoints import inspect_checkpoint, inspect_step
 
     found = {}
     for name, job in sorted(desired.jobs.items()):
-        if job.workload != "command" and job.cluster not in absent and job.cluster in desired.shared_roots:
-            state = inspect_checkpoint(Path(expand(verl.checkpoint_dir(job), desired.shared_roots[job.cluster])))
-            if state is not None:
-                found[name] = state
+        if job.workload == "command" or job.cluster in absent or job.cluster not in desired.shared_roots:
+            continue
+        root, resume = desired.shared_roots[job.cluster], resume_of(job.overrides)
+        if resume.mode == "disable":
+            continue
+        if reads_path(resume, job.workload) and resume.path is not None:
+            found[name] = inspect_step(Path(expand(resume.path, root)))
+        elif (state := inspect_checkpoint(Path(expand(verl.checkpoint_dir(job), root)))) is not None:
+            found[name] = state
     return found
 
 
@@ -213,7 +225,7 @@ def unclassified_failures(desired: DesiredState, ray: dict[str, RayClient], clus
 
 
 def workload_checks(desired: DesiredState, states: dict[str, SnapshotState],
-                    absent: tuple[str, ...]) -> dict[str, tuple[Diagnostic, ...]]:
+                    absent: tuple[str, ...]) -> dict[str, JobCheck]:
     from state.verl_checks import check_job  # Hydra is imported only when there are verl jobs
 
     return {name: check_job(desired, job, states[job.code], cache_root())

@@ -1,7 +1,8 @@
-"""Plan-time checks of verl jobs that read files: entry module, Hydra composition, data, model.
+"""Plan-time checks of verl jobs that read files: the snapshot's verl version, entry module, Hydra
+composition, verl's own start-up checks, the resource pools it will ask for, and the files it names.
 
-Hydra composes the job's overrides against the snapshot's own verl/trainer/config (no torch, no
-verl import). A typo'd key fails there, in the pull request, not after the cluster has started.
+Hydra composes the job's overrides against the snapshot's own config (no torch, no verl import). What
+verl would only find once the job holds its GPUs is found here, in the pull request.
 """
 
 from __future__ import annotations
@@ -9,102 +10,109 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from specs import verl
 from specs.address import Address
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic, Severity
-from specs.models import Job
+from specs.models import Job, Trainer
 from specs.submission import expand
+from specs.verl_profile import VerlProfile
+from state import verl_files, verl_pools, verl_rules, verl_version
 from state.files import write_json
 from state.observed import SnapshotState
 from state.sources import entries
+from state.verl_compose import Composed, compose_job
+from state.verl_entry import EntryProblem, resolve_entry
 
-CONFIG_DIR = "verl/trainer/config"
 FAKE_ID = "SUBMISSION_ID"
+CODE_CACHE = "verl-code-v2"
+"""Snapshots extracted whole (recipes bring their own modules and configs); v1 held verl/trainer only."""
+
+
+@dataclass(frozen=True)
+class JobCheck:
+    diagnostics: tuple[Diagnostic, ...] = ()
+    profile: VerlProfile | None = None
 
 
 def check_job(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_root: str,
-              files: bool = True) -> tuple[Diagnostic, ...]:
+              files: bool = True) -> JobCheck:
     """Everything that can be known about a verl job before it takes a GPU, located in its spec."""
     code = _code_files(desired, job, snapshot, cache_root)
     if code is None:
-        return ()  # the snapshot's own errors already explain why
-    found = []
-    if not (code / verl.module_path(job.workload)).is_file():
-        found.append(_about(job, "workload", f"entry module {verl.WORKLOADS[job.workload].module} is not in "
-                                             f"code.{job.code} (an older verl?): pick a snapshot that has "
-                                             f"{verl.module_path(job.workload)}"))
-    elif rejected := compose(code / CONFIG_DIR, job, desired, cache_root, snapshot.source.digest or ""):
-        found.append(rejected)
-    found += _file_diagnostics(desired, job) if files else []
+        return JobCheck()  # the snapshot's own errors already explain why
+    version = verl_version.read_version(code)
+    found = [] if verl_version.knowledge_for(version) else [
+        _about(job, "code", verl_version.outside_warning(version), "warning")]
+    point = resolve_entry(code, job)
+    if isinstance(point, EntryProblem):
+        return _located(desired, job, [*found, _about(job, point.field, point.message)])
+    composed = _composed(code, job, desired, point, cache_root, snapshot.source.digest or "")
+    found += [_about(job, _override_field(job, index), message) for index, message in composed.errors]
+    profile = None
+    if composed.config is not None:
+        profile = verl_pools.profile_of(composed.config, job, point, version,
+                                        verl_version.knowledge_for(version), desired.shared_root(job.cluster))
+        if not verl_version.older_than_known(version):
+            found += _rule_diagnostics(job, composed.config, version, profile)
+        if files:
+            found += [_about(job, _field_of(job, keys), message, severity) for keys, message, severity
+                      in verl_files.missing_files(job, composed.config, desired.shared_root(job.cluster), code)]
+    return _located(desired, job, found, profile)
+
+
+def _located(desired: DesiredState, job: Job, found: list[Diagnostic], profile: VerlProfile | None = None) -> JobCheck:
     source = desired.source(Address.job(job.name))
-    return tuple(d.located(source) for d in found)
+    return JobCheck(tuple(d.located(source) for d in found), profile)
 
 
-def compose(config_dir: Path, job: Job, desired: DesiredState, cache_root: str, digest: str) -> Diagnostic | None:
-    """Compose the job's config with Hydra; cached on disk by (config digest, overrides)."""
+def _composed(code: Path, job: Job, desired: DesiredState, point: Any, cache_root: str, digest: str) -> Composed:
+    """Compose the job's config with Hydra; cached on disk by (code digest, entry, overrides)."""
     root = desired.shared_root(job.cluster)
-    overrides = [expand(a, root, FAKE_ID) for a in verl.argv(job, desired.workspace.name)[3:]]
-    name = verl.WORKLOADS[job.workload].config
-    key = hashlib.sha256(json.dumps([digest, name, overrides, _hydra_version()]).encode()).hexdigest()
-    cache = Path(cache_root) / ".argus" / "hydra-checks" / f"{key}.json"
-    if digest and cache.exists():  # verdicts are cached only for configs that passed the scan below
-        error = json.loads(cache.read_text())["error"]
-    elif _extends_search_path(config_dir):
-        return _about(job, "code", f"code.{job.code}'s Hydra config sets hydra.searchpath, which can load modules "
-                                   "or files from anywhere: argus does not compose it")
+    ours = [expand(a, root, FAKE_ID) for a in verl.overrides(job, desired.workspace.name)[:-len(job.overrides) or None]]
+    users = [expand(a, root, FAKE_ID) for a in job.overrides]
+    ours += point.searchpath
+    key = hashlib.sha256(json.dumps([digest, point.config_dir, point.config_name, ours, users,
+                                     _hydra_version()]).encode()).hexdigest()
+    cache = Path(cache_root) / ".argus" / "hydra-checks-v2" / f"{key}.json"
+    if digest and cache.exists():
+        saved = json.loads(cache.read_text())
+        return Composed(config=saved["config"], errors=[(i, m) for i, m in saved["errors"]])
+    composed = compose_job(code / point.config_dir, point.config_name, ours, users)
+    if digest and composed.final:
+        write_json(cache, {"config": composed.config, "errors": composed.errors})
+    return composed
+
+
+def _rule_diagnostics(job: Job, config: dict[str, Any], version: str | None, profile: VerlProfile) -> list[Diagnostic]:
+    n_gpus = (job.trainer or Trainer()).nnodes * (job.trainer or Trainer()).n_gpus_per_node
+    if job.workload == "sft":
+        problems = verl_rules.sft_problems(config, n_gpus)
     else:
-        error, final = _compose_error(config_dir, name, overrides)
-        if digest and final:
-            write_json(cache, {"error": error})
-    return None if error is None else _about(job, _blamed_field(job, error), f"Hydra rejects the job's config: {error}")
+        problems = verl_rules.ppo_problems(config, n_gpus, verl_version.at_least(version, (0, 9)))
+    problems += verl_pools.pool_problems(config, profile, version)
+    # outside argus's knowledge the rules may not hold: what they find is said, but does not block
+    severity: Severity = "error" if profile.knowledge else "warning"
+    return [_about(job, _field_of(job, keys), message, severity) for keys, message in problems]
 
 
-def _extends_search_path(config_dir: Path) -> bool:
-    """verl's configs never set it; a source that does could make composing import any installed module."""
-    return any(b"searchpath" in path.read_bytes() for path in config_dir.rglob("*.yaml")
-               if path.is_file() and not path.is_symlink())
-
-
-def _compose_error(config_dir: Path, name: str, overrides: list[str]) -> tuple[str | None, bool]:
-    """(error, final): Hydra's and OmegaConf's verdicts are final and cached; other failures are not."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(config_dir), version_base=None):
-            hydra_compose(config_name=name, overrides=overrides, return_hydra_config=True)
-    except (HydraException, OmegaConfBaseException) as err:
-        return " ".join(str(err).split())[:500] or type(err).__name__, True
-    except Exception as err:  # noqa: BLE001 - reported, but not remembered as the config's fault
-        return f"{type(err).__name__}: {err}", False
-    finally:
-        GlobalHydra.instance().clear()
-    return None, True
-
-
-def _blamed_field(job: Job, error: str) -> str:
-    """The user's override Hydra cannot parse, or whose key or value the error names."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
-    parser = OverridesParser.create()
-    for index, override in enumerate(job.overrides):
-        try:
-            parser.parse_overrides([override])
-        except HydraException:
+def _field_of(job: Job, keys: tuple[str, ...]) -> str:
+    """The user's last override that set one of the keys, else the typed field that did, else the job."""
+    for index in reversed(range(len(job.overrides))):
+        if verl.override_key(job.overrides[index]) in keys:
             return f"overrides.{index}"
-    for index, override in enumerate(job.overrides):
-        key, _, value = override.partition("=")
-        if f"'{verl.override_key(override)}'" in error or (value and f"/{value}'" in error):
-            return f"overrides.{index}"
-    return "overrides" if job.overrides else "workload"
+    typed = [verl.TYPED_KEYS[k] for k in keys if k in verl.TYPED_KEYS]
+    return typed[0] if typed and not typed[0].startswith("(") else ("overrides" if job.overrides else "workload")
+
+
+def _override_field(job: Job, index: int | None) -> str:
+    if index is not None:
+        return f"overrides.{index}"
+    return "entry" if job.entry is not None else "workload"
 
 
 def _about(job: Job, field: str, message: str, severity: Severity = "error") -> Diagnostic:
@@ -118,41 +126,23 @@ def _hydra_version() -> str:
 
 
 def _code_files(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_root: str) -> Path | None:
-    """The snapshot on disk, or (not made yet) its verl files read from the source's git objects."""
+    """The snapshot on disk, or (not made yet) its files read from the source's git objects."""
     spec = desired.snapshots[job.code or ""]
     if snapshot.manifest is not None:
         return Path(desired.snapshot_dir(spec))
     source = snapshot.source
     if source.error or not source.digest:
         return None
-    extracted = Path(cache_root) / ".argus" / "verl-code" / source.digest
+    extracted = Path(cache_root) / ".argus" / CODE_CACHE / source.digest
     if not extracted.exists():
         extracted.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{source.digest}.", dir=extracted.parent))
         for rel, _mode, data in entries(spec, source, desired.root, cache_root):
-            if rel.startswith(CONFIG_DIR + "/") or rel.startswith("verl/trainer/") and rel.endswith(".py"):
+            if rel.endswith((".py", ".yaml", ".yml")) or rel == verl_version.VERSION_FILE:
                 (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                 (tmp / rel).write_bytes(data)
         tmp.rename(extracted)
     return extracted
-
-
-def _file_diagnostics(desired: DesiredState, job: Job) -> list[Diagnostic]:
-    root = desired.shared_root(job.cluster)
-    found = []
-    assert job.data is not None and job.model is not None
-    for field, value in (("data.train", job.data.train), ("data.val", job.data.val)):
-        if value and not Path(expand(value, root)).exists():
-            found.append(_about(job, field, f"{expand(value, root)} does not exist on the shared filesystem"))
-    model = expand(job.model, root)
-    if model.startswith("/"):
-        if not Path(model).exists():
-            found.append(_about(job, "model", f"model path {model} does not exist"))
-    elif not (Path(root) / "hf" / "hub" / f"models--{model.replace('/', '--')}").is_dir():
-        found.append(_about(job, "model", f"{model} is only a hub id and is not cached under {root}/hf: the cluster "
-                                          f"has no internet; download it there first (HF_HOME={root}/hf)",
-                            severity="warning"))
-    return found
 
 
 def offline_checks(desired: DesiredState, cache_root: str,
@@ -170,7 +160,7 @@ def offline_checks(desired: DesiredState, cache_root: str,
     found: dict[str, tuple[Diagnostic, ...]] = {
         s.error.address: (s.error.located(desired.source(s.error.address)),) for s in sources.values() if s.error}
     for name, job in sorted(desired.jobs.items()):
-        if job.code in sources and not sources[job.code].error:
+        if job.workload != "command" and job.code in sources and not sources[job.code].error:
             found[Address.job(name)] = check_job(desired, job, SnapshotState(source=sources[job.code]), cache_root,
-                                                 files=False)
+                                                 files=False).diagnostics
     return found

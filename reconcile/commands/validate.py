@@ -29,7 +29,10 @@ def run(directory: Path, deep: bool = False, fetch_timeout: float | None = None,
                f"{len(desired.snapshots)} code snapshot(s), {len(desired.jobs)} job(s).")
     if found is not None:
         checked = sum(a.startswith("job.") for a in found)
-        typer.echo(render_diagnostics(diagnostics) or f"Deep: {checked} verl job(s) compose against their code.")
+        if rendered := render_diagnostics(diagnostics):
+            typer.echo(rendered)
+        if not failed:
+            typer.echo(f"Deep: {checked} verl job(s) compose against their code.")
     return 1 if failed else 0
 
 

@@ -29,6 +29,8 @@ class Demand:
     bundles: tuple[Resources, ...] = ()
     driver: Resources = field(default_factory=dict)
     spread: Resources = field(default_factory=dict)
+    pools: tuple[str, ...] = ()
+    """For people: the verl pool each bundle belongs to (same order), or nothing when unnamed."""
 
     def total(self) -> dict[str, float]:
         summed: dict[str, float] = {}

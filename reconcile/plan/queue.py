@@ -54,11 +54,11 @@ class Want:
         of one demand on a cluster (it can fit, how it reads) is worked out once (`_Asked`)."""
         demand = self.demand
         return (tuple(tuple(sorted(b.items())) for b in demand.bundles), tuple(sorted(demand.driver.items())),
-                tuple(sorted(demand.spread.items())))
+                tuple(sorted(demand.spread.items())), demand.pools)
 
 
 def ask_demand(ask: Ask) -> Demand:
-    return Demand(bundles=ask.bundles, driver=ask.driver, spread=ask.spread)
+    return Demand(bundles=ask.bundles, driver=ask.driver, spread=ask.spread, pools=ask.pools)
 
 
 def decide_cluster(workspace: str, cluster: ClusterState, queue: ClusterQueue, wants: Sequence[Want],
@@ -274,7 +274,8 @@ def _want(desired: DesiredState, observed: ObservedState, change: Change,
     if job is None:
         return None, None
     want = Want(key=f"{desired.workspace.name}/{job.name}", submission_id=step.submission_id,
-                spec_hash=step.spec_hash, ask=ask_of(job, step.submission), seen=observed.observed_at)
+                spec_hash=step.spec_hash, ask=ask_of(job, step.submission, observed.verl_profiles.get(job.name)),
+                seen=observed.observed_at)
     if not any(want.demand.total().values()):
         return None, None  # asks for nothing: never waits, never delays anyone
     if (step.cluster, want.shape) not in checked:

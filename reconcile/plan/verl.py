@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reconcile.model import Action, Change
-from reconcile.plan.admission import Demand
-from reconcile.plan.checkpoints import resume_problem
-from reconcile.plan.demand import unoffered
+from reconcile.plan.admission import Demand, never_fits
+from reconcile.plan.checkpoints import judge
+from reconcile.plan.demand import demand_of, describe, unoffered
 from specs import verl
 from specs.address import Address
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
-from specs.models import Cluster, Job, Trainer
+from specs.models import Cluster, Job
 from specs.submission import driver_needs, resolve
 from state.observed import ClusterState, Node, ObservedState
 
@@ -26,7 +26,7 @@ def verl_diagnostics(desired: DesiredState, observed: ObservedState) -> list[Dia
     for _, job in sorted(desired.jobs.items()):
         cluster = observed.clusters.get(job.cluster)
         if job.workload != "command" and cluster is not None and job.state == "running":
-            found += _capacity(desired, job, cluster)
+            found += _capacity(desired, observed, job, cluster)
     for name, cluster in sorted(desired.clusters.items()):
         if name in observed.clusters:
             found += _node_expectations(desired, cluster, observed.clusters[name])
@@ -52,18 +52,19 @@ def _checkpoint_clashes(desired: DesiredState) -> list[Diagnostic]:
     return found
 
 
-def _capacity(desired: DesiredState, job: Job, cluster: ClusterState) -> list[Diagnostic]:
-    trainer, per_gpu = job.trainer or Trainer(), verl.WORKLOADS[job.workload].cpus_per_gpu
-    gpus, cpus = trainer.n_gpus_per_node, trainer.n_gpus_per_node * per_gpu
-    fitting = [n for n in cluster.nodes if n.resources.get("GPU", 0) >= gpus and n.resources.get("CPU", 0) >= cpus]
+def _capacity(desired: DesiredState, observed: ObservedState, job: Job, cluster: ClusterState) -> list[Diagnostic]:
+    """Every pool verl will build, each bundle on a node, all at once on the idle cluster."""
+    sub = resolve(desired.workspace, desired.cluster_of(job), job)
+    demand = demand_of(job, sub, observed.verl_profiles.get(job.name))
     address = Address.job(job.name)
     source = desired.source(address)
-    if len(fitting) < trainer.nnodes:
+    pools = Demand(bundles=demand.bundles, pools=demand.pools)
+    if demand.bundles and never_fits(pools, [n.resources for n in cluster.nodes]):
         return [Diagnostic(severity="error", address=address, field="trainer",
-                           message=f"{address} can never fit on cluster {cluster.name!r}: it needs {trainer.nnodes} "
-                                   f"node(s) with {gpus} GPUs and {cpus} CPUs each ({per_gpu} CPUs per GPU for "
-                                   f"{job.workload}); {len(fitting)} alive node(s) have that").located(source)]
-    driver = driver_needs(resolve(desired.workspace, desired.cluster_of(job), job))
+                           message=f"{address} can never fit on cluster {cluster.name!r}: verl asks for "
+                                   f"{describe(pools)} at once, each node's share on one node; the "
+                                   f"{len(cluster.nodes)} alive node(s) do not have that").located(source)]
+    driver = driver_needs(sub)
     if not any(all(n.resources.get(k, 0) >= v for k, v in driver.items()) for n in cluster.nodes):
         missing = unoffered(Demand(driver=driver), (k for n in cluster.nodes for k in n.resources))
         named = f": it asks for {missing}, which none offers" if missing else ""
@@ -94,17 +95,17 @@ def _offers(node: Node, resources: Mapping[str, float]) -> bool:
 
 
 def resume_diagnostics(desired: DesiredState, observed: ObservedState, changes: list[Change]) -> list[Diagnostic]:
-    """A verl run about to start (or waiting to) resumes from its checkpoint directory: only from a
-    complete checkpoint saved by as many GPUs as it has now."""
+    """A verl run about to start (or waiting to) resumes as its trainer.resume_mode says: only from a
+    complete checkpoint its verl can load on the GPUs it has now, and never silently from one another
+    spec saved (reconcile.plan.checkpoints)."""
     found = []
     for change in changes:
-        job = desired.jobs.get(change.address.removeprefix("job."))
-        if job is None or job.workload == "command" or change.action not in STARTING:
+        judged = judge(desired, observed, change) if change.action in STARTING else None
+        if judged is None:
             continue
-        trainer = job.trainer or Trainer()
-        problem = resume_problem(job.name, trainer.nnodes * trainer.n_gpus_per_node, observed.checkpoints.get(job.name))
-        if problem:
-            found.append(Diagnostic(severity="error", address=change.address, field="trainer.checkpoint_dir",
-                                    message=problem).located(desired.source(change.address)))
+        source = desired.source(change.address)
+        found += [Diagnostic(severity=severity, address=change.address, field="trainer.checkpoint_dir",
+                             message=message).located(source)
+                  for severity, messages in (("error", judged.errors), ("warning", judged.warnings))
+                  for message in messages]
     return found
-

@@ -1,0 +1,127 @@
+"""Which module runs a verl job and which Hydra config it composes, found in the snapshot itself.
+
+The module's own `@hydra.main(config_path=..., config_name=...)` names its config when the spec does
+not (a recipe's main_dapo.py names recipe/dapo/config/dapo_trainer.yaml); it is read with `ast`, never
+imported. A config's `hydra.searchpath` (recipes reach verl's configs through `file://verl/trainer/config`)
+is followed only into folders of the snapshot: `pkg://` would import an installed package to find it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from specs import verl
+from specs.models import Job
+
+MAX_MODULE_BYTES = 1_000_000
+VERL_CONFIG_PACKAGE = "pkg://verl.trainer.config"
+
+
+@dataclass(frozen=True)
+class ResolvedEntry:
+    module: str
+    config_dir: str
+    """Relative to the snapshot."""
+    config_name: str
+    searchpath: list[str] = field(default_factory=list)
+    """`hydra.searchpath=[...]` as an override with absolute folders inside the snapshot, or nothing."""
+
+
+@dataclass(frozen=True)
+class EntryProblem:
+    field: str
+    message: str
+
+
+def resolve_entry(code: Path, job: Job) -> ResolvedEntry | EntryProblem:
+    point = verl.entry_point(job)
+    module_file = code / verl.module_path(point.module)
+    if not module_file.is_file():
+        return EntryProblem("entry" if job.entry else "workload", _missing_module(job, point.module))
+    config_dir, config_name = point.config_dir, point.config_name
+    if job.entry is not None and job.entry.module and not (job.entry.config_dir and job.entry.config_name):
+        declared = _declared_config(module_file, point.module)
+        config_dir = job.entry.config_dir or declared[0] or config_dir
+        config_name = job.entry.config_name or declared[1] or config_name
+    primary = code / config_dir / f"{config_name}.yaml"
+    if not primary.is_file():
+        return EntryProblem("entry", f"config {config_dir}/{config_name}.yaml is not in code.{job.code}: name the "
+                                     "config the script uses in `entry: {config_dir, config_name}`")
+    searchpath = _searchpath(code, primary)
+    if isinstance(searchpath, EntryProblem):
+        return searchpath
+    return ResolvedEntry(point.module, config_dir, config_name, searchpath)
+
+
+def _missing_module(job: Job, module: str) -> str:
+    text = f"entry module {module} is not in code.{job.code} (no {verl.module_path(module)})"
+    if module == "verl.trainer.fsdp_sft_trainer":
+        return text + ": verl 0.8 replaced it with verl.trainer.sft_trainer; write `entry: {launcher: torchrun}`"
+    if job.entry is None:
+        return text + ": an older verl? pick a snapshot that has it"
+    return text + ": check `entry.module` against the snapshot"
+
+
+def _declared_config(module_file: Path, module: str) -> tuple[str | None, str | None]:
+    """(config_dir relative to the snapshot, config_name) from the module's @hydra.main, where literal."""
+    if module_file.stat().st_size > MAX_MODULE_BYTES:
+        return None, None
+    try:
+        tree = ast.parse(module_file.read_bytes())
+    except (SyntaxError, ValueError):
+        return None, None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _is_hydra_main(node.func):
+            words = {k.arg: k.value.value for k in node.keywords
+                     if isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)}
+            package = "/".join(module.split(".")[:-1])
+            path = words.get("config_path")
+            relative = None if path is None or path.startswith("/") or ".." in path else f"{package}/{path}".strip("/")
+            return relative, words.get("config_name")
+    return None, None
+
+
+def _is_hydra_main(func: ast.expr) -> bool:
+    return (isinstance(func, ast.Attribute) and func.attr == "main" and isinstance(func.value, ast.Name)
+            and func.value.id == "hydra")
+
+
+def _searchpath(code: Path, primary: Path) -> list[str] | EntryProblem:
+    try:
+        data = yaml.safe_load(primary.read_text())  # Hydra reads the same file with the same loader
+    except Exception as err:  # noqa: BLE001 - any YAML it cannot read is the config's problem, for people
+        return EntryProblem("entry", f"{primary.relative_to(code)} cannot be read as YAML ({err})")
+    hydra = data.get("hydra") if isinstance(data, dict) else None
+    paths = hydra.get("searchpath") if isinstance(hydra, dict) else None
+    if paths is None:
+        return []
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        return EntryProblem("entry", f"{primary.relative_to(code)}: hydra.searchpath is not a list of paths")
+    folders = []
+    for path in paths:
+        folder = _inside(code, path)
+        if folder is None:
+            return EntryProblem("entry", f"{primary.relative_to(code)}: hydra.searchpath {path!r} leads outside the "
+                                         "snapshot or to a Python package: argus composes only configs in the snapshot "
+                                         "(file://<folder of the snapshot>, or pkg://verl.trainer.config)")
+        folders.append(f"file://{folder}")
+    return [f"hydra.searchpath=[{','.join(folders)}]"]
+
+
+def _inside(code: Path, path: str) -> Path | None:
+    """The snapshot's folder a searchpath entry names (relative to the run's working directory, the
+    snapshot), or None when it leads elsewhere."""
+    if path.rstrip("/") == VERL_CONFIG_PACKAGE:
+        relative = verl.CONFIG_DIR
+    elif path.startswith("file://") and not path.startswith("file:///"):
+        relative = path.removeprefix("file://")
+    else:
+        return None
+    folder = (code / relative).resolve()
+    if not folder.is_dir() or not folder.is_relative_to(code.resolve()):
+        return None
+    return folder

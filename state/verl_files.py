@@ -1,0 +1,70 @@
+"""Files a verl job's composed config names, checked where the run will look for them.
+
+verl opens them only once its workers are up (datasets in the trainer, the reward function in the
+reward workers, tool and agent-loop configs in the rollout workers): a missing one costs the GPU minutes
+spent getting there. Paths are read from the composed config, so an override that names one is checked
+like a typed field. A relative path is the run's: verl resolves it against the working directory,
+the code snapshot.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from specs.models import Job
+from state.verl_rules import A, get
+
+DATA_KEYS = ("data.train_files", "data.val_files")
+DATA_SUFFIXES = (".parquet", ".json", ".jsonl")
+"""What verl's RLHFDataset and SFT datasets read (rl_dataset.py): anything else is 'Unsupported file format'."""
+CODE_FILE_KEYS = ("reward.custom_reward_function.path", "custom_reward_function.path", "data.custom_cls.path",
+                  "reward.reward_manager.module.path", f"{A}.rollout.multi_turn.tool_config_path",
+                  f"{A}.rollout.agent.agent_loop_config_path")
+REMOTE = ("hdfs://", "pkg://", "s3://", "gs://")
+
+Finding = tuple[tuple[str, ...], str, str]
+"""(keys, message, severity)."""
+
+
+def missing_files(job: Job, config: dict[str, Any], shared_root: str, code: Path) -> list[Finding]:
+    found = []
+    for key in DATA_KEYS:
+        found += _data_files(key, get(config, key))
+    for key in CODE_FILE_KEYS:
+        value = get(config, key)
+        if isinstance(value, str) and value and not value.startswith(REMOTE):
+            path = _where(value.removeprefix("file://"), code)
+            if not path.is_file():
+                found.append(((key,), f"{key} names {value}, which does not exist where the run looks for it "
+                                      f"({path}): verl fails on it once the GPUs are held", "error"))
+    model_key = "model.path" if job.workload == "sft" else f"{A}.model.path"
+    model = get(config, model_key) or get(config, "model.partial_pretrain")
+    if isinstance(model, str):
+        found += _model(model_key, model, shared_root)
+    return found
+
+
+def _data_files(key: str, value: Any) -> list[Finding]:
+    found = []
+    for path in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
+        if not isinstance(path, str) or path.startswith(REMOTE):
+            continue
+        if not path.endswith(DATA_SUFFIXES):
+            found.append(((key,), f"{path}: verl reads {', '.join(DATA_SUFFIXES)} files only", "error"))
+        elif not Path(path).exists():
+            found.append(((key,), f"{path} does not exist on the shared filesystem", "error"))
+    return found
+
+
+def _model(key: str, model: str, root: str) -> list[Finding]:
+    if model.startswith("/"):
+        return [] if Path(model).exists() else [((key,), f"model path {model} does not exist", "error")]
+    if model.startswith(REMOTE) or (Path(root) / "hf" / "hub" / f"models--{model.replace('/', '--')}").is_dir():
+        return []
+    return [((key,), f"{model} is only a hub id and is not cached under {root}/hf: the cluster has no internet; "
+                     f"download it there first (HF_HOME={root}/hf)", "warning")]
+
+
+def _where(path: str, code: Path) -> Path:
+    return Path(path) if path.startswith("/") else code / path
