@@ -226,6 +226,21 @@ class FieldChange(Frozen):
     after: Any = None
 
 
+class VerlNote(Frozen):
+    """How the snapshot's verl will run a job that starts (or waits to), as the plan shows it. Display only."""
+
+    version: str | None
+    """The snapshot's verl version; None when it has no version file."""
+    checked: str
+    """Which of argus's verl knowledge it was checked with, in words."""
+    entry: str
+    """The module and the config it composes: "verl.trainer.main_ppo, config ppo_megatron_trainer"."""
+    pools: str
+    """Every resource pool verl will place, with its shape."""
+    resume: str | None = None
+    """Whether the run starts fresh or resumes, and from what."""
+
+
 class Change(Frozen):
     """What the plan does to one address, and the steps that do it."""
 
@@ -241,6 +256,8 @@ class Change(Frozen):
     steps: tuple[Step, ...] = ()
     queue: QueueInfo | None = None
     """For a job with a demand that wants to start: admitted now, or its place in the queue."""
+    verl: VerlNote | None = None
+    """For a verl job that starts or waits: its verl version, entry, pools and resume, for people."""
 
 
 class QueueInfo(Frozen):

@@ -52,6 +52,24 @@ def test_every_example_job_composes_against_real_verl(h20: Path, argus):
     assert "Deep: 4 verl job(s) compose against their code." in result.out
 
 
+def test_a_command_job_on_a_verl_jobs_snapshot_is_not_checked_as_verl(h20: Path, argus):
+    """It runs its own entrypoint from the snapshot: no verl entry module or config of its own to check."""
+    with (h20 / "jobs.yaml").open("a") as jobs:
+        jobs.write("---\nkind: Job\nname: prepare-gsm8k\ncluster: h20\ncode: verl-v091\nworkload: command\n"
+                   "entrypoint: [python3, examples/data_preprocess/gsm8k.py]\n")
+    result = argus("validate", "--deep", h20)
+    assert result.code == 0, result.out + result.err
+    assert "Valid: workspace 'llm-rl', 1 cluster(s), 2 code snapshot(s), 5 job(s)." in result.out
+    assert "Deep: 4 verl job(s) compose against their code." in result.out
+
+    edit(h20 / "jobs.yaml", "  - data.train_batch_size=256", "  - trainer.nnodez=2")
+    result = argus("validate", "--deep", "--json", h20)
+    assert result.code == 1, result.out + result.err
+    [error] = [d for d in json.loads(result.out)["diagnostics"] if d["severity"] == "error"]
+    assert (error["file"], error["line"], error["field"]) == ("jobs.yaml", 15, "overrides.1"), error
+    assert "no key 'trainer.nnodez'" in error["message"] and "did you mean trainer.nnodes?" in error["message"]
+
+
 def test_the_failure_advice_names_only_keys_verl_0_9_1_has(verl_repo: Path):
     """The config keys the advice tells people to change exist in the verl the examples pin."""
     config = YAML(typ="safe").load(verl_repo / "verl" / "trainer" / "config" / "_generated_ppo_trainer.yaml")
@@ -66,7 +84,8 @@ def test_a_typo_in_an_override_fails_at_its_line(h20: Path, argus):
     edit(h20 / "jobs.yaml", "  - data.train_batch_size=256", "  - trainer.nnodez=2")
     result = argus("validate", "--deep", h20)
     assert result.code == 1
-    assert "jobs.yaml:15: Hydra rejects the job's config: Could not override 'trainer.nnodez'" in result.out
+    assert "jobs.yaml:15: no key 'trainer.nnodez' in config ppo_trainer; did you mean trainer.nnodes?" in result.out
+    assert "+trainer.nnodez" not in result.out.replace("`+trainer.nnodez=...` adds", "")  # no "append it" advice
 
 
 def test_an_override_of_a_typed_field_names_the_field(h20: Path, argus):
@@ -82,7 +101,8 @@ def test_a_missing_entry_module_is_reported(h20: Path, argus):
          "name: sft-gsm8k\ncluster: h20\ncode: verl-v050")
     result = argus("validate", "--deep", h20)
     assert result.code == 1
-    assert "jobs.yaml:37: entry module verl.trainer.sft_trainer_ray is not in code.verl-v050" in result.out
+    assert "jobs.yaml:43: entry module verl.trainer.sft_trainer_ray is not in code.verl-v050 " \
+           "(no verl/trainer/sft_trainer_ray.py)" in result.out
 
 
 def test_the_entrypoint_reaches_verl_as_exactly_the_argv_intended(h20: Path, tmp_path: Path):
@@ -142,7 +162,14 @@ def gpu_workspace(tmp_path: Path, verl_repo: Path, address: str):
     return ws
 
 
-def verl_job(ws, name: str, trainer: str, model: str = "${shared_root}/models/qwen", extra: str = "") -> None:
+RUNNABLE = ("overrides: [actor_rollout_ref.rollout.name=vllm, actor_rollout_ref.rollout.tensor_model_parallel_size=1,\n"
+            "  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2, data.train_batch_size=8,\n"
+            "  actor_rollout_ref.actor.ppo_mini_batch_size=4,\n"
+            "  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2, critic.ppo_micro_batch_size_per_gpu=2]\n")
+"""What verl 0.9.1's own checks need of a PPO job beside its typed fields (a rollout engine, micro batches)."""
+
+
+def verl_job(ws, name: str, trainer: str, model: str = "${shared_root}/models/qwen", extra: str = RUNNABLE) -> None:
     ws.write(f"jobs/{name}.yaml", f"""kind: Job
 name: {name}
 cluster: local
@@ -160,7 +187,7 @@ def test_plan_checks_files_capacity_and_checkpoints_on_a_cluster_with_gpus(tmp_p
     ws = gpu_workspace(tmp_path, verl_repo, gpu_cluster.address)
     verl_job(ws, "fits", "{nnodes: 1, n_gpus_per_node: 2}")
     verl_job(ws, "too-big", "{nnodes: 2, n_gpus_per_node: 2}")
-    verl_job(ws, "too-few-cpus", "{nnodes: 1, n_gpus_per_node: 2}", extra="overrides: []\n")
+    verl_job(ws, "too-few-cpus", "{nnodes: 1, n_gpus_per_node: 2}", extra="")
     verl_job(ws, "no-data", "{nnodes: 1, n_gpus_per_node: 1}", model="Qwen/Qwen2.5-0.5B-Instruct")
     edit(ws.root / "jobs/no-data.yaml", "datasets/gsm8k/train.parquet", "datasets/missing.parquet")
     verl_job(ws, "clash", "{nnodes: 1, n_gpus_per_node: 1, "
@@ -169,9 +196,9 @@ def test_plan_checks_files_capacity_and_checkpoints_on_a_cluster_with_gpus(tmp_p
 
     plan = argus("plan", ws.root)
     assert plan.code == 1, plan.out
-    assert "Error: jobs/too-big.yaml:10: job.too-big can never fit on cluster 'local': it needs 2 node(s) " \
-           "with 2 GPUs and 6 CPUs each" in plan.out
-    assert "Error: jobs/too-few-cpus.yaml:10: job.too-few-cpus can never fit" in plan.out and "20 CPUs" in plan.out
+    assert "Error: jobs/too-big.yaml:10: job.too-big can never fit on cluster 'local': verl asks for " \
+           "2 node(s) x (2 GPU, 6 CPU) at once" in plan.out
+    assert "Error: jobs/too-few-cpus.yaml:10: job.too-few-cpus can never fit" in plan.out and "20 CPU" in plan.out
     assert "Error: jobs/no-data.yaml:8: " in plan.out and "missing.parquet does not exist" in plan.out
     assert "Warning: jobs/no-data.yaml:6: Qwen/Qwen2.5-0.5B-Instruct is only a hub id" in plan.out
     assert "Error: jobs/fits.yaml:10: job.fits writes checkpoints to ${shared_root}/outputs/checkpoints/fits/run-1, " \
@@ -191,30 +218,44 @@ def test_hydra_settings_and_search_paths_are_never_composed(h20: Path, argus):
 
 
 def test_a_second_check_does_not_compose_again(h20: Path, argus, monkeypatch: pytest.MonkeyPatch):
-    from state import verl_checks
+    from state import verl_compose
 
     assert argus("validate", "--deep", h20).code == 0
 
     def must_not_compose(*_args):
         raise AssertionError("composed again despite the cache")
 
-    monkeypatch.setattr(verl_checks, "_compose_error", must_not_compose)
+    monkeypatch.setattr(verl_compose, "_compose", must_not_compose)
     again = argus("validate", "--deep", h20)
     assert again.code == 0, again.out + again.err
 
 
-def test_a_snapshot_whose_config_extends_the_search_path_is_not_composed(h20: Path, tmp_path: Path, capsys):
-    from specs.loader import load_workspace
-    from state import verl_checks
+@pytest.mark.parametrize("path", ["pkg://this", "file:///etc", "file://../outside", "file://verl/../..",
+                                  "file://missing"])
+def test_a_search_path_leading_outside_the_snapshot_is_not_composed(tmp_path: Path, path: str, capsys):
+    """pkg:// imports an installed package to find configs; file:// outside the snapshot reads anything."""
+    from state.verl_entry import EntryProblem, _searchpath
 
-    desired = load_workspace(h20)
-    config = tmp_path / "config"
-    config.mkdir()
-    (config / "ppo_trainer.yaml").write_text("hydra:\n  searchpath: [pkg://this]\n")
-    job = next(j for j in desired.jobs.values() if j.workload == "ppo")
-    found = verl_checks.compose(config, job, desired, str(tmp_path / "cache"), "d" * 64)
-    assert found is not None and found.severity == "error" and "hydra.searchpath" in found.message
+    code = tmp_path / "code"
+    primary = code / "recipe" / "config" / "trainer.yaml"
+    primary.parent.mkdir(parents=True)
+    (code / "verl" / "trainer" / "config").mkdir(parents=True)
+    primary.write_text(f"hydra:\n  searchpath: [{path}]\n")
+    found = _searchpath(code, primary)
+    assert isinstance(found, EntryProblem) and "hydra.searchpath" in found.message and path in found.message
     assert "The Zen of Python" not in capsys.readouterr().out  # `import this` never ran
+
+
+def test_a_recipes_search_path_is_pinned_to_the_snapshots_folders(tmp_path: Path):
+    from state.verl_entry import _searchpath
+
+    code = tmp_path / "code"
+    primary = code / "recipe" / "config" / "trainer.yaml"
+    primary.parent.mkdir(parents=True)
+    (code / "verl" / "trainer" / "config").mkdir(parents=True)
+    primary.write_text("hydra:\n  searchpath: [file://verl/trainer/config, pkg://verl.trainer.config]\n")
+    folder = (code / "verl" / "trainer" / "config").resolve()
+    assert _searchpath(code, primary) == [f"hydra.searchpath=[file://{folder},file://{folder}]"]
 
 
 def _dotted(tree: dict, prefix: str = "") -> list[str]:

@@ -15,7 +15,7 @@ from reconcile.plan.diff import field_diff
 from reconcile.plan.queue import plan_admission
 from reconcile.plan.runs import is_active, newest, ownership_diagnostics, runs_by_job, unmanaged
 from reconcile.plan.unreachable import blocked_elsewhere, not_planned, unreachable_clusters, unseen_clusters
-from reconcile.plan.verl import resume_diagnostics, verl_diagnostics
+from reconcile.plan.verl import resume_diagnostics, verl_diagnostics, with_verl_notes
 from specs.address import WORKSPACE, Address, Kind
 from specs.desired import DesiredState, Source
 from specs.diagnostics import Diagnostic
@@ -39,6 +39,7 @@ def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | 
     flagged = {d.address for d in diagnostics if d.severity == "error"}
     changes, admission = plan_admission(desired, observed, changes, flagged, runs)
     diagnostics += admission + resume_diagnostics(desired, observed, changes)
+    changes = with_verl_notes(desired, observed, changes)
     prune_changes, prune_diagnostics = plan_prune(desired, observed, runs, options.prune)
     changes += prune_changes
     diagnostics += prune_diagnostics + _empty_guard(desired, changes, options)

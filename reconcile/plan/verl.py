@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reconcile.model import Action, Change
+from reconcile.model import Action, Change, VerlNote
 from reconcile.plan.admission import Demand, never_fits
 from reconcile.plan.checkpoints import judge
 from reconcile.plan.demand import demand_of, describe, unoffered
@@ -109,3 +109,24 @@ def resume_diagnostics(desired: DesiredState, observed: ObservedState, changes: 
                   for severity, messages in (("error", judged.errors), ("warning", judged.warnings))
                   for message in messages]
     return found
+
+
+def with_verl_notes(desired: DesiredState, observed: ObservedState, changes: list[Change]) -> list[Change]:
+    """Each verl job about to start (or wait) says what its snapshot's verl will do: people review that."""
+    return [_noted(desired, observed, change) for change in changes]
+
+
+def _noted(desired: DesiredState, observed: ObservedState, change: Change) -> Change:
+    job = desired.jobs.get(change.address.removeprefix("job."))
+    profile = observed.verl_profiles.get(job.name) if job is not None else None
+    if job is None or profile is None or change.action not in STARTING:
+        return change
+    sub = resolve(desired.workspace, desired.cluster_of(job), job)
+    demand = demand_of(job, sub, profile)
+    pools = describe(Demand(bundles=demand.bundles, spread=demand.spread, pools=demand.pools)) if demand.bundles \
+        else f"none: the trainer runs in the driver ({describe(Demand(driver=demand.driver))})"
+    checked = f"argus's verl {profile.knowledge} rules" if profile.knowledge else \
+        "outside argus's verl knowledge (composed only)"
+    note = VerlNote(version=profile.version, checked=checked, entry=f"{profile.module}, config {profile.config_name}",
+                    pools=pools, resume=None)
+    return change.model_copy(update={"verl": note})

@@ -119,8 +119,11 @@ def _unmanaged_summary(plan: Plan) -> list[str]:
 
 
 def shows_submission(change: Change) -> bool:
-    """A new job's submit: with no previous run to diff against, the views show what it runs."""
-    return change.action is Action.SUBMIT and change.before is None and bool(change.after)
+    """A new job's submit: with no previous run to diff against, the views show what it runs. A new
+    job that must wait in the queue too: the apply that queues it is its only review, as `argus serve`
+    submits it later without another plan."""
+    wanted = change.queue.wanted if change.action is Action.QUEUE and change.queue else change.action
+    return wanted is Action.SUBMIT and change.before is None and bool(change.after)
 
 
 def sync_of(change: Change, desired_jobs: set[str], unseen: Unseen | None = None) -> str:
@@ -184,6 +187,7 @@ def _change_lines(change: Change, colour: bool) -> list[str]:
     lines = [f"{head}  ({change.action.value}: {change.reason})"]
     if change.queue is not None:
         lines.append(f"      demand: {change.queue.demand} (priority {change.queue.priority})")
+    lines += [f"      {line}" for line in verl_lines(change)]
     for d in change.diff:
         lines.extend(_field_lines(d, colour))
     if shows_submission(change):
@@ -191,6 +195,15 @@ def _change_lines(change: Change, colour: bool) -> list[str]:
     lines.extend(f"      step: {step.describe()}" for step in change.steps)
     lines.append("")
     return lines
+
+
+def verl_lines(change: Change) -> list[str]:
+    """What the snapshot's verl will do with a job that starts: the same lines in every view."""
+    note = change.verl
+    if note is None:
+        return []
+    lines = [f"verl:   {note.version or 'version unknown'} ({note.checked}); {note.entry}", f"pools:  {note.pools}"]
+    return lines + ([f"resume: {note.resume}"] if note.resume else [])
 
 
 def _field_lines(d: FieldChange, colour: bool) -> list[str]:

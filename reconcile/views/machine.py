@@ -12,7 +12,7 @@ from typing import Any
 
 from reconcile.model import Action, Change, FieldChange, Plan
 from reconcile.views.argv import argv_lines, field_argv_diff
-from reconcile.views.human import Unseen, failed_run, health_of, shows_submission, summary, sync_of
+from reconcile.views.human import Unseen, failed_run, health_of, shows_submission, summary, sync_of, verl_lines
 
 JSON_FORMAT_VERSION = 1
 MARKDOWN_LIMIT = 60_000
@@ -72,6 +72,7 @@ def _detail_lines(plan: Plan) -> list[str]:
     lines: list[str] = []
     for change in plan.actionable:
         lines.append(f"{_diff_marker(change)} {change.address}  ({change.action.value}: {change.reason})")
+        lines += [f"    {line}" for line in verl_lines(change)]
         lines += [line for d in change.diff for line in _field_lines(d)]
         if shows_submission(change):
             lines += ["    entrypoint:", *(f"        {line}" for line in argv_lines(change.after["entrypoint"]))]
