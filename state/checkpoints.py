@@ -1,45 +1,40 @@
-"""The latest checkpoint of a verl run, read by file names from a directory every Ray job can write.
+"""The checkpoint a verl run would resume from, read by file names from a directory every Ray job can write.
 
-verl's layout (checked on verl 0.3 to 0.8.0.dev: verl/trainer/ppo/ray_trainer.py, verl/utils/checkpoint/):
-    <trainer.default_local_dir>/latest_checkpointed_iteration.txt   str(step), written once the step is whole
-    <trainer.default_local_dir>/global_step_<N>/actor/               critic/ beside it when PPO uses a critic
-        {model,optim,extra_state}_world_size_<W>_rank_<R>.pt         FSDP: each rank loads the file of its own W
-        huggingface/  fsdp_config.json  lora_adapter/                not read on resume
-        dist_ckpt/metadata.json                                      Megatron: resharded on load, no W in names
-    <trainer.default_local_dir>/global_step_<N>/data.pt              dataloader; verl resumes without it
-SFT's trainer (sft_trainer_ray) puts the shards straight into global_step_<N>/, with data_<dp rank>.pt.
+verl's layouts, checked on the 0.8.0, 0.9.0 and 0.9.1 wheels, are in specs/checkpoint_state.py and
+docs/checkpoints.md. A Megatron dist_ckpt tree is finalized once megatron-core wrote metadata.json (Megatron-FSDP:
+torch's .metadata, and no common.pt); megatron-core reshards it on load, so no file name binds a world size.
 
 Nothing here follows a symlink (every open is O_NOFOLLOW, relative to a directory descriptor), reads a
-shard's bytes, reads more than a few bytes of the tracker or lists more than MAX_ENTRIES names: whatever
-the directory holds becomes a `problem` for people, never an exception.
+shard's bytes, reads more than a few KiB of any file or lists more than MAX_ENTRIES names: whatever the
+directory holds becomes a `problem` for people, never an exception.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import re
 import stat
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from specs.checkpoint_state import TRACKER, CheckpointState, step_folder
+from specs import checkpoint_state as ckpt
+from specs.checkpoint_state import TRACKER, CheckpointState, Layout, step_folder
 
 TRACKER_LIMIT = 64
 """verl writes str(step): anything longer is not its tracker."""
+MANIFEST_LIMIT = 64 * 1024
+"""verl's ckpt_contents.json is about 2 KiB."""
 MAX_ENTRIES = 100_000
 """Names listed per folder at most: one rank writes three shards, so this covers 33k GPUs."""
+MAX_EARLIER = 5
+"""Earlier steps judged, newest first, when looking for the one to fall back to."""
+MAX_WORLD = 2**20
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-ROLES = ("actor", "critic")
-"""Sub-folders of a step that verl's PPO trainer saves into and loads from."""
-KINDS = ("model", "optim", "extra_state")
-SHARD = re.compile(r"(model|optim|extra_state)_world_size_([1-9][0-9]{0,5})_rank_(0|[1-9][0-9]{0,5})\.pt")
-"""verl formats W and R with str(int): a leading zero or a sign names a file verl never opens."""
 STEP = re.compile(rb"[ \t\r\n]*([0-9]{1,18})[ \t\r\n]*")
-MEGATRON = "dist_ckpt"
-MEGATRON_DONE = "metadata.json"
-"""megatron-core's dist_checkpointing writes it on rank 0 after every shard is saved."""
 
 
 class _Unusable(Exception):
@@ -47,8 +42,8 @@ class _Unusable(Exception):
 
 
 def inspect_checkpoint(directory: Path) -> CheckpointState | None:
-    """The latest checkpoint in a verl run's trainer.default_local_dir; None when there is none, as for
-    verl (no directory or no tracker: it trains from step 0)."""
+    """The step a verl run resumes from in `auto` mode: the tracker's, in trainer.default_local_dir.
+    None when there is none, as for verl (no directory or no tracker: it trains from step 0)."""
     try:
         root = os.open(directory, DIRECTORY)
     except FileNotFoundError:
@@ -61,77 +56,125 @@ def inspect_checkpoint(directory: Path) -> CheckpointState | None:
         os.close(root)
 
 
+def inspect_step(path: Path) -> CheckpointState:
+    """The step folder trainer.resume_from_path names: verl loads it whatever the tracker says."""
+    match = ckpt.STEP_DIR.fullmatch(path.name)
+    if not path.is_absolute() or match is None:
+        why = "is not an absolute path" if match else "does not name a global_step_<N> folder"
+        return _unusable(None, f"{path} {why}", path=str(path))
+    try:
+        parent = os.open(path.parent, DIRECTORY)
+    except (OSError, ValueError) as err:
+        return _unusable(None, _open_problem(str(path.parent), err), path=str(path))
+    try:
+        return _judged(parent, int(match.group(1))).model_copy(update={"path": str(path)})
+    finally:
+        os.close(parent)
+
+
 def _inspect(root: int) -> CheckpointState | None:
     try:
-        text = _read_tracker(root)
+        text = _read_small(root, TRACKER, TRACKER, TRACKER_LIMIT)
     except _Unusable as err:
-        return _unusable(None, str(err))
+        return _fallback(root, _unusable(None, str(err)))
     if text is None:
         return None
     match = STEP.fullmatch(text)
     if match is None:
-        return _unusable(None, f"{TRACKER} does not hold a step number ({text[:32]!r})")
-    step = int(match.group(1))
+        return _fallback(root, _unusable(None, f"{TRACKER} does not hold a step number ({text[:32]!r})"))
+    return _judged(root, int(match.group(1)))
+
+
+def _judged(root: int, step: int, fallback: bool = True) -> CheckpointState:
     try:
-        world_size = _judge_step(root, step_folder(step))
+        layout, world_size, roles = _judge_step(root, step_folder(step))
     except _Unusable as err:
-        return _unusable(step, str(err))
-    return CheckpointState(step=step, world_size=world_size, complete=True)
+        state = _unusable(step, str(err))
+        return _fallback(root, state) if fallback else state
+    return CheckpointState(step=step, world_size=world_size, complete=True, layout=layout, roles=roles)
 
 
-def _unusable(step: int | None, problem: str) -> CheckpointState:
-    return CheckpointState(step=step, world_size=None, complete=False, problem=problem)
+def _unusable(step: int | None, problem: str, path: str | None = None) -> CheckpointState:
+    return CheckpointState(step=step, world_size=None, complete=False, problem=problem, path=path)
 
 
-def _read_tracker(root: int) -> bytes | None:
-    """The tracker's bytes; None when it does not exist. O_NONBLOCK: a planted FIFO cannot hang us."""
+def _fallback(root: int, state: CheckpointState) -> CheckpointState:
+    """An unusable step, with the newest earlier one that is complete: the advice names a folder that exists."""
+    try:
+        names = _list(root, "the checkpoint directory")
+    except _Unusable as err:  # no earlier step can be named
+        return state.model_copy(update={"problem": f"{state.problem}; {err}"})
+    found = (ckpt.STEP_DIR.fullmatch(name) for name, kind in names.items() if kind == "dir")
+    steps = sorted((int(m.group(1)) for m in found if m), reverse=True)
+    earlier = [s for s in steps if state.step is None or s < state.step]
+    checked = earlier[:MAX_EARLIER]
+    previous = next((s for s in checked if _judged(root, s, fallback=False).complete), None)
+    return state.model_copy(update={"previous": previous, "earlier": len(earlier), "checked": len(checked)})
+
+
+def _read_small(parent: int, name: str, label: str, limit: int) -> bytes | None:
+    """A small file's bytes; None when it does not exist. O_NONBLOCK: a planted FIFO cannot hang us."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
-        fd = os.open(TRACKER, flags, dir_fd=root)
+        fd = os.open(name, flags, dir_fd=parent)
     except FileNotFoundError:
         return None
     except OSError as err:
-        raise _Unusable(_open_problem(TRACKER, err, root)) from err
+        raise _Unusable(_open_problem(label, err, parent, name)) from err
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _Unusable(f"{TRACKER} is not a regular file")
-        data = os.read(fd, TRACKER_LIMIT + 1)
+            raise _Unusable(f"{label} is not a regular file")
+        data = os.read(fd, limit + 1)
     except OSError as err:
-        raise _Unusable(f"{TRACKER} cannot be read ({_why(err)})") from err
+        raise _Unusable(f"{label} cannot be read ({_why(err)})") from err
     finally:
         os.close(fd)
-    if len(data) > TRACKER_LIMIT:
-        raise _Unusable(f"{TRACKER} is larger than {TRACKER_LIMIT} bytes")
+    if len(data) > limit:
+        raise _Unusable(f"{label} is larger than {limit} bytes")
     return data
 
 
-def _judge_step(root: int, name: str) -> int | None:
-    """The world size every shard folder of the step was saved with (None: Megatron only)."""
+def _judge_step(root: int, name: str) -> tuple[Layout, int | None, tuple[str, ...]]:
+    """How the step was saved, once every role folder verl loads from it is whole."""
     with contextlib.ExitStack() as stack:
-        step = stack.enter_context(_Folder.open(root, name, f"{name}/"))
-        if not step.has_shards() and "actor" not in step.entries:
+        step = stack.enter_context(_opened(root, name, f"{name}/"))
+        if "actor" not in step.entries and not step.holds_engine_files():
             raise _Unusable(f"{name}/ holds neither an actor/ folder nor model shards")
-        groups = [step] if step.has_shards() else []  # SFT's trainer saves into the step folder itself
-        groups += [stack.enter_context(step.child(role)) for role in ROLES if role in step.entries]
-        sizes = {group.label: _judge_group(group) for group in groups}
-    bound = {label: size for label, size in sizes.items() if size is not None}
+        # SFT's trainer saves into the step folder itself
+        roles = tuple(role for role in ckpt.ROLES if role in step.entries) if "actor" in step.entries else ()
+        groups = [stack.enter_context(step.child(role)) for role in roles] or [step]
+        judged = {group.label: _judge_group(group) for group in groups}
+    bound = {label: size for label, (layout, size) in judged.items() if layout == "fsdp"}
     if len(set(bound.values())) > 1:
         saved = ", ".join(f"{label} by {size} GPUs" for label, size in bound.items())
         raise _Unusable(f"its shard folders were saved by different world sizes ({saved})")
-    return next(iter(bound.values()), None)
+    layout, size = next(iter(judged.values()))
+    return layout, size, roles
 
 
-def _judge_group(group: _Folder) -> int | None:
-    """W of a folder whose every rank has its shards; None for a finished Megatron checkpoint."""
+def _judge_group(group: _Folder) -> tuple[Layout, int | None]:
+    """The layout of a folder verl's engine saved into, and the GPUs that saved it (None: unknown)."""
+    if group.has_shards():
+        return "fsdp", _judge_fsdp(group)
+    if any(tree in group.entries for tree in ckpt.TREES):
+        return "megatron", _judge_split(group)
+    if ckpt.MEGATRON in group.entries:
+        _judge_tree(group, ckpt.MEGATRON)
+        return "megatron_legacy", None
+    raise _Unusable(f"{group.label} holds no model shards")
+
+
+def _judge_fsdp(group: _Folder) -> int:
+    """W of a folder whose every rank has its shards."""
     shards = group.shards()
     if not shards["model"]:
-        return _judge_megatron(group)
+        raise _Unusable(f"{group.label} holds no model shards")
     if len(shards["model"]) > 1:
         raise _Unusable(f"{group.label} holds model shards of several world sizes ({sorted(shards['model'])})")
     world_size, ranks = next(iter(shards["model"].items()))
     # verl loads the kinds it saved (load_contents follows save_contents, default all three): a kind
     # some rank saved must be there for every rank.
-    for kind in KINDS:
+    for kind in ckpt.KINDS:
         present = ranks if kind == "model" else shards[kind].get(world_size)
         if present is not None and len(present) < world_size:
             missing = next(rank for rank in range(world_size) if rank not in present)
@@ -142,48 +185,85 @@ def _judge_group(group: _Folder) -> int | None:
     return world_size
 
 
-def _judge_megatron(group: _Folder) -> None:
-    if MEGATRON not in group.entries:
-        raise _Unusable(f"{group.label} holds no model shards")
-    with group.child(MEGATRON) as dist:
-        if dist.entries.get(MEGATRON_DONE) != "file":
-            raise _Unusable(f"{dist.label} has no {MEGATRON_DONE}: Megatron did not finish saving it")
-    return None
+def _judge_split(group: _Folder) -> int | None:
+    """verl 0.9 writes ckpt_contents.json through a .tmp after every tree: a leftover .tmp, or no manifest,
+    is a save that did not finish, unless verl's migration script made the layout (it keeps dist_ckpt/)."""
+    if ckpt.MANIFEST_TMP in group.entries:
+        raise _Unusable(f"{group.label}{ckpt.MANIFEST_TMP} is left over: Megatron did not finish saving it")
+    for tree in ckpt.TREES:
+        if tree in group.entries:
+            with group.child(tree) as part:
+                _judge_tree(part, ckpt.MEGATRON)
+    if ckpt.MANIFEST in group.entries:
+        return _manifest_world_size(group)
+    if ckpt.MEGATRON in group.entries:
+        return None  # migrated in place (scripts/migrate_megatron_checkpoint_layout.py): no manifest there
+    raise _Unusable(f"{group.label} has no {ckpt.MANIFEST}, which verl writes once every tree is saved: Megatron "
+                    f"did not finish saving it")
 
 
-@dataclass
+def _judge_tree(parent: _Folder, name: str) -> None:
+    """An absent or empty dist_ckpt/ was not saved; a non-empty one must be finalized."""
+    if name not in parent.entries:
+        return
+    with parent.child(name) as tree:
+        done = tree.entries.get("metadata.json") == "file" or (
+            tree.entries.get(".metadata") == "file" and "common.pt" not in tree.entries)
+        if tree.entries and not done:
+            raise _Unusable(f"{tree.label} has no metadata.json: Megatron did not finish saving it")
+
+
+def _manifest_world_size(group: _Folder) -> int | None:
+    label = f"{group.label}{ckpt.MANIFEST}"
+    data = _read_small(group.fd, ckpt.MANIFEST, label, MANIFEST_LIMIT) or b""
+    try:
+        manifest = json.loads(data)
+    except (ValueError, RecursionError) as err:
+        raise _Unusable(f"{label} is not JSON") from err
+    if not isinstance(manifest, dict):
+        raise _Unusable(f"{label} is not a JSON object")
+    size = manifest.get("world_size")
+    if size is not None and (type(size) is not int or not 1 <= size <= MAX_WORLD):
+        raise _Unusable(f"{label} has a world_size that is not a GPU count ({str(size)[:32]!r})")
+    return size
+
+
+@contextlib.contextmanager
+def _opened(parent: int, name: str, label: str) -> Iterator[_Folder]:
+    """The folder `name` of `parent`, listed, and closed when done."""
+    try:
+        fd = os.open(name, DIRECTORY, dir_fd=parent)
+    except OSError as err:
+        raise _Unusable(_open_problem(label, err, parent, name)) from err
+    try:
+        yield _Folder(fd, label, _list(fd, label))
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True)
 class _Folder:
     """An open directory and the kinds of its entries ("file", "dir", "link", "other"), by name."""
 
     fd: int
     label: str
-    entries: dict[str, str] = field(default_factory=dict)
+    entries: dict[str, str]
 
-    @classmethod
-    def open(cls, parent: int, name: str, label: str) -> _Folder:
-        try:
-            fd = os.open(name, DIRECTORY, dir_fd=parent)
-        except OSError as err:
-            raise _Unusable(_open_problem(label, err, parent, name)) from err
-        folder = cls(fd, label)
-        try:
-            folder.entries = _list(fd, label)
-        except BaseException:
-            folder.close()
-            raise
-        return folder
-
-    def child(self, name: str) -> _Folder:
-        return _Folder.open(self.fd, name, f"{self.label}{name}/")
+    def child(self, name: str) -> contextlib.AbstractContextManager[_Folder]:
+        return _opened(self.fd, name, f"{self.label}{name}/")
 
     def has_shards(self) -> bool:
-        return any(SHARD.fullmatch(name) for name in self.entries)
+        return any(ckpt.SHARD.fullmatch(name) for name in self.entries)
+
+    def holds_engine_files(self) -> bool:
+        """FSDP shards or Megatron trees: what an engine saves into the folder it is given."""
+        return self.has_shards() or any(name in self.entries for name in (*ckpt.TREES, ckpt.MEGATRON))
 
     def shards(self) -> dict[str, dict[int, set[int]]]:
         """Ranks by world size by kind; a shard name that is not a regular file is a problem."""
-        found: dict[str, dict[int, set[int]]] = {kind: {} for kind in KINDS}
+        found: dict[str, dict[int, set[int]]] = {kind: {} for kind in ckpt.KINDS}
         for name, kind in self.entries.items():
-            match = SHARD.fullmatch(name)
+            match = ckpt.SHARD.fullmatch(name)
             if match is None:
                 continue
             if kind != "file":
@@ -193,17 +273,6 @@ class _Folder:
             if rank < world_size:
                 found[match.group(1)].setdefault(world_size, set()).add(rank)
         return found
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-    def __enter__(self) -> _Folder:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
 
 def _list(fd: int, label: str) -> dict[str, str]:

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
+from test_checkpoint_resume import errors_for
 
-from reconcile.plan.checkpoints import resume_problem
 from specs.checkpoint_state import CheckpointState
 from state import checkpoints
 from state.checkpoints import MAX_ENTRIES, inspect_checkpoint
@@ -37,7 +37,8 @@ def save_step(root: Path, step: int, world_size: int, roles: tuple[str, ...] = (
 def test_a_complete_checkpoint_gives_its_step_and_world_size(tmp_path: Path) -> None:
     save_step(tmp_path, 20, 4)
     save_step(tmp_path, 40, 8, roles=("actor", "critic"))
-    assert inspect_checkpoint(tmp_path) == CheckpointState(step=40, world_size=8, complete=True)
+    assert inspect_checkpoint(tmp_path) == CheckpointState(step=40, world_size=8, complete=True, layout="fsdp",
+                                                            roles=("actor", "critic"))
 
 
 def test_no_directory_or_no_tracker_is_no_checkpoint(tmp_path: Path) -> None:
@@ -45,7 +46,7 @@ def test_no_directory_or_no_tracker_is_no_checkpoint(tmp_path: Path) -> None:
     assert inspect_checkpoint(tmp_path) is None
     save_step(tmp_path, 10, 2, tracker=False)  # verl trains from step 0 without a tracker
     assert inspect_checkpoint(tmp_path) is None
-    assert resume_problem("ppo", 2, None) is None
+    assert errors_for(None, gpus=2) == []
 
 
 def test_sft_shards_in_the_step_folder_itself(tmp_path: Path) -> None:
@@ -56,7 +57,7 @@ def test_sft_shards_in_the_step_folder_itself(tmp_path: Path) -> None:
             (folder / f"{kind}_world_size_2_rank_{rank}.pt").write_bytes(b"torch")
         (folder / f"data_{rank}.pt").write_bytes(b"dataloader")
     (tmp_path / "latest_checkpointed_iteration.txt").write_text("7\n")
-    assert inspect_checkpoint(tmp_path) == CheckpointState(step=7, world_size=2, complete=True)
+    assert inspect_checkpoint(tmp_path) == CheckpointState(step=7, world_size=2, complete=True, layout="fsdp")
 
 
 def test_a_missing_shard_names_the_rank(tmp_path: Path) -> None:
@@ -65,9 +66,9 @@ def test_a_missing_shard_names_the_rank(tmp_path: Path) -> None:
     state = inspect_checkpoint(tmp_path)
     assert state is not None and (state.step, state.complete) == (40, False)
     assert state.problem == "rank 3's optim shard is missing in global_step_40/actor/ (optim_world_size_4_rank_3.pt)"
-    message = resume_problem("ppo", 4, state)
-    assert message is not None and message.startswith("job.ppo's latest checkpoint global_step_40 is incomplete (")
-    assert "rank 3's optim shard is missing" in message and "latest_checkpointed_iteration.txt" in message
+    [message] = errors_for(state)
+    assert message.startswith("job.ppo's latest checkpoint global_step_40 is incomplete (")
+    assert "rank 3's optim shard is missing" in message and "there is no earlier checkpoint" in message
 
 
 def test_a_missing_critic_rank_and_a_counted_rest(tmp_path: Path) -> None:
@@ -104,15 +105,17 @@ def test_a_step_without_actor_or_shards_is_incomplete(tmp_path: Path) -> None:
     state = inspect_checkpoint(tmp_path)
     assert state == CheckpointState(step=9, world_size=None, complete=False,
                                     problem="global_step_9/ holds neither an actor/ folder nor model shards")
+    assert (state.previous, state.earlier) == (None, 0)
 
 
 def test_a_tracker_pointing_at_a_missing_step(tmp_path: Path) -> None:
     save_step(tmp_path, 20, 4)
     (tmp_path / "latest_checkpointed_iteration.txt").write_text("40")
     state = inspect_checkpoint(tmp_path)
-    assert state == CheckpointState(step=40, world_size=None, complete=False, problem="global_step_40/ does not exist")
-    assert "point latest_checkpointed_iteration.txt at the previous complete step" in (resume_problem("ppo", 4, state)
-                                                                                       or "")
+    assert state == CheckpointState(step=40, world_size=None, complete=False, problem="global_step_40/ does not exist",
+                                    previous=20, earlier=1, checked=1)
+    [message] = errors_for(state)
+    assert "the newest complete step there is global_step_20: point latest_checkpointed_iteration.txt at it" in message
 
 
 @pytest.mark.parametrize("content", [b"", b"forty", b"-4", b"+4", b"4_0", b"4.0", b"\xff\xfe", b"\x00",
@@ -123,8 +126,9 @@ def test_a_garbage_tracker_is_a_problem_never_a_crash(tmp_path: Path, content: b
     state = inspect_checkpoint(tmp_path)
     assert state is not None and state.step is None and not state.complete
     assert "does not hold a step number" in (state.problem or "")
-    message = resume_problem("ppo", 1, state)
-    assert message is not None and message.startswith("job.ppo's checkpoint directory has an unusable ")
+    [message] = errors_for(state, gpus=1)
+    assert message.startswith("job.ppo's checkpoint directory has an unusable ")
+    assert "the newest complete step there is global_step_4" in message
 
 
 def test_a_tracker_over_the_cap_is_not_read(tmp_path: Path) -> None:
@@ -154,7 +158,7 @@ def test_a_symlinked_tracker_is_refused_without_reading_its_target(tmp_path: Pat
     state = inspect_checkpoint(run)
     assert state is not None and (state.step, state.complete) == (None, False)
     assert state.problem == "latest_checkpointed_iteration.txt is a symlink, which argus does not follow"
-    assert resume_problem("ppo", 8, state) is not None
+    assert errors_for(state, gpus=8) != []
 
 
 def test_a_symlinked_step_folder_is_refused(tmp_path: Path) -> None:
@@ -166,6 +170,7 @@ def test_a_symlinked_step_folder_is_refused(tmp_path: Path) -> None:
     state = inspect_checkpoint(run)
     assert state == CheckpointState(step=40, world_size=None, complete=False,
                                     problem="global_step_40/ is a symlink, which argus does not follow")
+    assert (state.earlier, state.previous) == (0, None)  # a symlinked step folder is no step to go back to
 
 
 def test_symlinked_role_folders_shards_and_directory_are_refused(tmp_path: Path) -> None:
@@ -215,18 +220,18 @@ def test_megatron_checkpoints_are_complete_once_metadata_is_written(tmp_path: Pa
     assert state is not None and state.problem == ("global_step_6/actor/dist_ckpt/ has no metadata.json: "
                                                    "Megatron did not finish saving it")
     (dist / "metadata.json").write_text('{"sharded_backend": "torch_dist"}')
-    assert inspect_checkpoint(tmp_path) == CheckpointState(step=6, world_size=None, complete=True)
-    assert resume_problem("ppo", 4, inspect_checkpoint(tmp_path)) is None
+    assert inspect_checkpoint(tmp_path) == CheckpointState(step=6, world_size=None, complete=True,
+                                                           layout="megatron_legacy", roles=("actor",))
+    assert errors_for(inspect_checkpoint(tmp_path)) == []
 
 
 def test_resume_needs_the_world_size_the_checkpoint_was_saved_with(tmp_path: Path) -> None:
     save_step(tmp_path, 40, 8)
     state = inspect_checkpoint(tmp_path)
-    assert resume_problem("ppo", 8, state) is None
-    assert resume_problem("ppo", 4, state) == (
-        "job.ppo would resume from global_step_40 saved by 8 GPUs (model_world_size_8), but it now has 4 "
-        "(trainer.nnodes x n_gpus_per_node): verl cannot load shards of another world size; set the GPUs back "
-        "to 8, or give the job a new `trainer.checkpoint_dir` (or bump `run:`) to start fresh")
+    assert errors_for(state, gpus=8) == []
+    [error] = errors_for(state, gpus=4)
+    assert error.startswith("job.ppo's latest checkpoint global_step_40 was saved by 8 GPUs (model_world_size_8), but "
+                            "the job now has 4 (trainer.nnodes x n_gpus_per_node): verl cannot load shards")
 
 
 def test_a_step_that_is_a_file_is_a_problem(tmp_path: Path) -> None:
