@@ -1,10 +1,11 @@
 """The queue made visible: `argus queue`, `argus status --json`, the serve page and /metrics.
 
-Views are tested on plain data; one test on a real cluster with 3 GPUs, shared by two workspaces.
+Views are tested on plain data; two tests on a real cluster with 3 GPUs (one shared by two workspaces).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from conftest import jobs_of, until
@@ -203,3 +204,47 @@ def holding(ws, name: str, priority: int = 0) -> None:
         demand: {{GPU: 2}}
         priority: {priority}
         """)
+
+
+def test_a_queued_job_shows_its_argv_in_every_plan_format_as_a_submitted_one(gpu_cluster, shared, tmp_path,  # noqa: F811
+                                                                            argus):
+    """argus serve submits a queued job later, without another plan: the plan that queues it is its review."""
+    ws = team(tmp_path, "argv-queued", gpu_cluster, shared)
+    for name in ("j1", "j2"):  # 2 GPUs each of 3: j1 (first by name) starts, j2 waits
+        ws.write(f"jobs/{name}.yaml", f"""
+            kind: Job
+            name: {name}
+            cluster: local
+            workload: command
+            entrypoint: [python3, -c, "print('it''s a, b $HOME')"]
+            demand: {{GPU: 2}}
+            """)
+    argv = ["python3", "  -c", "  print('it''s a, b $HOME')"]
+    human, markdown = (argus("plan", ws.root, "--format", f) for f in ("human", "markdown"))
+    as_json = argus("plan", ws.root, "--format", "json")
+    assert (human.code, markdown.code, as_json.code) == (0, 0, 0), human.out + human.err
+    assert "~ job.j2  (queue: queued #1 on local" in human.out and "+ job.j1  (submit" in human.out
+    for text in (human.out, markdown.out):
+        assert entrypoint_shown(text, "job.j2  (queue") == entrypoint_shown(text, "job.j1  (submit") == argv
+    changes = {c["address"]: c for c in json.loads(as_json.out)["changes"]}
+    j1, j2 = changes["job.j1"], changes["job.j2"]
+    assert j2["action"] == "queue" and j2["queue"]["position"] == 1 and j2["queue"]["wanted"] == "submit"
+    assert j2["after"]["entrypoint"] == j1["after"]["entrypoint"] == j1["steps"][0]["submission"]["entrypoint"]
+
+
+def entrypoint_shown(text: str, head: str) -> list[str]:
+    """The argv lines under the change whose head line contains `head`, unindented to its first item;
+    [] when that change shows no entrypoint."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if head in line)
+    block = list(itertools.takewhile(lambda line: _indent(line) > _indent(lines[start]), lines[start + 1:]))
+    at = next((i for i, line in enumerate(block) if line.strip() == "entrypoint:"), None)
+    if at is None:
+        return []
+    shown = list(itertools.takewhile(lambda line: _indent(line) > _indent(block[at]), block[at + 1:]))
+    return [line[_indent(shown[0]):] for line in shown]
+
+
+def _indent(line: str) -> int:
+    """A blank line ends every block."""
+    return len(line) - len(line.lstrip()) if line.strip() else -1
