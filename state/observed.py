@@ -8,10 +8,10 @@ from pydantic import Field, ValidationError, ValidationInfo, ValidatorFunctionWr
 
 from specs.base import Frozen, TextEnum
 from specs.checkpoint_state import CheckpointState
-from specs.verl_profile import VerlProfile
 from specs.diagnostics import Diagnostic
 from specs.models import MAX_PRIORITY, Name
 from specs.submission import MAX_ATTEMPT, RunId, Submission, parse_labels
+from specs.verl_profile import VerlProfile
 
 
 class RunStatus(TextEnum):

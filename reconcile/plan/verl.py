@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from reconcile.model import Action, Change, VerlNote
 from reconcile.plan.admission import Demand, never_fits
-from reconcile.plan.checkpoints import judge
+from reconcile.plan.checkpoints import judge, resume_note
 from reconcile.plan.demand import demand_of, describe, unoffered
 from specs import verl
 from specs.address import Address
@@ -128,5 +128,5 @@ def _noted(desired: DesiredState, observed: ObservedState, change: Change) -> Ch
     checked = f"argus's verl {profile.knowledge} rules" if profile.knowledge else \
         "outside argus's verl knowledge (composed only)"
     note = VerlNote(version=profile.version, checked=checked, entry=f"{profile.module}, config {profile.config_name}",
-                    pools=pools, resume=None)
+                    pools=pools, resume=resume_note(desired, observed, change))
     return change.model_copy(update={"verl": note})
