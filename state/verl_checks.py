@@ -51,7 +51,8 @@ def check_job(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_ro
     point = resolve_entry(code, job)
     if isinstance(point, EntryProblem):
         return _located(desired, job, [*found, _about(job, point.field, point.message)])
-    composed = _composed(code, job, desired, point, cache_root, snapshot.source.digest or "")
+    label = f"{'verl ' + version if version else 'the snapshot'}'s config {point.config_name}"
+    composed = _composed(code, job, desired, point, cache_root, snapshot.source.digest or "", label)
     found += [_about(job, _override_field(job, index), message) for index, message in composed.errors]
     profile = None
     if composed.config is not None:
@@ -70,19 +71,20 @@ def _located(desired: DesiredState, job: Job, found: list[Diagnostic], profile: 
     return JobCheck(tuple(d.located(source) for d in found), profile)
 
 
-def _composed(code: Path, job: Job, desired: DesiredState, point: Any, cache_root: str, digest: str) -> Composed:
+def _composed(code: Path, job: Job, desired: DesiredState, point: Any, cache_root: str, digest: str,
+              label: str) -> Composed:
     """Compose the job's config with Hydra; cached on disk by (code digest, entry, overrides)."""
     root = desired.shared_root(job.cluster)
     ours = [expand(a, root, FAKE_ID) for a in verl.overrides(job, desired.workspace.name)[:-len(job.overrides) or None]]
     users = [expand(a, root, FAKE_ID) for a in job.overrides]
     ours += point.searchpath
-    key = hashlib.sha256(json.dumps([digest, point.config_dir, point.config_name, ours, users,
+    key = hashlib.sha256(json.dumps([digest, point.config_dir, point.config_name, ours, users, label,
                                      _hydra_version()]).encode()).hexdigest()
     cache = Path(cache_root) / ".argus" / "hydra-checks-v2" / f"{key}.json"
     if digest and cache.exists():
         saved = json.loads(cache.read_text())
         return Composed(config=saved["config"], errors=[(i, m) for i, m in saved["errors"]])
-    composed = compose_job(code / point.config_dir, point.config_name, ours, users)
+    composed = compose_job(code / point.config_dir, point.config_name, ours, users, label)
     if digest and composed.final:
         write_json(cache, {"config": composed.config, "errors": composed.errors})
     return composed

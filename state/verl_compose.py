@@ -31,8 +31,9 @@ class Composed:
     """Hydra's and OmegaConf's verdicts are final (cacheable); other failures are not."""
 
 
-def compose_job(config_dir: Path, name: str, ours: list[str], users: list[str]) -> Composed:
-    """`ours`: argus's overrides (searchpath included); `users`: the spec's, blamed by index."""
+def compose_job(config_dir: Path, name: str, ours: list[str], users: list[str], label: str = "") -> Composed:
+    """`ours`: argus's overrides (searchpath included); `users`: the spec's, blamed by index; `label`: the
+    config as people know it ("verl 0.9.1's config ppo_trainer")."""
     result, left = Composed(), list(range(len(users)))
     for _ in range(MAX_ROUNDS):
         config, error, final = _compose(config_dir, name, ours + [users[i] for i in left])
@@ -42,9 +43,9 @@ def compose_job(config_dir: Path, name: str, ours: list[str], users: list[str]) 
             return result
         blamed = _blamed(error, users, left)
         if blamed is None:
-            result.errors.append((None, _readable(error, config_dir, name, ours)))
+            result.errors.append((None, _readable(error, config_dir, name, ours, label=label)))
             return result
-        result.errors.append((blamed, _readable(error, config_dir, name, ours, users[blamed])))
+        result.errors.append((blamed, _readable(error, config_dir, name, ours, users[blamed], label)))
         left.remove(blamed)
     return result
 
@@ -96,7 +97,8 @@ def _blamed(error: str, users: list[str], left: list[int]) -> int | None:
     return None
 
 
-def _readable(error: str, config_dir: Path, name: str, ours: list[str], override: str | None = None) -> str:
+def _readable(error: str, config_dir: Path, name: str, ours: list[str], override: str | None = None,
+              label: str = "") -> str:
     """Hydra's message, its "+key" advice replaced by the nearest keys the config has."""
     error = re.sub(r"\s*To append to your config use \+\S+", "", error)
     unknown = re.search(r"Could not override '([^']+)'|Key '([^']+)' is not in struct", error)
@@ -107,7 +109,7 @@ def _readable(error: str, config_dir: Path, name: str, ours: list[str], override
         return error
     near = nearest_keys(key, keys)
     hint = f"; did you mean {' or '.join(near)}?" if near else ""
-    return f"no key {key!r} in config {name}{hint} (`+{key}=...` adds a new key on purpose)"
+    return f"no key {key!r} in {label or 'config ' + name}{hint} (`+{key}=...` adds a new key on purpose)"
 
 
 def nearest_keys(key: str, keys: list[str]) -> list[str]:

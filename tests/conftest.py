@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Callable
@@ -71,6 +73,17 @@ def gpu_cluster(tmp_path_factory: pytest.TempPathFactory):
         yield cluster
     finally:
         local.down(state_dir)
+
+
+@pytest.fixture(scope="session")
+def verl_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """verl 0.5.0, 0.8.0 and 0.9.1 (tags v0.5.0, v0.8.0, v0.9.1) as a git repository, built from verl's
+    published wheels by the h20 example's own script."""
+    repo = tmp_path_factory.mktemp("verl") / "verl"
+    env = {"PIP": f"{sys.executable} -m pip", "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
+    script = Path(__file__).resolve().parents[1] / "examples" / "h20" / "make-verl-repo.sh"
+    subprocess.run([script, repo], check=True, capture_output=True, env=env)
+    return repo
 
 
 @dataclass
