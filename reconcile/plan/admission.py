@@ -186,7 +186,8 @@ def _shape(demand: Demand) -> str:
         return rest or "nothing"
     if len(gpus) == 1:
         return f"{gpus[0]:g} GPU"
-    return f"{sum(gpus):g} GPU as {len(gpus)} x {max(gpus):g} on separate nodes" if len(set(gpus)) == 1 \
+    # each group on one node; groups may share a node that has room for both (Ray does not spread them)
+    return f"{sum(gpus):g} GPU as {len(gpus)} groups of {max(gpus):g}" if len(set(gpus)) == 1 \
         else f"{sum(gpus):g} GPU"
 
 
