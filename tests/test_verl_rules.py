@@ -80,7 +80,8 @@ def test_dynamic_batch_sizes_lift_the_micro_batch_rules_but_not_the_split_over_d
     dynamic = {f"{A}.actor.use_dynamic_bsz": True, f"{A}.rollout.log_prob_use_dynamic_bsz": True,
                f"{A}.actor.ppo_micro_batch_size_per_gpu": None, f"{A}.rollout.log_prob_micro_batch_size_per_gpu": None}
     assert messages(config(**dynamic)) == []
-    assert any("data-parallel size 8" in m for m in messages(config(**dynamic, **{f"{A}.actor.ppo_mini_batch_size": 12})))
+    uneven = config(**dynamic, **{f"{A}.actor.ppo_mini_batch_size": 12})
+    assert any("data-parallel size 8" in m for m in messages(uneven))
 
 
 def job(workload: str = "ppo", nnodes: int = 2, gpus: int = 8, launcher: str = "ray") -> Job:
