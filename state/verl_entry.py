@@ -16,6 +16,7 @@ import yaml
 
 from specs import verl
 from specs.models import Job
+from state.verl_files import present
 
 MAX_MODULE_BYTES = 1_000_000
 VERL_CONFIG_PACKAGE = "pkg://verl.trainer.config"
@@ -40,7 +41,7 @@ class EntryProblem:
 def resolve_entry(code: Path, job: Job) -> ResolvedEntry | EntryProblem:
     point = verl.entry_point(job)
     module_file = code / verl.module_path(point.module)
-    if not module_file.is_file():
+    if not present(module_file, Path.is_file):
         return EntryProblem("entry" if job.entry else "workload", _missing_module(job, point.module))
     config_dir, config_name = point.config_dir, point.config_name
     if job.entry is not None and job.entry.module and not (job.entry.config_dir and job.entry.config_name):
@@ -48,13 +49,33 @@ def resolve_entry(code: Path, job: Job) -> ResolvedEntry | EntryProblem:
         config_dir = job.entry.config_dir or declared[0] or config_dir
         config_name = job.entry.config_name or declared[1] or config_name
     primary = code / config_dir / f"{config_name}.yaml"
-    if not primary.is_file():
+    if not present(primary, Path.is_file):
         return EntryProblem("entry", f"config {config_dir}/{config_name}.yaml is not in code.{job.code}: name the "
                                      "config the script uses in `entry: {config_dir, config_name}`")
     searchpath = _searchpath(code, primary)
     if isinstance(searchpath, EntryProblem):
         return searchpath
+    linked = _symlinked(code, [code / config_dir, *(Path(s) for s in _folders(searchpath))])
+    if linked:
+        # Hydra follows links and quotes what it cannot parse: a link could put another file's lines in a plan
+        return EntryProblem("entry", f"{linked} in code.{job.code} is a symlink: argus composes only configs that "
+                                     "are files of the snapshot")
     return ResolvedEntry(point.module, config_dir, config_name, searchpath)
+
+
+def _folders(searchpath: list[str]) -> list[str]:
+    inside = searchpath[0].removeprefix("hydra.searchpath=[").removesuffix("]") if searchpath else ""
+    return [entry.removeprefix("file://") for entry in inside.split(",") if entry]
+
+
+def _symlinked(code: Path, folders: list[Path]) -> str | None:
+    """The first config file or folder under the folders that is a symlink, relative to the snapshot."""
+    for folder in folders:
+        parents = [p for p in folder.parents if p.is_relative_to(code) and p != code]
+        for path in [*parents, folder, *sorted(folder.rglob("*"))]:
+            if path.is_symlink():
+                return str(path.relative_to(code)) if path.is_relative_to(code) else str(path)
+    return None
 
 
 def _missing_module(job: Job, module: str) -> str:
@@ -68,11 +89,11 @@ def _missing_module(job: Job, module: str) -> str:
 
 def _declared_config(module_file: Path, module: str) -> tuple[str | None, str | None]:
     """(config_dir relative to the snapshot, config_name) from the module's @hydra.main, where literal."""
-    if module_file.stat().st_size > MAX_MODULE_BYTES:
-        return None, None
     try:
+        if module_file.stat().st_size > MAX_MODULE_BYTES:
+            return None, None
         tree = ast.parse(module_file.read_bytes())
-    except (SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None, None
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _is_hydra_main(node.func):
@@ -92,9 +113,11 @@ def _is_hydra_main(func: ast.expr) -> bool:
 
 def _searchpath(code: Path, primary: Path) -> list[str] | EntryProblem:
     try:
-        data = yaml.safe_load(primary.read_text())  # Hydra reads the same file with the same loader
+        data = yaml.safe_load(primary.read_bytes())  # Hydra reads the same file with the same loader
     except Exception as err:  # noqa: BLE001 - any YAML it cannot read is the config's problem, for people
-        return EntryProblem("entry", f"{primary.relative_to(code)} cannot be read as YAML ({err})")
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        return EntryProblem("entry", f"{primary.relative_to(code)} is not YAML Hydra can read{where}")
     hydra = data.get("hydra") if isinstance(data, dict) else None
     paths = hydra.get("searchpath") if isinstance(hydra, dict) else None
     if paths is None:
@@ -121,7 +144,9 @@ def _inside(code: Path, path: str) -> Path | None:
         relative = path.removeprefix("file://")
     else:
         return None
-    folder = (code / relative).resolve()
-    if not folder.is_dir() or not folder.is_relative_to(code.resolve()):
+    try:
+        folder = (code / relative).resolve()
+        inside = folder.is_dir() and folder.is_relative_to(code.resolve())
+    except (OSError, ValueError, RuntimeError):  # a NUL, a name too long, a symlink loop
         return None
-    return folder
+    return folder if inside else None

@@ -9,6 +9,7 @@ the code snapshot.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,15 @@ Finding = tuple[tuple[str, ...], str, str]
 """(keys, message, severity)."""
 
 
+def present(path: Path, test: Callable[[Path], bool] = Path.exists) -> bool:
+    """Whether the path is there, for a path a spec or a snapshot wrote: a name too long for the
+    filesystem, or a NUL (Python 3.10 raises on it), is simply not there."""
+    try:
+        return test(path)
+    except (OSError, ValueError):
+        return False
+
+
 def missing_files(job: Job, config: dict[str, Any], shared_root: str, code: Path) -> list[Finding]:
     found = []
     for key in DATA_KEYS:
@@ -35,7 +45,7 @@ def missing_files(job: Job, config: dict[str, Any], shared_root: str, code: Path
         value = get(config, key)
         if isinstance(value, str) and value and not value.startswith(REMOTE):
             path = _where(value.removeprefix("file://"), code)
-            if not path.is_file():
+            if not present(path, Path.is_file):
                 found.append(((key,), f"{key} names {value}, which does not exist where the run looks for it "
                                       f"({path}): verl fails on it once the GPUs are held", "error"))
     model_key = "model.path" if job.workload == "sft" else f"{A}.model.path"
@@ -52,15 +62,16 @@ def _data_files(key: str, value: Any) -> list[Finding]:
             continue
         if not path.endswith(DATA_SUFFIXES):
             found.append(((key,), f"{path}: verl reads {', '.join(DATA_SUFFIXES)} files only", "error"))
-        elif not Path(path).exists():
+        elif not present(Path(path)):
             found.append(((key,), f"{path} does not exist on the shared filesystem", "error"))
     return found
 
 
 def _model(key: str, model: str, root: str) -> list[Finding]:
     if model.startswith("/"):
-        return [] if Path(model).exists() else [((key,), f"model path {model} does not exist", "error")]
-    if model.startswith(REMOTE) or (Path(root) / "hf" / "hub" / f"models--{model.replace('/', '--')}").is_dir():
+        return [] if present(Path(model)) else [((key,), f"model path {model} does not exist", "error")]
+    if model.startswith(REMOTE) or present(Path(root) / "hf" / "hub" / f"models--{model.replace('/', '--')}",
+                                           Path.is_dir):
         return []
     return [((key,), f"{model} is only a hub id and is not cached under {root}/hf: the cluster has no internet; "
                      f"download it there first (HF_HOME={root}/hf)", "warning")]

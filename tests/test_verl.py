@@ -253,3 +253,28 @@ def test_a_recipes_search_path_is_pinned_to_the_snapshots_folders(tmp_path: Path
 def _dotted(tree: dict, prefix: str = "") -> list[str]:
     return [key for name, value in tree.items() for key in
             (_dotted(value, f"{prefix}{name}.") if isinstance(value, dict) else [f"{prefix}{name}"])]
+
+
+def test_a_config_that_is_a_symlink_is_never_composed_nor_quoted(tmp_path: Path, verl_repo: Path):
+    """A snapshot on the shared root can be written by any job: a config linked to another file (a secret)
+    must not reach Hydra, whose errors quote the lines they cannot parse."""
+    from specs.models import Job
+    from state.verl_entry import EntryProblem, resolve_entry
+
+    code = tmp_path / "code"
+    code.mkdir()
+    archive = subprocess.run(["git", "-C", verl_repo, "archive", "v0.9.1"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", code], input=archive, check=True)
+    secret = tmp_path / "secret.yaml"
+    secret.write_text("token: [ghp_not_yaml_at_all\n")
+    job = Job(kind="Job", name="j", cluster="c", code="v", workload="ppo", model="/m", data={"train": "/d"})
+    for linked in (code / "verl/trainer/config/algorithm/rollout_correction.yaml", code / "verl/trainer/config"):
+        target = linked.with_name(linked.name + ".real")
+        linked.rename(target)
+        linked.symlink_to(secret if linked.suffix else target)
+        found = resolve_entry(code, job)
+        assert isinstance(found, EntryProblem) and "is a symlink" in found.message, found
+        assert "ghp_" not in found.message
+        linked.unlink()
+        target.rename(linked)
+    assert not isinstance(resolve_entry(code, job), EntryProblem)
