@@ -46,6 +46,11 @@ def resolve_entry(code: Path, job: Job) -> ResolvedEntry | EntryProblem:
     config_dir, config_name = point.config_dir, point.config_name
     if job.entry is not None and job.entry.module and not (job.entry.config_dir and job.entry.config_name):
         declared = _declared_config(module_file, point.module)
+        if not (job.entry.config_dir or declared[0]) or not (job.entry.config_name or declared[1]):
+            # composing verl's own config instead would check something else than what the run composes
+            return EntryProblem("entry", f"the @hydra.main of {point.module} does not name its config_path and "
+                                         "config_name as plain strings: name them in `entry: {config_dir, "
+                                         "config_name}` (config_dir relative to the snapshot)")
         config_dir = job.entry.config_dir or declared[0] or config_dir
         config_name = job.entry.config_name or declared[1] or config_name
     primary = code / config_dir / f"{config_name}.yaml"

@@ -135,3 +135,17 @@ def test_a_recipe_composes_its_own_config_through_the_snapshots_search_path(scri
     assert result.profile is not None and result.profile.config_name == "dapo_trainer"
     assert result.profile.module == "recipe.dapo.main_dapo"
     assert [p.name for p in result.profile.pools] == ["global_pool"]
+
+
+def test_a_recipe_whose_config_cannot_be_read_from_its_module_must_name_it(tmp_path: Path):
+    from specs.models import Entry, Job
+    from state.verl_entry import EntryProblem, resolve_entry
+
+    code = tmp_path / "code"
+    (code / "recipe" / "odd").mkdir(parents=True)
+    module = "import hydra\nCP = 'config'\n\n@hydra.main(config_path=CP, config_name='odd')\ndef main(c): ...\n"
+    (code / "recipe" / "odd" / "main.py").write_text(module)
+    job = Job(kind="Job", name="j", cluster="c", code="v", workload="ppo", model="/m", data={"train": "/d"},
+              entry=Entry(module="recipe.odd.main"))
+    found = resolve_entry(code, job)
+    assert isinstance(found, EntryProblem) and "entry: {config_dir, config_name}" in found.message
