@@ -96,7 +96,7 @@ def resolve(workspace: Workspace, cluster: Cluster, job: Job, code: CodeRef | No
         entrypoint=entrypoint,
         env_vars=env,
         entrypoint_num_cpus=_pick(job.entrypoint_num_cpus, defaults.entrypoint_num_cpus),
-        entrypoint_num_gpus=_pick(job.entrypoint_num_gpus, _pick(_torchrun_gpus(job), defaults.entrypoint_num_gpus)),
+        entrypoint_num_gpus=_pick(job.entrypoint_num_gpus, _driver_gpus(job, defaults.entrypoint_num_gpus)),
         entrypoint_memory=_pick(job.entrypoint_memory, defaults.entrypoint_memory),
         entrypoint_resources=dict(defaults.entrypoint_resources if resources is None else resources),
         code=code,
@@ -104,11 +104,23 @@ def resolve(workspace: Workspace, cluster: Cluster, job: Job, code: CodeRef | No
     )
 
 
-def _torchrun_gpus(job: Job) -> int | None:
-    """torchrun's trainer runs inside the driver: the driver holds the job's GPUs on its node."""
-    if job.workload == "command" or job.entry is None or job.entry.launcher != "torchrun":
-        return None
-    return (job.trainer or Trainer()).n_gpus_per_node
+SFT_RAY_DRIVER_GPUS = 0.01
+"""verl's sft_trainer_ray sums each step's token counts on trainer.device in the driver. verl 0.9 sets that
+device to cuda on any GPU node (auto_set_device), and Ray shows a driver that asks for no GPU none of
+them once other entrypoint resources are set: the run would fail after its first step. `trainer.device=cpu`
+is no way out: verl 0.8 then asks Ray for a resource named `cpu`. So the driver asks for a sliver of a GPU."""
+
+
+def _driver_gpus(job: Job, default: float | None) -> float | None:
+    """What the workload's driver must hold, at least the cluster's default: torchrun's trainer runs inside
+    the driver, which holds the job's GPUs on its node; sft_trainer_ray's driver needs to see one GPU."""
+    if job.workload == "sft" and job.entry is not None and job.entry.launcher == "torchrun":
+        need: float | None = (job.trainer or Trainer()).n_gpus_per_node
+    elif job.workload == "sft":
+        need = SFT_RAY_DRIVER_GPUS
+    else:
+        return default
+    return max(need, default or 0.0)
 
 
 def _gpus(job: Job) -> int:

@@ -149,3 +149,13 @@ def test_a_recipe_whose_config_cannot_be_read_from_its_module_must_name_it(tmp_p
               entry=Entry(module="recipe.odd.main"))
     found = resolve_entry(code, job)
     assert isinstance(found, EntryProblem) and "entry: {config_dir, config_name}" in found.message
+
+
+def test_an_sft_driver_on_ray_sees_a_sliver_of_a_gpu_and_asks_for_no_cpu_resource(scripts_ws):
+    """sft_trainer_ray computes on trainer.device in its driver (cuda, forced by verl 0.9): with entrypoint
+    resources set, Ray shows the driver no GPU unless it asks for one; `cpu` would be a resource in 0.8."""
+    result, (desired, job) = checked(scripts_ws, "sft-trainer-ray", "0.8.0")
+    sub = resolve(desired.workspace, desired.cluster_of(job), job)
+    assert driver_needs(sub)["GPU"] == 0.01
+    assert "trainer.device" not in sub.entrypoint
+    assert [p.gpu_resource for p in result.profile.pools] == ["GPU"]
