@@ -163,16 +163,14 @@ def test_a_checkpoint_of_another_world_size_is_refused_before_submit(tmp_path: P
                                       "global_step_10"])
     plan = argus("plan", ws.root)
     assert plan.code == 1, plan.out + plan.err
-    # located at `trainer:`, the field of the job's GPUs (argus blames trainer.checkpoint_dir, which is unset)
-    assert f"Error: {at(ws, 'jobs/resumes.yaml', 'trainer:')}job.resumes's trainer.resume_from_path {step} was " \
+    # located at the override that named the checkpoint
+    where = at(ws, "jobs/resumes.yaml", "trainer.resume_from_path=")
+    assert f"Error: {where}job.resumes's trainer.resume_from_path {step} was " \
            "saved by 4 GPUs (model_world_size_4), but the job now has 2 (trainer.nnodes x n_gpus_per_node): verl " \
            "cannot load shards of another world size" in plan.out
     assert "would resume from" in plan.out and "saved by 4 GPUs" in plan.out
 
 
-@pytest.mark.xfail(strict=True, reason="argus locates every resume finding at trainer.checkpoint_dir "
-                                       "(reconcile/plan/verl.py resume_diagnostics), not at the override that set "
-                                       "trainer.resume_from_path")
 def test_a_resume_path_finding_is_located_at_the_override_that_named_the_path(tmp_path: Path):
     from reconcile.plan.planner import plan_job
     from reconcile.plan.verl import resume_diagnostics

@@ -104,11 +104,18 @@ def resume_diagnostics(desired: DesiredState, observed: ObservedState, changes: 
         if judged is None:
             continue
         source = desired.source(change.address)
-        found += [Diagnostic(severity=severity, address=change.address, field="trainer.checkpoint_dir",
-                             message=message).located(source)
+        field = _resume_field(desired.jobs[change.address.removeprefix("job.")])
+        found += [Diagnostic(severity=severity, address=change.address, field=field, message=message).located(source)
                   for severity, messages in (("error", judged.errors), ("warning", judged.warnings))
                   for message in messages]
     return found
+
+
+def _resume_field(job: Job) -> str:
+    """Where the checkpoint a run resumes from is named: the override giving trainer.resume_from_path, else
+    the checkpoint directory."""
+    named = [i for i, override in enumerate(job.overrides) if verl.override_key(override) == "trainer.resume_from_path"]
+    return f"overrides.{named[-1]}" if named else "trainer.checkpoint_dir"
 
 
 def with_verl_notes(desired: DesiredState, observed: ObservedState, changes: list[Change]) -> list[Change]:
