@@ -215,8 +215,9 @@ class Entry(Spec):
 class Trainer(Spec):
     """The verl trainer settings argus types (and checks); everything else goes in `overrides:`."""
 
-    nnodes: int = Field(default=1, ge=1, le=MAX_COUNT, strict=True)
-    n_gpus_per_node: int = Field(default=1, ge=1, le=MAX_COUNT, strict=True)
+    nnodes: int = Field(default=1, ge=1, le=10_000, strict=True)
+    """At most 10,000: more than any cluster has, and a plan lists a placement bundle per node."""
+    n_gpus_per_node: int = Field(default=1, ge=1, le=10_000, strict=True)
     total_training_steps: int | None = Field(default=None, ge=1, le=MAX_COUNT, strict=True)
     """When both are given, verl trains this many steps (it overrides what total_epochs implies)."""
     total_epochs: int | None = Field(default=None, ge=1, le=MAX_COUNT, strict=True)

@@ -9,7 +9,7 @@ from specs import verl
 from specs.address import Address
 from specs.desired import Source
 from specs.diagnostics import Diagnostic
-from specs.models import Cluster, CodeSnapshot, Job
+from specs.models import Cluster, CodeSnapshot, Job, Trainer
 
 
 def broken_references(clusters: dict[str, Cluster], snapshots: dict[str, CodeSnapshot], jobs: dict[str, Job],
@@ -53,6 +53,8 @@ def workload_diagnostics(job: Job, src: Source) -> list[Diagnostic]:
         field = verl.typed_override(override, job.workload)
         if field is not None:
             found.append(at(f"overrides.{index}", f"{override!r} sets a key argus types: use `{field}` instead"))
+        elif (unsafe := verl.unsafe_override(override)) is not None:
+            found.append(at(f"overrides.{index}", f"{override!r} {unsafe}"))
     return found
 
 
@@ -82,6 +84,10 @@ def _entry_diagnostics(job: Job, at: Callable[..., Diagnostic]) -> list[Diagnost
     if trainer is not None and trainer.nnodes > 1:
         return [at("trainer.nnodes", "torchrun runs on the driver's node only: set `nnodes: 1`, or use the Ray SFT "
                                      "trainer (leave `launcher` out) to train on several nodes")]
+    gpus = (trainer or Trainer()).n_gpus_per_node
+    if job.entrypoint_num_gpus is not None and job.entrypoint_num_gpus < gpus:
+        return [at("entrypoint_num_gpus", f"torchrun runs {gpus} processes on GPUs the driver must hold: leave "
+                                          f"`entrypoint_num_gpus` out (argus asks for {gpus}) or raise it")]
     return []
 
 

@@ -138,10 +138,31 @@ def override_key(override: str) -> str:
     return re.sub(r"^(\+\+|\+|~)", "", override.split("=", 1)[0]).strip()
 
 
+def unsafe_override(override: str) -> str | None:
+    """Why an override may not be composed at all, or None. A config group chosen with `..` or an absolute
+    path would make Hydra read (and quote) a file outside the snapshot; one that sets a node holding keys argus
+    types (`trainer={nnodes: 4}`, `~trainer`, a group merged `@trainer` or `@_global_`) would change what argus
+    counts and where the run writes."""
+    head, _, value = override.partition("=")
+    key = override_key(override)
+    path, _, package = key.partition("@")
+    group_like = bool(package) or "/" in path or "." not in path
+    if group_like and re.search(r"(^|[/,\[\s'\"])(\.\.(?=[/,\]\s'\"]|$)|/)", value):
+        return "names a config outside the snapshot's config folders (with `..` or an absolute path)"
+    # `model=hf_model` picks a config of a group: argus's own overrides are applied over it, as over any value
+    whole = head.lstrip().startswith("~") or value.strip().startswith("{") or value.strip() in ("null", "~")
+    for node in [path.replace("/", ".")] * whole + [package] * bool(package):
+        owned = sorted(k for k in TYPED_KEYS if node == "_global_" or k.startswith(node + "."))
+        if owned:
+            return f"sets `{node}` as a whole, which holds keys argus types ({', '.join(owned[:3])}): set its " \
+                   "other keys one by one"
+    return None
+
+
 def typed_override(override: str, workload: str) -> str | None:
     """The typed field to use instead, when an override sets a key argus owns."""
     key = override_key(override)
-    if key.startswith(("hydra.", "hydra/")) and key != "hydra.run.dir":
+    if key == "hydra" or key.startswith(("hydra.", "hydra/", "hydra@")) and key != "hydra.run.dir":
         # hydra.searchpath and hydra's config groups can make composing import modules at plan time.
         return "(argus keeps Hydra's own settings: hydra.* cannot be overridden)"
     if workload == "grpo" and key in GRPO_KEYS and override.partition("=")[2].strip("'\" ") == "grpo":

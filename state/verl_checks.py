@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,7 @@ def check_job(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_ro
     if composed.config is not None:
         profile = verl_pools.profile_of(composed.config, job, point, version,
                                         verl_version.knowledge_for(version), desired.shared_root(job.cluster))
+        found += _typed_kept(job, composed.config, desired.shared_root(job.cluster))
         if not verl_version.older_than_known(version):
             found += _rule_diagnostics(job, composed.config, version, profile)
         if files:
@@ -81,13 +83,34 @@ def _composed(code: Path, job: Job, desired: DesiredState, point: Any, cache_roo
     key = hashlib.sha256(json.dumps([digest, point.config_dir, point.config_name, ours, users, label,
                                      _hydra_version()]).encode()).hexdigest()
     cache = Path(cache_root) / ".argus" / "hydra-checks-v2" / f"{key}.json"
-    if digest and cache.exists():
-        saved = json.loads(cache.read_text())
-        return Composed(config=saved["config"], errors=[(i, m) for i, m in saved["errors"]])
+    if digest and (saved := _cached(cache)) is not None:
+        return saved
     composed = compose_job(code / point.config_dir, point.config_name, ours, users, label)
     if digest and composed.final:
         write_json(cache, {"config": composed.config, "errors": composed.errors})
     return composed
+
+
+def _typed_kept(job: Job, config: dict[str, Any], root: str) -> list[Diagnostic]:
+    """What argus sets must be what the run gets: a snapshot's config group merged `@trainer` or `@_global_`
+    could set the GPUs argus counts or the directory it keeps checkpoints in over argus's own overrides."""
+    trainer = job.trainer or Trainer()
+    wanted = {"trainer.nnodes": trainer.nnodes, "trainer.n_gpus_per_node": trainer.n_gpus_per_node,
+              "trainer.default_local_dir": expand(verl.checkpoint_dir(job), root, FAKE_ID)}
+    return [_about(job, verl.TYPED_KEYS[key], f"the composed config has {key}={got!r}, not the {want!r} argus sets: "
+                                              "a config of the snapshot sets it over argus's override; argus counts, "
+                                              "places and records the run by its own")
+            for key, want in wanted.items() if (got := verl_rules.get(config, key)) != want]
+
+
+def _cached(cache: Path) -> Composed | None:
+    """A verdict written before, or None when there is none or it cannot be read (composed again)."""
+    try:
+        saved = json.loads(cache.read_text())
+        return Composed(config=saved["config"], errors=[(int(i) if i is not None else None, str(m))
+                                                        for i, m in saved["errors"]])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _rule_diagnostics(job: Job, config: dict[str, Any], version: str | None, profile: VerlProfile) -> list[Diagnostic]:
@@ -143,7 +166,10 @@ def _code_files(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_
             if rel.endswith((".py", ".yaml", ".yml")) or rel == verl_version.VERSION_FILE:
                 (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                 (tmp / rel).write_bytes(data)
-        tmp.rename(extracted)
+        try:
+            tmp.rename(extracted)
+        except OSError:  # another argus extracted the same digest meanwhile: the same files, keep theirs
+            shutil.rmtree(tmp, ignore_errors=True)
     return extracted
 
 

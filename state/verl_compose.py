@@ -8,7 +8,9 @@ advice, which is wrong for a typo or a key that moved between verl versions.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from dataclasses import dataclass, field
 from difflib import get_close_matches
 from pathlib import Path
@@ -58,6 +60,7 @@ def _compose(config_dir: Path, name: str, overrides: list[str]) -> tuple[dict[st
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
+    _contained(OmegaConf)
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(config_dir), version_base=None):
@@ -69,6 +72,30 @@ def _compose(config_dir: Path, name: str, overrides: list[str]) -> tuple[dict[st
         return None, f"{type(err).__name__}: {err}"[:500], False
     finally:
         GlobalHydra.instance().clear()
+
+
+ENV_MARK = "<read from the environment at run time: {}>"
+"""What `${oc.env:NAME}` composes to here. The run resolves it on its node, from its own environment; argus
+never reads the machine it plans on (a CI runner's secrets would reach the plan, its file and the cache)."""
+_CONTAINED: list[bool] = []
+
+
+def _contained(omegaconf: Any) -> None:
+    """Once per process: `oc.env` yields a mark instead of a value, and Hydra looks for its plugins
+    (`hydra_plugins`, imported) everywhere but in the working directory, which may be a workspace a pull
+    request wrote (`python -m` puts it first on sys.path)."""
+    if _CONTAINED:
+        return
+    omegaconf.register_new_resolver("oc.env", lambda name, default=None: ENV_MARK.format(name), replace=True)
+    from hydra.core.plugins import Plugins
+
+    saved, here = list(sys.path), {"", ".", os.getcwd()}
+    sys.path[:] = [entry for entry in sys.path if entry not in here]
+    try:
+        Plugins.instance()
+    finally:
+        sys.path[:] = saved
+    _CONTAINED.append(True)
 
 
 def _plain(omegaconf: Any, cfg: Any) -> dict[str, Any]:

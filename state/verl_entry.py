@@ -9,13 +9,15 @@ is followed only into folders of the snapshot: `pkg://` would import an installe
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from specs import verl
-from specs.models import Job
+from specs.models import CONFIG_NAME_PATTERN, Job
+from state.verl_configs import config_problem
 from state.verl_files import present
 
 MAX_MODULE_BYTES = 1_000_000
@@ -43,16 +45,10 @@ def resolve_entry(code: Path, job: Job) -> ResolvedEntry | EntryProblem:
     module_file = code / verl.module_path(point.module)
     if not present(module_file, Path.is_file):
         return EntryProblem("entry" if job.entry else "workload", _missing_module(job, point.module))
-    config_dir, config_name = point.config_dir, point.config_name
-    if job.entry is not None and job.entry.module and not (job.entry.config_dir and job.entry.config_name):
-        declared = _declared_config(module_file, point.module)
-        if not (job.entry.config_dir or declared[0]) or not (job.entry.config_name or declared[1]):
-            # composing verl's own config instead would check something else than what the run composes
-            return EntryProblem("entry", f"the @hydra.main of {point.module} does not name its config_path and "
-                                         "config_name as plain strings: name them in `entry: {config_dir, "
-                                         "config_name}` (config_dir relative to the snapshot)")
-        config_dir = job.entry.config_dir or declared[0] or config_dir
-        config_name = job.entry.config_name or declared[1] or config_name
+    config = _config_of(module_file, job, point.config_dir, point.config_name)
+    if isinstance(config, EntryProblem):
+        return config
+    config_dir, config_name = config
     primary = code / config_dir / f"{config_name}.yaml"
     if not present(primary, Path.is_file):
         return EntryProblem("entry", f"config {config_dir}/{config_name}.yaml is not in code.{job.code}: name the "
@@ -60,27 +56,28 @@ def resolve_entry(code: Path, job: Job) -> ResolvedEntry | EntryProblem:
     searchpath = _searchpath(code, primary)
     if isinstance(searchpath, EntryProblem):
         return searchpath
-    linked = _symlinked(code, [code / config_dir, *(Path(s) for s in _folders(searchpath))])
-    if linked:
-        # Hydra follows links and quotes what it cannot parse: a link could put another file's lines in a plan
-        return EntryProblem("entry", f"{linked} in code.{job.code} is a symlink: argus composes only configs that "
-                                     "are files of the snapshot")
-    return ResolvedEntry(point.module, config_dir, config_name, searchpath)
+    problem = config_problem(code, [code / config_dir, *(Path(s) for s in _folders(searchpath))])
+    return EntryProblem("entry", f"code.{job.code}: {problem}") if problem else \
+        ResolvedEntry(point.module, config_dir, config_name, searchpath)
+
+
+def _config_of(module_file: Path, job: Job, config_dir: str, config_name: str) -> tuple[str, str] | EntryProblem:
+    """(config folder relative to the snapshot, config name) the run composes."""
+    entry = job.entry
+    if entry is None or not entry.module or (entry.config_dir and entry.config_name):
+        return config_dir, config_name
+    declared_dir, declared_name = _declared_config(module_file, entry.module)
+    if not (entry.config_dir or declared_dir) or not (entry.config_name or declared_name):
+        # composing verl's own config instead would check something else than what the run composes
+        return EntryProblem("entry", f"the @hydra.main of {entry.module} does not name its config_path and "
+                                     "config_name as plain strings inside the snapshot: name them in "
+                                     "`entry: {config_dir, config_name}` (config_dir relative to the snapshot)")
+    return entry.config_dir or declared_dir or config_dir, entry.config_name or declared_name or config_name
 
 
 def _folders(searchpath: list[str]) -> list[str]:
     inside = searchpath[0].removeprefix("hydra.searchpath=[").removesuffix("]") if searchpath else ""
     return [entry.removeprefix("file://") for entry in inside.split(",") if entry]
-
-
-def _symlinked(code: Path, folders: list[Path]) -> str | None:
-    """The first config file or folder under the folders that is a symlink, relative to the snapshot."""
-    for folder in folders:
-        parents = [p for p in folder.parents if p.is_relative_to(code) and p != code]
-        for path in [*parents, folder, *sorted(folder.rglob("*"))]:
-            if path.is_symlink():
-                return str(path.relative_to(code)) if path.is_relative_to(code) else str(path)
-    return None
 
 
 def _missing_module(job: Job, module: str) -> str:
@@ -105,9 +102,9 @@ def _declared_config(module_file: Path, module: str) -> tuple[str | None, str | 
             words = {k.arg: k.value.value for k in node.keywords
                      if isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)}
             package = "/".join(module.split(".")[:-1])
-            path = words.get("config_path")
+            path, name = words.get("config_path"), words.get("config_name")
             relative = None if path is None or path.startswith("/") or ".." in path else f"{package}/{path}".strip("/")
-            return relative, words.get("config_name")
+            return relative, name if name and re.fullmatch(CONFIG_NAME_PATTERN, name) else None
     return None, None
 
 

@@ -10,6 +10,7 @@ rollout's own replicas (rollout.nnodes x rollout.n_gpus_per_node, whole replicas
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from specs import verl
@@ -23,6 +24,8 @@ LEGACY_KEYS = (("reward_model.enable", "reward.reward_model.enable"),
                ("custom_reward_function.path", "reward.custom_reward_function.path"))
 """Top-level keys verl 0.8's main_ppo moved under reward.* (migrate_legacy_reward_impl); 0.9's still composes
 them (a compatibility file keeps them) but nothing reads them."""
+MAX_NODES = 10_000
+"""Nodes (and GPUs per node) of one pool at most: more than any cluster, and a plan lists a bundle per node."""
 MAIN_POOL_CPUS = 3
 SFT_RAY_CPUS = 10
 ROLLOUT_POOL_CPUS = 2
@@ -49,27 +52,20 @@ def pools_of(config: dict[str, Any], job: Job, version: str | None) -> list[Pool
                      cpus_per_gpu=SFT_RAY_CPUS, gpu_resource=resource)]
     found = [Pool(name="global_pool", nnodes=trainer.nnodes, gpus_per_node=trainer.n_gpus_per_node,
                   cpus_per_gpu=MAIN_POOL_CPUS, gpu_resource=resource)]
-    for name, prefix, switch in _side_pools(config, version):
-        if get(config, switch) and _positive(config, prefix):
-            found.append(Pool(name=name, nnodes=get(config, f"{prefix}.nnodes"),
-                              gpus_per_node=get(config, f"{prefix}.n_gpus_per_node"),
-                              cpus_per_gpu=MAIN_POOL_CPUS, gpu_resource=resource))
+    found += [Pool(name=side.name, nnodes=side.nnodes, gpus_per_node=side.gpus, cpus_per_gpu=MAIN_POOL_CPUS,
+                   gpu_resource=resource) for side in _side_pools(config, version) if side.on and side.placeable]
     rollout = _rollout_pool(config, version, resource)
     return found + ([rollout] if rollout else [])
 
 
 def pool_problems(config: dict[str, Any], profile: VerlProfile, version: str | None) -> list[Problem]:
-    """The pools verl refuses to build, and device names that make it ask for what no node has."""
-    found: list[Problem] = []
-    for name, prefix, switch in _side_pools(config, version):
-        if get(config, switch) and not _positive(config, prefix):
-            found.append(((f"{prefix}.nnodes", f"{prefix}.n_gpus_per_node"),
-                          f"{switch} is on but its pool is empty: set {prefix}.nnodes and {prefix}.n_gpus_per_node "
-                          f"(verl stops with 'must be greater than 0'; the {name} is placed beside the trainer's)"))
+    """The pools verl refuses to build or argus cannot count, and device names that make verl ask for what no
+    node has."""
+    found = [problem for side in _side_pools(config, version) if side.on and (problem := side.problem())]
     if _separate_rollout(config, version) and not _positive(config, f"{A}.rollout"):
         found.append(((f"{A}.rollout.nnodes", f"{A}.rollout.n_gpus_per_node"),
                       "trainer.v1.trainer_mode=separate_async runs the rollout on its own GPUs: set "
-                      f"{A}.rollout.nnodes and {A}.rollout.n_gpus_per_node"))
+                      f"{A}.rollout.nnodes and {A}.rollout.n_gpus_per_node to numbers of at most {MAX_NODES} nodes"))
     device = get(config, "trainer.device")
     if not at_least(version, (0, 9)) and device not in (None, "cuda", "npu"):
         found.append((("trainer.device",), f"verl {version} asks Ray for a resource named {device!r} for every "
@@ -82,13 +78,61 @@ def pool_problems(config: dict[str, Any], profile: VerlProfile, version: str | N
     return found
 
 
-def _side_pools(config: dict[str, Any], version: str | None) -> list[tuple[str, str, str]]:
-    """(pool, key prefix of its size, the key that turns it on). 0.8 still read the legacy top-level reward_model."""
-    reward = "reward.reward_model"
-    if not at_least(version, (0, 9)) and get(config, "reward_model.enable_resource_pool") is not None:
-        reward = "reward_model"
-    return [("reward_pool", reward, f"{reward}.enable_resource_pool"),
-            ("teacher_pool", "distillation", "distillation.enabled")]
+@dataclass(frozen=True)
+class _Side:
+    """A pool beside the trainer's, as the config sets it: on or off, and its size as written."""
+
+    name: str
+    switch: str
+    keys: tuple[str, str]
+    switched: Any
+    nnodes: Any
+    gpus: Any
+
+    @property
+    def on(self) -> bool:
+        """Taken as on unless plainly off: a switch argus cannot read is reported (problem) and counted."""
+        return self.switched not in (None, False)
+
+    @property
+    def placeable(self) -> bool:
+        return _sizes_ok(self.nnodes, self.gpus)
+
+    def problem(self) -> Problem | None:
+        if not isinstance(self.switched, bool):
+            return (self.switch,), f"{self.switch}={self.switched!r}: argus must know before the run whether the " \
+                                   f"{self.name} is placed; write true or false"
+        if self.placeable:
+            return None
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in (self.nnodes, self.gpus)):
+            return self.keys, (f"{self.switch} is on but its pool is {self.nnodes} x {self.gpus} GPUs: set "
+                               f"{self.keys[0]} and {self.keys[1]} (verl stops with 'must be greater than 0'; "
+                               f"at most {MAX_NODES} nodes; the {self.name} is placed beside the trainer's)")
+        return self.keys, (f"{self.name}'s size ({self.keys[0]}={self.nnodes!r}, {self.keys[1]}={self.gpus!r}) must "
+                           "be numbers argus can count before the run (not read from the environment)")
+
+
+def _side_pools(config: dict[str, Any], version: str | None) -> list[_Side]:
+    """The reward model's and the distillation teacher's pools. verl 0.8's main_ppo copied each top-level
+    reward_model.{enable_resource_pool,nnodes,n_gpus_per_node} that is set over reward.reward_model's, key by key."""
+    def reward(key: str) -> tuple[str, Any]:
+        legacy = get(config, f"reward_model.{key}")
+        if not at_least(version, (0, 9)) and legacy is not None:
+            return f"reward_model.{key}", legacy
+        return f"reward.reward_model.{key}", get(config, f"reward.reward_model.{key}")
+
+    (switch, on), (nodes_key, nodes), (gpus_key, gpus) = (reward(k) for k in ("enable_resource_pool", "nnodes",
+                                                                            "n_gpus_per_node"))
+    return [_Side("reward_pool", switch, (nodes_key, gpus_key), on, nodes, gpus),
+            _Side("teacher_pool", "distillation.enabled", ("distillation.nnodes", "distillation.n_gpus_per_node"),
+                  get(config, "distillation.enabled"), get(config, "distillation.nnodes"),
+                  get(config, "distillation.n_gpus_per_node"))]
+
+
+def _sizes_ok(nnodes: Any, gpus: Any) -> bool:
+    """Whole positive numbers, and no more nodes than any cluster has (a plan lists a bundle per node)."""
+    return all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (nnodes, gpus)) \
+        and nnodes <= MAX_NODES and gpus <= MAX_NODES
 
 
 def _rollout_pool(config: dict[str, Any], version: str | None, resource: str) -> Pool | None:
@@ -127,8 +171,7 @@ def _driver_cpus(job: Job, version: str | None) -> float:
 
 
 def _positive(config: dict[str, Any], prefix: str) -> bool:
-    sizes = [get(config, f"{prefix}.nnodes"), get(config, f"{prefix}.n_gpus_per_node")]
-    return all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes)
+    return _sizes_ok(get(config, f"{prefix}.nnodes"), get(config, f"{prefix}.n_gpus_per_node"))
 
 
 def _text(value: Any) -> str | None:

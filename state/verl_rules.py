@@ -9,7 +9,7 @@ A rule answers (keys it is about, message): the keys let the plan point at the o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 Problem = tuple[tuple[str, ...], str]
@@ -42,17 +42,54 @@ def get(config: dict[str, Any], key: str, default: Any = None) -> Any:
 
 def ppo_problems(config: dict[str, Any], n_gpus: int, version_at_least_09: bool) -> list[Problem]:
     """Every rule of verl's PPO trainer (main_ppo and the recipes built on it) the config breaks."""
-    found: list[Problem] = []
-    for rule in (_rollout_name, _rollout_world, _backends, _estimator, _loggers, _reward_manager, _batches,
-                 _micro_batches, _megatron_split, _sequence_parallel):
-        found += rule(config, n_gpus)
-    if version_at_least_09:
-        found += _trainer_mode(config, n_gpus)
-    return found
+    rules = [_parallel_sizes, _rollout_name, _rollout_world, _backends, _estimator, _loggers, _reward_manager,
+             _batches, _micro_batches, _megatron_split, _sequence_parallel]
+    rules += [_trainer_mode, _separate_rollout] if version_at_least_09 else []
+    return _applied(rules, config, n_gpus)
 
 
 def sft_problems(config: dict[str, Any], n_gpus: int) -> list[Problem]:
-    return list(_loggers(config, n_gpus))
+    return _applied([_loggers], config, n_gpus)
+
+
+def _applied(rules: list[Callable[[dict[str, Any], int], Iterator[Problem]]], config: dict[str, Any],
+             n_gpus: int) -> list[Problem]:
+    """Each rule's problems; a value of a shape no rule expects (a snapshot's config is anyone's) is one too."""
+    found: list[Problem] = []
+    for rule in rules:
+        try:
+            found += rule(config, n_gpus)
+        except (TypeError, ValueError, AttributeError, ZeroDivisionError, OverflowError) as err:
+            found.append(((), f"the composed config has a value verl would not take ({type(err).__name__} in "
+                              f"argus's {rule.__name__.strip('_').replace('_', ' ')} check)"))
+    return found
+
+
+PARALLEL_KEYS = tuple(f"{A}.rollout.{part}_parallel_size" for part in ("tensor_model", "data", "pipeline_model"))
+
+
+def _parallel_sizes(config: dict[str, Any], _: int) -> Iterator[Problem]:
+    """verl divides by them: 0, a negative or a text is a crash once the GPUs are held."""
+    for key in PARALLEL_KEYS:
+        value = get(config, key, 1)
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            yield (key,), f"{key}={value!r}: a parallel size is a whole number of at least 1"
+
+
+def _separate_rollout(config: dict[str, Any], _: int) -> Iterator[Problem]:
+    """verl 0.9's separate_async trainer asserts these before it builds anything (trainer_separate_async.py)."""
+    if get(config, "trainer.v1.trainer_mode") != "separate_async":
+        return
+    if get(config, f"{A}.rollout.checkpoint_engine.backend", "naive") == "naive":
+        yield ((f"{A}.rollout.checkpoint_engine.backend",),
+               f"separate_async syncs weights to its own rollout GPUs: set {A}.rollout.checkpoint_engine.backend "
+               "(nccl), not naive")
+    step = _int(config, "trainer.v1.separate_async.parameter_sync_step", 0)
+    batch, mini = _int(config, "data.train_batch_size", 0), _int(config, f"{A}.actor.ppo_mini_batch_size", 0)
+    if step and batch and mini and batch != step * mini:
+        yield (("data.train_batch_size", "trainer.v1.separate_async.parameter_sync_step"),
+               f"separate_async needs data.train_batch_size ({batch}) = parameter_sync_step ({step}) x "
+               f"ppo_mini_batch_size ({mini})")
 
 
 def _rollout_name(config: dict[str, Any], _: int) -> Iterator[Problem]:
@@ -67,6 +104,8 @@ def _rollout_name(config: dict[str, Any], _: int) -> Iterator[Problem]:
 
 
 def _rollout_world(config: dict[str, Any], n_gpus: int) -> Iterator[Problem]:
+    if get(config, "trainer.v1.trainer_mode") == "separate_async" and get(config, f"{A}.hybrid_engine") is False:
+        return  # no rollout on the trainer's GPUs: the rollout pool takes whole replicas of what it is given
     tp = _int(config, f"{A}.rollout.tensor_model_parallel_size", 1)
     dp = _int(config, f"{A}.rollout.data_parallel_size", 1)
     pp = _int(config, f"{A}.rollout.pipeline_model_parallel_size", 1)
@@ -104,6 +143,9 @@ def _estimator(config: dict[str, Any], _: int) -> Iterator[Problem]:
 
 def _loggers(config: dict[str, Any], _: int) -> Iterator[Problem]:
     value = get(config, "trainer.logger")
+    if value is not None and not isinstance(value, (str, list)):
+        yield ("trainer.logger",), f"trainer.logger is {value!r}: verl takes a name or a list of names"
+        return
     for name in [value] if isinstance(value, str) else value or []:
         if name not in LOGGERS:
             yield ("trainer.logger",), f"trainer.logger {name!r} is not one verl has ({', '.join(LOGGERS[:-1])})"

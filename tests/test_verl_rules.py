@@ -120,7 +120,7 @@ def test_an_enabled_pool_with_no_gpus_is_refused_as_verl_refuses_it():
     cfg = config(**{"reward.reward_model.enable_resource_pool": True, "reward.reward_model.nnodes": 0,
                     "reward.reward_model.n_gpus_per_node": 8})
     profile = verl_pools.profile_of(cfg, job(), _Point(), "0.9.1", "0.9.x", "/r")
-    assert any("its pool is empty" in m for _, m in verl_pools.pool_problems(cfg, profile, "0.9.1"))
+    assert any("is on but its pool is 0 x 8 GPUs" in m for _, m in verl_pools.pool_problems(cfg, profile, "0.9.1"))
 
 
 def test_separate_rollout_replicas_are_whole_and_take_two_cpus_per_gpu():
@@ -150,3 +150,51 @@ def test_sft_on_ray_takes_ten_cpus_per_gpu_and_torchrun_places_nothing_but_its_d
 class _Point:
     module = "verl.trainer.main_ppo"
     config_name = "ppo_trainer"
+
+
+def test_verl_0_8_moved_each_legacy_reward_key_on_its_own():
+    only_switch = config(**{"reward_model.enable_resource_pool": True, "reward.reward_model.nnodes": 1,
+                            "reward.reward_model.n_gpus_per_node": 4})
+    assert pools(only_switch, job(), "0.8.0")[1][:3] == ("reward_pool", 1, 4)
+    only_nodes = config(**{"reward.reward_model.enable_resource_pool": True, "reward.reward_model.nnodes": 1,
+                           "reward.reward_model.n_gpus_per_node": 4, "reward_model.nnodes": 3})
+    assert pools(only_nodes, job(), "0.8.0")[1][:3] == ("reward_pool", 3, 4)
+    assert pools(only_nodes, job(), "0.9.1")[1][:3] == ("reward_pool", 1, 4)
+
+
+@pytest.mark.parametrize("size", [0, -1, "abc", 1.5, True])
+def test_a_parallel_size_verl_would_divide_by_is_a_whole_number(size):
+    assert any("a parallel size is a whole number" in m
+               for m in messages(config(**{f"{A}.rollout.tensor_model_parallel_size": size})))
+
+
+def test_separate_async_without_hybrid_rollout_is_not_checked_against_the_trainers_gpus():
+    cfg = config(**{"trainer.v1.trainer_mode": "separate_async", f"{A}.hybrid_engine": False,
+                    f"{A}.rollout.tensor_model_parallel_size": 3, f"{A}.rollout.checkpoint_engine.backend": "nccl",
+                    "trainer.v1.separate_async.parameter_sync_step": 2})
+    assert messages(cfg, 4) == []
+    naive = {**cfg, "trainer": {**cfg["trainer"], "v1": {"trainer_mode": "separate_async",
+                                                          "separate_async": {"parameter_sync_step": 4}}}}
+    naive[A]["rollout"]["checkpoint_engine"]["backend"] = "naive"
+    found = messages(naive, 4)
+    assert any("not naive" in m for m in found) and any("parameter_sync_step (4)" in m for m in found)
+
+
+def test_a_pool_argus_cannot_count_is_refused_and_never_built():
+    env = config(**{"reward.reward_model.enable_resource_pool": True,
+                    "reward.reward_model.nnodes": "<read from the environment at run time: N>",
+                    "reward.reward_model.n_gpus_per_node": 8})
+    huge = config(**{"distillation.enabled": True, "distillation.nnodes": 10**9, "distillation.n_gpus_per_node": 8})
+    switch = config(**{"distillation.enabled": "<read from the environment at run time: D>",
+                       "distillation.nnodes": 1, "distillation.n_gpus_per_node": 8})
+    for cfg, words in ((env, "must be numbers argus can count"), (huge, "at most 10000 nodes"),
+                       (switch, "write true or false")):
+        profile = verl_pools.profile_of(cfg, job(), _Point(), "0.9.1", "0.9.x", "/r")
+        assert any(words in m for _, m in verl_pools.pool_problems(cfg, profile, "0.9.1")), words
+        assert all(p.nnodes <= 10_000 for p in profile.pools)
+
+
+def test_a_rule_meeting_a_value_of_another_shape_reports_it_instead_of_crashing():
+    found = messages(config(**{"data.train_batch_size": {"a": 1}, f"{A}.actor.ppo_mini_batch_size": [1]}))
+    assert isinstance(found, list)
+    assert messages(config(**{"trainer.logger": 5})) == ["trainer.logger is 5: verl takes a name or a list of names"]
