@@ -295,7 +295,7 @@ def test_local_up_takes_its_port_from_argus_local_port_and_0_means_any(tmp_path:
 
     asked: list[int] = []
 
-    def fake_up(state_dir: Path, dashboard_port: int, auth_token: bool) -> local.LocalCluster:
+    def fake_up(state_dir: Path, dashboard_port: int, auth_token: bool, **_: object) -> local.LocalCluster:
         asked.append(dashboard_port)
         return local.LocalCluster(str(state_dir), dashboard_port, 0, str(tmp_path))
 
