@@ -4,7 +4,9 @@ GPUs argus counts and the directories it keeps. Each test asserts the harm itsel
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -137,3 +139,20 @@ def test_torchrun_processes_cannot_be_left_without_their_gpus(tmp_path, argus):
                             "entrypoint_num_gpus: 0\n")
     result = argus("validate", ws.root)
     assert result.code == 1 and "jobs/j.yaml:10: entrypoint_num_gpus: torchrun runs 8 processes" in result.err
+
+
+def test_hydra_plugins_in_the_working_directory_are_never_imported(tmp_path, verl_repo):
+    """`python -m` puts the working directory first on sys.path, and Hydra imports every `hydra_plugins`
+    module it finds there: a workspace (a pull request's files) could hold one."""
+    ws = make_workspace(tmp_path / "ws", "attacks", "http://127.0.0.1:9")
+    ws.write("code.yaml", f"kind: CodeSnapshot\nname: code\ncluster: local\ngit: {{url: {verl_repo}, ref: v0.9.1}}\n")
+    ws.write("jobs/j.yaml", GRPO.format(name="j", code="code", entry="", extra=""))
+    marker = tmp_path / "imported"
+    (ws.root / "hydra_plugins").mkdir()
+    (ws.root / "hydra_plugins" / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    env = {**os.environ, "ARGUS_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "reconcile.cli", "validate", "--deep", str(ws.root)], cwd=ws.root,
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Deep: 1 verl job(s) compose" in done.stdout
+    assert not marker.exists()
