@@ -6,9 +6,10 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError
 
 from specs.desired import Source
 from specs.nodes import plain, walk_document
@@ -33,13 +34,19 @@ def strings_of(value: Any, path: str = "") -> list[tuple[str, str]]:
 def document(value: Any) -> Any:
     out = io.StringIO()
     YAML(typ="safe", pure=True).dump(value, out)
-    [node] = ruamel_documents(out.getvalue())
+    try:
+        [node] = ruamel_documents(out.getvalue())
+    except MarkedYAMLError:
+        # ruamel's dumper writes some strings ('?0' in a flow mapping) unquoted where its own parser refuses
+        # them: a document nobody could write as a spec, so not one the walk is asked to read
+        assume(False)
     return node
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.dictionaries(KEYS, VALUES, max_size=5))
 @example({"kind": "\x85"})
+@example({"kind": "?0"})
 def test_one_walk_gives_the_plain_value_and_every_string(value: dict[str, Any]) -> None:
     node = document(value)
     walked = walk_document(node)
