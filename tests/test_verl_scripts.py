@@ -6,6 +6,7 @@ placement group per node of {CPU: 3, GPU: 1} bundles; sft_trainer_ray's pool of 
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -67,9 +68,15 @@ def scripts_repo(verl_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     return repo
 
 
+@pytest.fixture(scope="module")
+def scripts_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One cache for the module: each snapshot is extracted once, as one argus process would."""
+    return str(tmp_path_factory.mktemp("verl-scripts-cache"))
+
+
 @pytest.fixture
-def scripts_ws(tmp_path: Path, scripts_repo: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path / "cache"))
+def scripts_ws(tmp_path: Path, scripts_repo: Path, scripts_cache: str, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("ARGUS_CACHE_DIR", scripts_cache)
     ws = make_workspace(tmp_path / "ws", "verl-scripts", "http://127.0.0.1:9")
     for version in VERSIONS:
         ws.write(f"code-{version}.yaml", f"kind: CodeSnapshot\nname: verl-{version.replace('.', '')}\n"
@@ -82,8 +89,8 @@ def checked(ws, name: str, version: str) -> tuple[JobCheck, object]:
     ws.write(f"jobs/{name}.yaml", text)
     desired = load_workspace(ws.root)
     job = desired.jobs[name]
-    source = resolve_source(desired.snapshots[job.code], desired.root, str(ws.root / ".cache"), 60)
-    result = check_job(desired, job, SnapshotState(source=source), str(ws.root / ".cache"), files=False)
+    source = resolve_source(desired.snapshots[job.code], desired.root, os.environ["ARGUS_CACHE_DIR"], 60)
+    result = check_job(desired, job, SnapshotState(source=source), os.environ["ARGUS_CACHE_DIR"], files=False)
     return result, (desired, job)
 
 
@@ -129,8 +136,8 @@ def test_a_recipe_composes_its_own_config_through_the_snapshots_search_path(scri
         "code: verl\n", f"code: verl-{version.replace('.', '')}\n"))
     desired = load_workspace(scripts_ws.root)
     job = desired.jobs["dapo"]
-    source = resolve_source(desired.snapshots[job.code], desired.root, str(scripts_ws.root / ".cache"), 60)
-    result = check_job(desired, job, SnapshotState(source=source), str(scripts_ws.root / ".cache"), files=False)
+    source = resolve_source(desired.snapshots[job.code], desired.root, os.environ["ARGUS_CACHE_DIR"], 60)
+    result = check_job(desired, job, SnapshotState(source=source), os.environ["ARGUS_CACHE_DIR"], files=False)
     assert [d.text for d in result.diagnostics if d.severity == "error"] == []
     assert result.profile is not None and result.profile.config_name == "dapo_trainer"
     assert result.profile.module == "recipe.dapo.main_dapo"
