@@ -35,18 +35,21 @@ def load_workspace(directory: str | Path) -> DesiredState:
     diagnostics: list[Diagnostic] = []
     secrets: list[str] = []
     walk = Walk(root, diagnostics)
-    loaded, conflicts = _load_files(walk, diagnostics, secrets)
+    invalid: list[tuple[Any, Source]] = []
+    loaded, conflicts = _load_files(walk, diagnostics, secrets, invalid)
     loaded, diagnostics[:] = _outside_shared_roots(walk, loaded, diagnostics)
     diagnostics += conflicts
     state = _assemble(root, loaded, diagnostics)
+    diagnostics += rules.dangling(invalid, {r.name for r, _ in loaded if isinstance(r, Cluster)},
+                                  {r.name for r, _ in loaded if isinstance(r, CodeSnapshot)})
     if diagnostics:
         raise SpecError(secret_scan.redact(diagnostics, secrets))
     assert state is not None
     return state
 
 
-def _load_files(walk: Walk, diagnostics: list[Diagnostic],
-                secrets: list[str]) -> tuple[list[tuple[Spec, Source]], list[Diagnostic]]:
+def _load_files(walk: Walk, diagnostics: list[Diagnostic], secrets: list[str],
+                invalid: list[tuple[Any, Source]]) -> tuple[list[tuple[Spec, Source]], list[Diagnostic]]:
     """Every resource of the files the walk yields, each scanned for literal secrets (added to `secrets`);
     a Cluster's shared root is kept out of the walk at once."""
     loaded: list[tuple[Spec, Source]] = []
@@ -58,9 +61,10 @@ def _load_files(walk: Walk, diagnostics: list[Diagnostic],
             diagnostics += found
             secrets += values
             resource = _validate(walked, spec.rel, diagnostics, lambda text=text, index=index: _node(text, index))
-            if resource is None:
-                continue
             source = Source(spec.rel, walked.line, walked.lines)
+            if resource is None:
+                invalid.append((walked.value, source))  # its references are still checked, in the same run
+                continue
             loaded.append((resource, source))
             if isinstance(resource, Cluster):
                 conflicts += _keep_out(walk, resource, source)

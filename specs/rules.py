@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from specs import verl
 from specs.address import Address
 from specs.desired import Source
 from specs.diagnostics import Diagnostic
-from specs.models import Cluster, CodeSnapshot, Job, Trainer
+from specs.models import NAME_PATTERN, Cluster, CodeSnapshot, Job, Trainer
 
 
 def broken_references(clusters: dict[str, Cluster], snapshots: dict[str, CodeSnapshot], jobs: dict[str, Job],
@@ -28,6 +30,21 @@ def broken_references(clusters: dict[str, Cluster], snapshots: dict[str, CodeSna
         elif code is not None and snapshots[code].cluster != resource.cluster:
             found.append(at("code", f"CodeSnapshot {code!r} lives on cluster {snapshots[code].cluster!r}, "
                                     f"not on {resource.cluster!r}: snapshot the code on the job's cluster"))
+    return found
+
+
+def dangling(invalid: list[tuple[Any, Source]], clusters: set[str], snapshots: set[str]) -> list[Diagnostic]:
+    """References of resources that failed validation, reported with their other problems in one run."""
+    found = []
+    for raw, source in invalid:
+        if not isinstance(raw, dict) or raw.get("kind") not in ("Job", "CodeSnapshot"):
+            continue
+        for field, known, kind in (("cluster", clusters, "Cluster"), ("code", snapshots, "CodeSnapshot")):
+            value = raw.get(field)
+            if isinstance(value, str) and re.fullmatch(NAME_PATTERN, value) and value not in known:
+                listed = ", ".join(sorted(known)) or "none defined"
+                found.append(Diagnostic.in_file(source.file, source.line_of(field), field,
+                                                f"no {kind} named {value!r} (known: {listed})"))
     return found
 
 

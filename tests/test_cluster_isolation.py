@@ -257,3 +257,13 @@ def test_a_dashboard_that_never_answers_costs_a_few_timeouts_and_blocks_nothing_
     assert f"cluster 'mute' at http://127.0.0.1:{mute_port} cannot be read" in error["message"]
     assert "did not answer within 2s" in error["message"]
     assert _record_dirs(ws, "quiet") == []
+
+
+def test_a_plan_that_could_not_read_a_cluster_never_says_the_clusters_match():
+    from reconcile.views.human import summary
+
+    spec = job("here", "up")
+    result = plan(desired(spec, job("there", "down")), observed(running_on_up(spec)))
+    assert not result.actionable and result.errors
+    assert summary(result) == "No changes planned, and the desired state is not confirmed: fix the 1 error(s) above."
+    assert "match the desired state" not in summary(result)

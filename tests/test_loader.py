@@ -288,3 +288,19 @@ def test_five_thousand_job_files_load(ws: Workspace) -> None:
         (ws.root / "jobs" / f"j{i}.yaml").write_text(
             f"kind: Job\nname: j{i}\ncluster: h20\nworkload: command\nentrypoint: [python3, train.py]\n")
     assert len(load_workspace(ws.root).jobs) == 5000
+
+
+def test_a_resource_that_fails_validation_has_its_references_checked_in_the_same_run(ws: Workspace) -> None:
+    ws.write("jobs/j.yaml", """
+        kind: Job
+        name: broken
+        cluster: nowhere
+        code: nothing
+        workload: command
+        entrypoint: [echo]
+        entrypont: typo
+        """)
+    found = diagnostics(ws)
+    assert any(p.startswith("jobs/j.yaml:7: entrypont: unknown key") for p in found), found
+    assert "jobs/j.yaml:3: cluster: no Cluster named 'nowhere' (known: h20)" in found
+    assert "jobs/j.yaml:4: code: no CodeSnapshot named 'nothing' (known: none defined)" in found

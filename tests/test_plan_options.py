@@ -21,8 +21,11 @@ def test_replace_forces_a_new_attempt_of_an_unchanged_job(workspace, argus):
     assert argus("apply", workspace.root, "--auto-approve").code == 0
     [first] = jobs_of(workspace.address, workspace.name)
     wait_for(workspace.address, first.submission_id, {"RUNNING"})
+    workspace.job("other", SLEEP)
     plan = argus("plan", workspace.root, "--replace", "job.again")
     assert "-/+ job.again" in plan.out and "forced by --replace" in plan.out
+    assert "+ job.other" in plan.out and "Limited by" not in plan.out  # the whole plan, with the new attempt
+    workspace.remove("jobs/other.yaml")
     assert argus("apply", workspace.root, "--auto-approve", "--replace", "job.again").code == 0
     runs = {j.submission_id: j for j in jobs_of(workspace.address, workspace.name)}
     assert runs[first.submission_id].status.value == "STOPPED"

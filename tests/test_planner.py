@@ -300,3 +300,12 @@ def test_a_resource_no_alive_node_offers_is_an_error_naming_the_near_one():
     assert error.where == Where("jobs/j.yaml", 1)
     fixed = plan(desired(job()), ObservedState(clusters={"c": cluster}, records={}))
     assert fixed.errors == () and fixed.changes[0].action is Action.SUBMIT  # fixed: it starts at once
+
+
+def test_a_lost_run_is_warned_about_only_until_the_job_has_run_again():
+    spec, again = job(), job(run=2)
+    lost = record_of(run_of(spec, "SUBMITTING"), "SUBMITTING", session_name="s0")
+    assert any("no longer knows it" in d.message for d in plan(desired(spec), observed(records=(lost,))).diagnostics)
+    newer = run_of(again, "SUCCEEDED", started=1_900_000_000_000)  # ms: after the lost run was recorded
+    later = plan(desired(again), observed(newer, records=(lost,)))
+    assert not any("no longer knows it" in d.message for d in later.diagnostics), later.diagnostics

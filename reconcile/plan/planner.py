@@ -245,8 +245,9 @@ def _job_diagnostics(source: Source, job: Job, change: Change, runs: list[RunVie
             message=f"{change.address} is protected (protect: true) but the plan would {change.action.value} "
                     f"its run {change.current.submission_id if change.current else ''}; set `protect: false` "
                     f"first if that is intended").located(source))
+    latest = newest(runs)
     for run in runs:
-        if run.lost:
+        if run.lost and run is latest:  # once the job has run again, the lost run is history, not news
             found.append(Diagnostic(
                 severity="warning", address=change.address,
                 message=f"run {run.submission_id} was {run.status} when argus last saw it, but cluster "

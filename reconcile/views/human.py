@@ -38,9 +38,9 @@ UNMANAGED_LISTED = 20
 
 def render_plan(plan: Plan, colour: bool = False) -> str:
     lines = [f"argus plan for workspace {plan.workspace!r}", ""]
-    if plan.options.targets or plan.options.replace:
-        asked = [*(f"--target {t}" for t in plan.options.targets), *(f"--replace {r}" for r in plan.options.replace)]
-        lines += [f"  Limited by {' '.join(asked)}: other changes may be pending.", ""]
+    if plan.options.targets:  # --replace adds a new attempt to the whole plan, as Terraform's -replace does
+        lines += [f"  Limited by {' '.join(f'--target {t}' for t in plan.options.targets)}: other changes may be "
+                  "pending.", ""]
     for change in plan.actionable:
         lines.extend(_change_lines(change, colour))
     lines.extend(_waiting_lines(plan))
@@ -58,6 +58,9 @@ def render_plan(plan: Plan, colour: bool = False) -> str:
 def summary(plan: Plan) -> str:
     waiting = sum(c.action is Action.QUEUE for c in plan.changes)
     if not plan.actionable:
+        if plan.errors:  # a cluster not read, a spec not checked: nothing here says the clusters match
+            return f"No changes planned, and the desired state is not confirmed: fix the {len(plan.errors)} " \
+                   "error(s) above."
         if waiting:
             return f"No changes. {waiting} job(s) wait in the admission queue for room on their cluster."
         return "No changes. The clusters match the desired state."
