@@ -138,6 +138,11 @@ def override_key(override: str) -> str:
     return re.sub(r"^(\+\+|\+|~)", "", override.split("=", 1)[0]).strip()
 
 
+def last_override(job: Job, keys: tuple[str, ...] | set[str]) -> int | None:
+    """Index of the user's last override that sets one of the keys (the one Hydra keeps), or None."""
+    return next((i for i in reversed(range(len(job.overrides))) if override_key(job.overrides[i]) in keys), None)
+
+
 def unsafe_override(override: str) -> str | None:
     """Why an override may not be composed at all, or None. A config group chosen with `..` or an absolute
     path would make Hydra read (and quote) a file outside the snapshot; one that sets a node holding keys argus

@@ -127,9 +127,8 @@ def _rule_diagnostics(job: Job, config: dict[str, Any], version: str | None, pro
 
 def _field_of(job: Job, keys: tuple[str, ...]) -> str:
     """The user's last override that set one of the keys, else the typed field that did, else the job."""
-    for index in reversed(range(len(job.overrides))):
-        if verl.override_key(job.overrides[index]) in keys:
-            return f"overrides.{index}"
+    if (index := verl.last_override(job, keys)) is not None:
+        return f"overrides.{index}"
     typed = [verl.TYPED_KEYS[k] for k in keys if k in verl.TYPED_KEYS]
     return typed[0] if typed and not typed[0].startswith("(") else ("overrides" if job.overrides else "workload")
 

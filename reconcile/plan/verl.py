@@ -114,8 +114,8 @@ def resume_diagnostics(desired: DesiredState, observed: ObservedState, changes: 
 def _resume_field(job: Job) -> str:
     """Where the checkpoint a run resumes from is named: the override giving trainer.resume_from_path, else
     the checkpoint directory."""
-    named = [i for i, override in enumerate(job.overrides) if verl.override_key(override) == "trainer.resume_from_path"]
-    return f"overrides.{named[-1]}" if named else "trainer.checkpoint_dir"
+    index = verl.last_override(job, ("trainer.resume_from_path",))
+    return "trainer.checkpoint_dir" if index is None else f"overrides.{index}"
 
 
 def with_verl_notes(desired: DesiredState, observed: ObservedState, changes: list[Change]) -> list[Change]:
