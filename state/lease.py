@@ -5,6 +5,13 @@ never trusts the holder's clock: it takes over when the lease it sees has not ch
 seconds of its own clock (as Kubernetes' leader election does), so skewed hosts cannot steal a
 live lease. Two standbys racing for a dead lease may both believe they won for one turn; the next
 renewal settles it, and the apply lock plus deterministic submission ids keep that turn harmless.
+
+Any job can write the lease file. With ARGUS_ROOT_KEY set the lease carries an HMAC (state.root_key):
+a lease without a valid one counts as alive for our own ttl from when we first saw it, whatever it
+says or how often it changes, so a forged lease delays a standby by one ttl at most; and a signed
+lease is renewed only when its `renewed_epoch` goes forward, so replaying old genuine leases does not
+keep a dead holder alive. Without the key a forger can keep a standby waiting by rewriting the file
+(docs/serve.md says so), but a claimed ttl or renewal time cannot hold it forever on its own.
 """
 
 from __future__ import annotations
@@ -19,7 +26,16 @@ from datetime import datetime
 from pathlib import Path
 
 from state.files import write_json
-from state.records import now
+from state.records import now, read_small
+from state.root_key import keyed, sign, verify
+
+SIGNED_AS = "serve-lease"
+MAX_LEASE_BYTES = 4096
+MAX_TTL = 86400.0
+"""A holder's claimed ttl above this (seconds) is a forged one: unsigned, it would hold a standby for ever."""
+CLOCK_SKEW = 300.0
+"""A renewal further in the future than this, seen by a one-turn process, is a forged one."""
+UNSIGNED = "(a lease without a valid ARGUS_ROOT_KEY signature)"
 
 
 def lease_path(shared_root: str, workspace: str) -> Path:
@@ -38,6 +54,12 @@ class Lease:
     """A process that makes one turn and exits: it judges the lease by its renewal time."""
     _seen: str | None = None
     _seen_since: float = 0.0
+    _newest: dict[str, float] = field(default_factory=dict)
+    """Per holder, its newest signed renewal seen (`renewed_epoch`): an older lease replayed is no renewal."""
+    _forged_since: float | None = None
+    """When we first saw, without a valid lease in between, a lease whose signature is not valid."""
+    _notices: list[str] = field(default_factory=list)
+    _noticed: set[str] = field(default_factory=set)
 
     @property
     def path(self) -> Path:
@@ -52,8 +74,10 @@ class Lease:
         current = self._read()
         if current is not None and current.get("holder") != self.holder and self._alive(current):
             return False
-        write_json(self.path, {"holder": self.holder, "host": socket.gethostname(), "pid": os.getpid(),
-                               "renewed_at": now(), "nonce": uuid.uuid4().hex, "ttl": self.ttl})
+        lease = {"holder": self.holder, "host": socket.gethostname(), "pid": os.getpid(), "renewed_at": now(),
+                 "renewed_epoch": time.time(), "nonce": uuid.uuid4().hex, "ttl": self.ttl}
+        signature = sign(SIGNED_AS, self.workspace, lease)
+        write_json(self.path, lease if signature is None else {**lease, "sig": signature})
         mine = self._read()
         return mine is not None and mine.get("holder") == self.holder
 
@@ -66,29 +90,72 @@ class Lease:
         if current is not None and current.get("holder") == self.holder:
             self.path.unlink(missing_ok=True)
 
+    def notices(self) -> list[str]:
+        """What an operator should hear about the lease file (a forgery), each once per process."""
+        found, self._notices = self._notices, []
+        return found
+
     def _alive(self, current: dict) -> bool:
         """Changed since we last looked (renewed), or unchanged for less than the longer of our ttl and
         the holder's own (a loop with a longer interval renews less often) on our own clock. A process
         that looks only once (`--once`) cannot watch: it reads the holder's renewal time instead,
         allowing the holder's ttl again for clock skew."""
-        ttl = max(self.ttl, _number(current.get("ttl")))
+        if current.get("holder") == UNSIGNED:
+            return self._forged_alive()
+        self._forged_since = None
+        ttl = max(self.ttl, min(_number(current.get("ttl")), MAX_TTL))
         if self.once:
             renewed = _epoch(current.get("renewed_at"))
-            return renewed is None or time.time() - renewed < 2 * ttl
+            return renewed is None or -CLOCK_SKEW < time.time() - renewed < 2 * ttl
+        if keyed():  # signed: a renewal is a newer renewal time, never an older lease put back
+            holder, renewed_epoch = str(current.get("holder")), _number(current.get("renewed_epoch"))
+            if renewed_epoch > self._newest.get(holder, float("-inf")):
+                self._newest[holder], self._seen_since = renewed_epoch, time.monotonic()
+                return True
+            return time.monotonic() - self._seen_since < ttl
         text = json.dumps(current, sort_keys=True)
         if text != self._seen:
             self._seen, self._seen_since = text, time.monotonic()
             return True
         return time.monotonic() - self._seen_since < ttl
 
+    def _forged_alive(self) -> bool:
+        """A lease we cannot trust is waited out once, for our own ttl, however often it changes."""
+        if self._forged_since is None:
+            self._forged_since = time.monotonic()
+        if self.once:
+            return False
+        return time.monotonic() - self._forged_since < self.ttl
+
     def _read(self) -> dict | None:
+        """The lease as written; with a key set, one without a valid signature reads as UNSIGNED."""
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            os.lstat(self.path)
         except FileNotFoundError:
             return None
-        except (OSError, ValueError):
-            return {"holder": "(unreadable lease)"}  # a torn or hostile file: wait it out like a live one
-        return data if isinstance(data, dict) else {"holder": "(unreadable lease)"}
+        except OSError:
+            return self._unsigned("it cannot be read")
+        data = read_small(self.path, MAX_LEASE_BYTES)  # a link, a FIFO or a huge file: None
+        try:
+            lease = json.loads(data) if data is not None else None
+        except (ValueError, RecursionError):
+            lease = None
+        if not isinstance(lease, dict):
+            return self._unsigned("it is not a lease argus wrote") if keyed() else {"holder": "(unreadable lease)"}
+        if not keyed():
+            return lease  # a torn or hostile file ("unreadable") is waited out like a live one
+        fields = {k: v for k, v in lease.items() if k != "sig"}
+        if not verify(SIGNED_AS, self.workspace, fields, lease.get("sig")):
+            return self._unsigned("its ARGUS_ROOT_KEY signature is missing or wrong")
+        return fields
+
+    def _unsigned(self, why: str) -> dict:
+        notice = (f"argus serve: ignoring the lease at {self.path}: {why} (forged by a job, or written by an "
+                  "`argus serve` without this ARGUS_ROOT_KEY); taking over once it has stood for one lease time")
+        if notice not in self._noticed:
+            self._noticed.add(notice)
+            self._notices.append(notice)
+        return {"holder": UNSIGNED}
 
 
 def _number(value: object) -> float:

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from specs.errors import ArgusError
+from state.root_key import without_keys
 
 # Ray replaces 127.0.0.1 with the machine's routable IP; other loopback addresses it keeps.
 HEAD_IP = "127.0.0.2"
@@ -160,10 +161,7 @@ def _node_args(c: LocalCluster) -> list[str]:
 def _ray_start(cluster: LocalCluster, args: list[str], role: str) -> None:
     """`ray start` in a new session: its daemons inherit the process group we record."""
     ray = Path(sys.executable).with_name("ray")
-    unset = ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", *AUTH_VARIABLES)
-    env = {k: v for k, v in os.environ.items() if k not in unset} | _auth_env(cluster)
-    env["RAY_USAGE_STATS_ENABLED"] = "0"
-    env["ARGUS_LOCAL_NODE"] = role  # inherited by everything the node runs: a job can tell where it is
+    env = node_env(cluster, role)
     log = Path(cluster.state_dir) / f"ray-start-{role}.log"
     with open(log, "w") as out:
         proc = subprocess.Popen([str(ray), "start", *args], stdout=out, stderr=subprocess.STDOUT,
@@ -177,6 +175,16 @@ def _ray_start(cluster: LocalCluster, args: list[str], role: str) -> None:
     if code != 0:
         tail = log.read_text()[-1500:]
         raise ArgusError(f"`ray start` for the local {role} failed (exit {code}); its log ({log}) ends:\n{tail}")
+
+
+def node_env(cluster: LocalCluster, role: str) -> dict[str, str]:
+    """The environment of a node, and so of every job it runs: never argus's keys (ARGUS_ROOT_KEY
+    signs the shared root's queue, lease and sent events; a job holding it could forge them)."""
+    unset = ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", *AUTH_VARIABLES)
+    env = without_keys({k: v for k, v in os.environ.items() if k not in unset}) | _auth_env(cluster)
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    env["ARGUS_LOCAL_NODE"] = role  # inherited by everything the node runs: a job can tell where it is
+    return env
 
 
 def _write_token(path: Path) -> Path:

@@ -181,17 +181,19 @@ def read_checkpoints(desired: DesiredState, absent: tuple[str, ...]) -> dict[str
 def read_queues(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, ClusterQueue]:
     """Each cluster's admission queue on its shared root: every workspace's ledger, and the quotas."""
     from state.queue_ledger import QueueUnreadable, read_ledgers
+    from state.root_key import keyed
 
     found = {}
     for name, root in sorted(desired.shared_roots.items()):
         if name in absent:
             continue
+        ignored: list[str] = []
         try:
-            entries = tuple(e for e in read_ledgers(root) if e.cluster == name)
+            entries = tuple(e for e in read_ledgers(root, ignored) if e.cluster == name)
         except QueueUnreadable as err:
-            found[name] = ClusterQueue(problem=str(err))
+            found[name] = ClusterQueue(problem=str(err), keyed=keyed())
             continue
-        found[name] = _with_quotas(ClusterQueue(entries=entries), root)
+        found[name] = _with_quotas(ClusterQueue(entries=entries, keyed=keyed(), ignored=tuple(ignored)), root)
     return found
 
 

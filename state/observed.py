@@ -250,6 +250,10 @@ class LedgerEntry(Frozen):
     bundles: Annotated[tuple[Amounts, ...], Field(max_length=256)] = ()
     driver: Amounts = {}
     spread: Amounts = {}
+    signed: bool = Field(default=False, exclude=True)
+    """Its signature (state.root_key) was checked with ARGUS_ROOT_KEY: argus wrote it. Set on read,
+    never written: without a key every entry reads unsigned, and only a signed one of another
+    workspace may make this workspace's runs be preempted."""
 
 
 class ClusterQueue(Frozen):
@@ -259,6 +263,11 @@ class ClusterQueue(Frozen):
     quotas: dict[str, dict[str, float]] = {}
     problem: str | None = None
     """Why the quota file cannot be used: nothing is admitted on this cluster until it is fixed."""
+    keyed: bool = False
+    """ARGUS_ROOT_KEY was set when the ledgers were read: entries without a valid signature were left out."""
+    ignored: tuple[str, ...] = ()
+    """Ledger files (paths) holding entries left out for want of a valid signature: written without
+    the key (or another one), or forged by a job."""
 
 
 class ObservedState(Frozen):

@@ -8,7 +8,10 @@ holder), so two workspaces admitting at the same moment never count the same fre
 Ledgers are writable by anyone who can write the shared root (any Ray job can): each is read as
 hostile input. Nothing below the shared root is followed if it is a symlink (a queue or lock
 directory pointing at a host's own /tmp would split the queue per host), files are size-capped,
-and entries that claim another workspace or do not validate are skipped.
+and entries that claim another workspace or do not validate are skipped. With ARGUS_ROOT_KEY set,
+each entry is written with an HMAC over its fields and its ledger's workspace (state.root_key), and
+one without a valid HMAC is skipped too (its file is named in `ignored`): a job cannot forge a place,
+an admission or a preemption. Without the key entries read unsigned (LedgerEntry.signed False).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from state.beneath import NotBeneath, opened_dir
 from state.files import replace_in
 from state.observed import LedgerEntry
 from state.records import read_small
+from state.root_key import keyed, sign, verify
 
 QUEUE_DIR = ".argus/queue"
 LOCK_DIR = ".argus/locks"
@@ -38,6 +42,8 @@ LOCK_NAME = "admission.lock"
 MAX_LEDGER_BYTES = 512 * 1024
 MAX_LEDGERS = 1000
 LOCK_TIMEOUT = 60.0
+SIGNED_AS = "queue-entry"
+"""The kind of entry a ledger row's HMAC says it is (state.root_key); its scope is the ledger's workspace."""
 
 
 class AdmissionBusy(ArgusError):
@@ -53,8 +59,9 @@ def ledger_path(shared_root: str, workspace: str) -> Path:
     return Path(shared_root) / QUEUE_DIR / f"{workspace}.json"
 
 
-def read_ledgers(shared_root: str) -> tuple[LedgerEntry, ...]:
-    """Every workspace's entries on this shared root; a file that cannot be read is not there."""
+def read_ledgers(shared_root: str, ignored: list[str] | None = None) -> tuple[LedgerEntry, ...]:
+    """Every workspace's entries on this shared root; a file that cannot be read is not there.
+    `ignored` gets the path of each ledger whose unsigned entries were left out (a key is set)."""
     with _queue_dir(shared_root, create=False) as fd:
         if fd is None:
             return ()
@@ -62,17 +69,25 @@ def read_ledgers(shared_root: str) -> tuple[LedgerEntry, ...]:
         if len(names) > MAX_LEDGERS:
             raise QueueUnreadable(f"{shared_root}/{QUEUE_DIR} holds {len(names)} ledgers (at most {MAX_LEDGERS}): "
                                   "remove the ones no workspace writes")
-        return tuple(e for name in names for e in _entries(fd, name))
+        found = []
+        for name in names:
+            entries, left_out = _entries(fd, name)
+            found += entries
+            if left_out and ignored is not None:
+                ignored.append(str(ledger_path(shared_root, name)))
+        return tuple(found)
 
 
 def read_ledger(shared_root: str, workspace: str) -> list[LedgerEntry]:
+    """This workspace's own entries (those it signed, with a key set): what it writes back."""
     with _queue_dir(shared_root, create=False) as fd:
-        return [] if fd is None else _entries(fd, workspace)
+        return [] if fd is None else _entries(fd, workspace)[0]
 
 
 def write_ledger(shared_root: str, workspace: str, entries: list[LedgerEntry]) -> None:
     """Atomically (a temp file renamed in place), in the queue directory opened without following links."""
-    rows = [e.model_dump(mode="json") for e in sorted(entries, key=lambda e: (e.cluster, e.job, e.submission_id))]
+    rows = [_signed(e.model_dump(mode="json"), workspace)
+            for e in sorted(entries, key=lambda e: (e.cluster, e.job, e.submission_id))]
     text = json.dumps({"workspace": workspace, "entries": rows}, indent=2, sort_keys=True) + "\n"
     with _queue_dir(shared_root, create=True) as fd:
         replace_in(fd, f"{workspace}.json", text)
@@ -147,22 +162,39 @@ def _make_dirs(shared_root: str, rel: str) -> None:
         built = f"{built}/{part}".lstrip("/")
 
 
-def _entries(folder: int, workspace: str) -> list[LedgerEntry]:
+def _entries(folder: int, workspace: str) -> tuple[list[LedgerEntry], int]:
+    """The ledger's valid entries, and how many rows were left out for want of a valid signature."""
     data = read_small(f"{workspace}.json", MAX_LEDGER_BYTES, dir_fd=folder)
     try:
         rows = json.loads(data or b"{}").get("entries", [])
     except (ValueError, AttributeError, RecursionError):
-        return []
-    entries = [_entry(row) for row in rows] if isinstance(rows, list) else []
-    return [e for e in entries if e is not None and e.workspace == workspace]  # nobody writes for another
+        return [], 0
+    entries = [_entry(row, workspace) for row in rows] if isinstance(rows, list) else []
+    found = [e for e in entries if e is not None and e.workspace == workspace]  # nobody writes for another
+    if not keyed():
+        return found, 0
+    return [e for e in found if e.signed], sum(1 for e in entries if e is None or not e.signed)
+
+
+def _signed(row: dict, workspace: str) -> dict:
+    """The row with its HMAC over its fields and its ledger's workspace (no key: as it is)."""
+    signature = sign(SIGNED_AS, workspace, row)
+    return row if signature is None else {**row, "sig": signature}
 
 
 def _ledger_name(name: str) -> bool:
     return name.endswith(".json") and re.fullmatch(NAME_PATTERN.rstrip("$"), name[: -len(".json")]) is not None
 
 
-def _entry(row: object) -> LedgerEntry | None:
+def _entry(row: object, workspace: str) -> LedgerEntry | None:
+    """The row as an entry, `signed` when its HMAC is valid (checked over the row as written, so a
+    field another version adds or drops never makes argus's own entries read as forged)."""
+    if not isinstance(row, dict):
+        return None
+    fields = {k: v for k, v in row.items() if k not in ("sig", "signed")}  # `signed` is never the file's to say
     try:
-        return LedgerEntry.model_validate(row)
+        entry = LedgerEntry.model_validate(fields)
     except (ValidationError, RecursionError):
         return None
+    return entry.model_copy(update={"signed": True}) if verify(SIGNED_AS, workspace, fields, row.get("sig")) \
+        else entry

@@ -7,6 +7,11 @@ It lives beside the loop's lease, so a loop that restarts, or a standby that tak
 the one before it sent. File names are hashes: an event key (made of job names and submission
 ids) never becomes a path. Every job on the cluster can write the shared root, so directories are
 opened without following symlinks and files are read only when regular and small.
+
+A job can write these files too: a forged `.json` would silence an event, a forged `.tries` give it
+up. With ARGUS_ROOT_KEY set both carry an HMAC (state.root_key) over their fields, the workspace and
+the channel; one without a valid HMAC is ignored (the event is sent; the notifier says so once).
+Without the key a file that is there counts, as it always did.
 """
 
 from __future__ import annotations
@@ -21,11 +26,16 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
+
+from state.root_key import keyed, sign, verify
 
 WORKSPACE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 CHANNEL = re.compile(r"^[0-9a-f]{16}$")
 MAX_READ = 4096
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+SENT, TRIES = "sent-event", "notify-tries"
+"""The kinds of entry the HMACs say they are; the scope is `<workspace>/<channel>`."""
 
 
 def key_hash(key: str) -> str:
@@ -49,19 +59,51 @@ class SentLedger:
         return Path(self.shared_root, *self._parts())
 
     def was_sent(self, channel: str, key: str) -> bool:
-        return self._read(channel, f"{key_hash(key)}.json") is not None
+        return self.sent(channel, key) == "sent"
+
+    def sent(self, channel: str, key: str) -> Literal["sent", "absent", "forged"]:
+        """Whether the channel accepted the event; "forged": a file says so, but without a valid HMAC
+        while a key is set (the event is to be sent)."""
+        text = self._read(channel, f"{key_hash(key)}.json")
+        if text is None:
+            return "absent"
+        if not keyed():
+            return "sent"
+        try:
+            entry = json.loads(text)
+        except (ValueError, RecursionError):
+            return "forged"
+        fields = {k: v for k, v in entry.items() if k != "sig"} if isinstance(entry, dict) else {}
+        valid = fields.get("key") == key and fields.get("channel") == channel \
+            and verify(SENT, self._scope(channel), fields, entry.get("sig"))
+        return "sent" if valid else "forged"
+
+    def entry_path(self, channel: str, key: str) -> Path:
+        return Path(self.shared_root, *self._parts(channel), f"{key_hash(key)}.json")
 
     def tries(self, channel: str, key: str) -> int:
-        """Tries so far; a file that is not a small count reads as none."""
-        text = self._read(channel, f"{key_hash(key)}.tries")
-        return int(text) if text is not None and text.strip().isdigit() else 0
+        """Tries so far; a file that is not a small count (with its HMAC, when a key is set) reads as none."""
+        words = (self._read(channel, f"{key_hash(key)}.tries") or "").split()
+        if not words or not words[0].isdigit() or len(words[0]) > 6:
+            return 0
+        tries = int(words[0])
+        if keyed() and not (len(words) == 2 and verify(TRIES, self._scope(channel), {"key": key, "tries": tries},
+                                                       words[1])):
+            return 0
+        return tries
 
     def count_try(self, channel: str, key: str, tries: int) -> None:
-        self._write(channel, f"{key_hash(key)}.tries", f"{tries}\n")
+        signature = sign(TRIES, self._scope(channel), {"key": key, "tries": tries})
+        self._write(channel, f"{key_hash(key)}.tries", f"{tries}{'' if signature is None else ' ' + signature}\n")
 
     def record_sent(self, channel: str, key: str, kind: str, time: str, label: str, sent_at: str) -> None:
         entry = {"key": key, "kind": kind, "time": time, "channel": channel, "label": label, "sent_at": sent_at}
+        signature = sign(SENT, self._scope(channel), entry)
+        entry = entry if signature is None else {**entry, "sig": signature}
         self._write(channel, f"{key_hash(key)}.json", json.dumps(entry, indent=2, sort_keys=True) + "\n")
+
+    def _scope(self, channel: str) -> str:
+        return f"{self.workspace}/{channel}"
 
     def _parts(self, channel: str | None = None) -> list[str]:
         if channel is not None and not CHANNEL.match(channel):

@@ -54,6 +54,9 @@ class Entry:
     preemptible: bool = False
     since: float = 0.0
     """When an admitted entry was admitted: preemption stops the most recent first (the least work lost)."""
+    signed: bool = True
+    """Its ledger entry's signature was checked (or it is the plan's own job): an unsigned head (any
+    job could have written it) never preempts another workspace's runs."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,9 @@ class Decision:
     reason: str
     preempts: tuple[str, ...] = ()
     """Keys of the admitted runs to stop so that this one (the head) fits; it starts once they have."""
+    unsigned_preempts: tuple[str, ...] = ()
+    """What this head would preempt, were its entry signed: runs of other workspaces are not stopped
+    for an entry any job could have written."""
 
 
 def order(entries: Sequence[Entry]) -> list[Entry]:
@@ -114,6 +120,10 @@ def decide(entries: Sequence[Entry], capacity: Sequence[Resources], in_use: Sequ
             from reconcile.plan.preemption import victims  # it builds on place() and Entry, here
 
             head, preempts = entry, victims(entry, held, capacity)
+            if preempts and not entry.signed and any(not k.startswith(f"{entry.workspace}/") for k in preempts):
+                decisions.append(Decision(entry.key, False, waiting, _why_waiting(entry, free, head, waiting),
+                                          unsigned_preempts=preempts))
+                continue
             if preempts:
                 decisions.append(Decision(entry.key, False, waiting, _preempting(preempts), preempts))
                 free = [{} for _ in free]  # what the stopped runs free is the head's: nothing backfills it

@@ -17,6 +17,7 @@ from reconcile.model import Action, Ask, Change, EnqueueStep, QueueInfo, RunView
 from reconcile.plan import demand as demands
 from reconcile.plan.admission import Decision, Demand, Entry, decide, never_fits
 from reconcile.plan.demand import ask_of
+from reconcile.plan.queue_trust import trust_diagnostics
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
 from specs.submission import driver_needs
@@ -105,7 +106,7 @@ def waiting(workspace: str, queue: ClusterQueue, now: float, capacity: Sequence[
     itself), and with `own` this workspace's too (an admission at apply weighs its other jobs). One
     that could never fit is no head to wait behind (its own workspace's plan says it is an error)."""
     return [Entry(key=f"{e.workspace}/{e.job}", workspace=e.workspace, demand=_demand(e), priority=e.priority,
-                  arrived=e.arrived)
+                  arrived=e.arrived, signed=e.signed)
             for e in queue.entries
             if e.admitted is None and (own or e.workspace != workspace) and f"{e.workspace}/{e.job}" not in skip
             and -CLOCK_SKEW <= now - e.seen < QUEUE_TTL and not never_fits(_demand(e), capacity)]
@@ -234,7 +235,8 @@ def plan_admission(desired: DesiredState, observed: ObservedState, changes: list
     queued = {name: waiting_entries(workspace, _queue(observed, name)) for name in grouped}
     decided = [_decided(c, wants.get(c.address), decisions, queued) for c in changes]
     heads = preempting(decisions)
-    return [preempted(desired, c, heads) for c in decided], found
+    decided = [preempted(desired, c, heads) for c in decided]
+    return decided, found + trust_diagnostics(desired, observed, decided, decisions)
 
 
 def preempting(decisions: Mapping[str, Decision]) -> dict[str, Decision]:

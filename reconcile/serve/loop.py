@@ -56,6 +56,7 @@ class Loop:
     def run(self) -> int:
         """Until stopped (or one turn with --once). Returns the exit code: 1 when the last turn failed."""
         previous = self._handle_signals()
+        self._warn_unsigned()
         keeper = threading.Thread(target=self._keep_lease, name="argus-lease", daemon=True)
         self._renew()
         self.wake.clear()  # the first turn starts now: taking the lease must not add a second at once
@@ -144,6 +145,8 @@ class Loop:
         except OSError as err:  # the shared root is gone for a moment: stop acting until it is back
             holding = False
             self.say(f"argus serve: cannot renew the lease at {self.lease.path}: {err}")
+        for notice in self.lease.notices():
+            self.say(notice)
         if holding and not was:
             self.active.set()
             self.say(f"argus serve: active for workspace {self.lease.workspace} ({self.lease.holder})")
@@ -152,6 +155,13 @@ class Loop:
             self.active.clear()
             if was:
                 self.say(f"argus serve: lost the lease to {self.lease.holder_now()}; standing by")
+
+    def _warn_unsigned(self) -> None:
+        from state.root_key import keyed
+
+        if not keyed():
+            self.say(f"argus serve: ARGUS_ROOT_KEY is not set: the lease, the sent-event ledger and the admission "
+                     f"queue on {self.lease.shared_root} are unsigned, so any job can forge them (docs/serve.md)")
 
     def _handle_signals(self) -> dict:
         """SIGTERM and SIGINT stop the loop after its turn; returns the handlers to put back."""

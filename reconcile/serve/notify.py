@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import apprise
@@ -44,6 +45,7 @@ class Notifier:
         self._workers: dict[str, threading.Thread] = {}
         """Channel id -> the thread sending to it, from this or an earlier turn."""
         self._problems: list[str] = []
+        self._noticed: set[Path] = set()
         self._lock = threading.Lock()
 
     def send(self, events: Sequence[Event]) -> list[str]:
@@ -89,8 +91,11 @@ class Notifier:
     def _deliver(self, channel: Channel, event: Event) -> bool:
         """True when the channel is done with the event (now or before); False ends its turn."""
         try:
-            if self.ledger.was_sent(channel.id, event.key):
+            sent = self.ledger.sent(channel.id, event.key)
+            if sent == "sent":
                 return True
+            if sent == "forged":
+                self._forged(channel, event)
             tries = self.ledger.tries(channel.id, event.key)
             if tries >= MAX_TRIES:
                 return True
@@ -117,6 +122,16 @@ class Notifier:
         except OSError as err:
             self._problem(f"{channel.label}: event {event.key} was sent but not recorded in {self.ledger.path} "
                           f"({err.strerror or err}): it may be sent again")
+
+    def _forged(self, channel: Channel, event: Event) -> None:
+        """Said once per file: a forgery is news, its every turn is not."""
+        path = self.ledger.entry_path(channel.id, event.key)
+        with self._lock:
+            if path in self._noticed:
+                return
+            self._noticed.add(path)
+        self._problem(f"{channel.label}: {path} says event {event.key} was sent, but its ARGUS_ROOT_KEY signature "
+                      "is missing or wrong (forged by a job, or written without this key): sending it")
 
     def _problem(self, text: str) -> None:
         with self._lock:
