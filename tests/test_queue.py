@@ -234,7 +234,8 @@ RESUMABLE = ("import os, sys, time; p = sys.argv[1]; s = int(open(p).read()) if 
 
 
 def test_a_preemptible_run_gives_way_to_a_higher_priority_job_and_resumes_after(gpu_cluster, shared, tmp_path,
-                                                                                 argus):
+                                                                                 argus, monkeypatch):
+    monkeypatch.setenv("ARGUS_ROOT_KEY", "queue-test-root-key-0123456789")  # preempting across workspaces needs it
     # workspace names no other test uses: Ray keeps their finished jobs, which `succeeded` counts
     a, b = team(tmp_path, "owner", gpu_cluster, shared), team(tmp_path, "rival", gpu_cluster, shared)
     step = shared / "low.step"

@@ -27,9 +27,12 @@ HEX = "0" * 64
 
 
 def ledger(ws: str, name: str, sid: str, admitted: float | None = None, priority: int = 0, preemptible: bool = False,
-           gpus: float = 2.0, seen: float = NOW, arrived: float = NOW - 100, cluster: str = "c") -> LedgerEntry:
+           gpus: float = 2.0, seen: float = NOW, arrived: float = NOW - 100, cluster: str = "c",
+           signed: bool = True) -> LedgerEntry:
+    """An entry as argus reads it from a ledger; `signed`: its ARGUS_ROOT_KEY signature was checked."""
     return LedgerEntry(workspace=ws, job=name, cluster=cluster, submission_id=sid, spec_hash=HEX, priority=priority,
-                       preemptible=preemptible, arrived=arrived, seen=seen, admitted=admitted, spread={"GPU": gpus})
+                       preemptible=preemptible, arrived=arrived, seen=seen, admitted=admitted, spread={"GPU": gpus},
+                       signed=signed)
 
 
 def cluster_of(gpus: float = 8.0, jobs=(), used: dict | None = None) -> ClusterState:
@@ -207,9 +210,10 @@ def test_a_symlinked_locks_directory_is_not_followed(tmp_path):
     assert not (local / "admission.lock").exists(), "the admission lock was taken outside the shared root"
 
 
-def test_a_preempting_stop_is_decided_again_before_it_stops_anything(tmp_path):
+def test_a_preempting_stop_is_decided_again_before_it_stops_anything(tmp_path, monkeypatch):
     """Submits are re-decided under the admission lock, and so are preemptions: a stop decided from an
     observation minutes old stops nothing when the head it was for has left the queue meanwhile."""
+    monkeypatch.setenv("ARGUS_ROOT_KEY", "test-root-key-0123456789")  # another workspace's head must be signed
     from reconcile.execute import ray_steps
     from state.observed import RayJob
 
