@@ -31,8 +31,9 @@ from state.root_key import keyed, sign, verify
 
 SIGNED_AS = "serve-lease"
 MAX_LEASE_BYTES = 4096
-MAX_TTL = 86400.0
-"""A holder's claimed ttl above this (seconds) is a forged one: unsigned, it would hold a standby for ever."""
+MAX_TTL = 3600.0
+"""A holder's claimed ttl is taken up to this (seconds, an interval of half an hour): unsigned, a forged
+ttl would otherwise hold a standby for ever."""
 CLOCK_SKEW = 300.0
 """A renewal further in the future than this, seen by a one-turn process, is a forged one."""
 UNSIGNED = "(a lease without a valid ARGUS_ROOT_KEY signature)"

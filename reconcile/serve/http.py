@@ -90,6 +90,9 @@ class StatusServer:
     def _health(report: TurnReport | None, last_ok: TurnReport | None, now: float) -> Reply:
         if report is None:
             return _text(503, "no turn has finished yet\n")
+        standby = next((n for n in report.notes if n.startswith("standby: ")), None)
+        if standby is not None and report.plan is None:  # healthy, but not the loop that acts: say who is
+            return _text(200, f"ok, {standby}\n")
         failed = "" if report.ok else f"; the last turn failed: {report.error or 'no reason given'}"
         if last_ok is None:
             return _text(503, f"no turn has succeeded yet{failed}\n")
