@@ -8,11 +8,13 @@ import time
 from pathlib import Path
 
 import pytest
+from test_notify import Receiver, event
 from test_planner import desired, job, run_of
 from test_queue_attacks import NOW, ledger, observed_with
 
 from reconcile.model import Action
 from reconcile.plan.planner import plan
+from reconcile.serve.notify import MAX_TRIES, Notifier
 from state import lease as lease_module
 from state import local, root_key
 from state.lease import Lease, lease_path
@@ -203,3 +205,25 @@ def test_with_a_key_forged_sent_entries_and_try_counts_do_not_count(keyed, tmp_p
     assert ledger_.tries(CHANNEL, "ws:failed:e") == 2
     (folder / f"{key_hash('ws:failed:e')}.tries").write_text("3\n")  # "given up": forged
     assert ledger_.tries(CHANNEL, "ws:failed:e") == 0
+
+
+def test_with_a_key_a_forged_sent_entry_does_not_silence_an_alert(keyed, tmp_path):
+    """A job forges "sent" and "given up after 3 tries" for the event the loop is about to send: the
+    real loopback receiver still gets it, and the forgery is named once."""
+    receiver = Receiver()
+    try:
+        url = f"json://127.0.0.1:{receiver.port}/hook"
+        notifier = Notifier([url], str(tmp_path), "ws")
+        alert = event("failed", "ws.train.h.1")
+        folder = SentLedger(str(tmp_path), "ws").path / notifier.channels[0].id
+        folder.mkdir(parents=True)
+        forged = folder / f"{key_hash(alert.key)}.json"
+        forged.write_text(json.dumps({"key": alert.key, "kind": "failed", "time": alert.time, "sig": "a" * 64,
+                                      "channel": notifier.channels[0].id, "label": "x", "sent_at": alert.time}))
+        (folder / f"{key_hash(alert.key)}.tries").write_text(f"{MAX_TRIES}\n")
+        problems = notifier.send([alert])
+        assert [e["key"] for e in receiver.events()] == [alert.key]
+        assert len(problems) == 1 and str(forged) in problems[0] and KEY not in problems[0]
+        assert notifier.send([alert]) == [] and len(receiver.received) == 1  # sent and recorded: once
+    finally:
+        receiver.close()
