@@ -60,7 +60,7 @@ class Lease:
     _forged_since: float | None = None
     """When we first saw, without a valid lease in between, a lease whose signature is not valid."""
     _notices: list[str] = field(default_factory=list)
-    _noticed: set[str] = field(default_factory=set)
+    _noticed: bool = False
 
     @property
     def path(self) -> Path:
@@ -153,8 +153,8 @@ class Lease:
     def _unsigned(self, why: str) -> dict:
         notice = (f"argus serve: ignoring the lease at {self.path}: {why} (forged by a job, or written by an "
                   "`argus serve` without this ARGUS_ROOT_KEY); taking over once it has stood for one lease time")
-        if notice not in self._noticed:
-            self._noticed.add(notice)
+        if not self._noticed:  # once: a forger rewriting the file is one story, not one line a turn
+            self._noticed = True
             self._notices.append(notice)
         return {"holder": UNSIGNED}
 

@@ -35,13 +35,15 @@ def shared(tmp_path: Path) -> Path:
     return root
 
 
-def forge_ledger(shared: Path, workspace: str, *entries: dict) -> Path:
-    """What a job can write: a ledger of a workspace nobody runs, entries fresh, a made-up signature."""
+def forge_ledger(shared: Path, workspace: str, *entries: dict, sig: str | None = None) -> Path:
+    """What a job can write: a ledger of a workspace nobody runs, entries fresh (signed `sig`, if given).
+    Without `sig` the rows are what argus before ARGUS_ROOT_KEY accepted (and obeyed)."""
     path = ledger_path(str(shared), workspace)
     path.parent.mkdir(parents=True, exist_ok=True)
     now = time.time()
     rows = [{"workspace": workspace, "cluster": "local", "spec_hash": "0" * 64, "arrived": now - 3600, "seen": now,
-             "admitted": None, "priority": 0, "preemptible": False, "sig": "f" * 64, **e} for e in entries]
+             "admitted": None, "priority": 0, "preemptible": False, **e, **({"sig": sig} if sig else {})}
+            for e in entries]
     path.write_text(json.dumps({"workspace": workspace, "entries": rows}))
     return path
 
@@ -80,11 +82,15 @@ def test_a_forged_high_priority_head_of_a_fake_workspace_never_stops_a_preemptib
         [run] = jobs_of(ws.address, ws.name)
         wait_for(ws.address, run.submission_id, {"RUNNING"})
         forged = forge_ledger(shared, "fake", urgent())  # 3 GPUs, priority 1000: fits only if low is stopped
+        if keyed:
+            forge_ledger(shared, "fake2", {**urgent(), "workspace": "fake2"}, sig="f" * 64)  # a made-up signature
 
         shown = argus("plan", ws.root, "--detailed-exitcode")
         assert shown.code == 0, shown.out  # nothing to do: no preemption
         if keyed:
-            assert f"{forged}: queue entries without a valid ARGUS_ROOT_KEY signature were ignored" in shown.out
+            fake2 = ledger_path(str(shared), "fake2")
+            assert f"{forged}, {fake2}: queue entries without a valid ARGUS_ROOT_KEY signature were ignored" \
+                in shown.out, shown.out
         else:
             assert ("low would be preempted for fake/urgent, but preemption across workspaces needs signed queue "
                     "entries: set ARGUS_ROOT_KEY") in shown.out, shown.out
