@@ -1,21 +1,29 @@
-"""Removing trees beneath a root without ever following a symlink.
+"""Reading, listing and removing beneath a root without ever following a symlink.
 
 The shared root is writable by every Ray job, so any path component under it may be swapped for a
-symlink between a check and a use. These helpers hold directory file descriptors opened with
-O_NOFOLLOW from the root down, and act relative to them: a planted or swapped symlink makes them
-fail, never reach outside the root.
+symlink, a FIFO or a device between a check and a use. These helpers hold directory file descriptors
+opened with O_NOFOLLOW from the root down, and act relative to them: a planted or swapped symlink
+makes them fail, never reach outside the root. Every file argus reads on a shared root goes through
+read_regular (or open_regular, for a log streamed in chunks), every listing through names_in: a FIFO
+never blocks (opened O_NONBLOCK, then checked regular), a file bigger than its cap is refused unread,
+a directory of a million entries is never held in memory. docs/shared-root.md is the trust model.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+"""O_NONBLOCK: opening a FIFO for reading waits for a writer without it; fstat then refuses it unread."""
+ROOT = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+"""The root itself is the operator's setting (a mount point may well be a symlink); nothing below it is followed."""
 
 
 class NotBeneath(OSError):
@@ -28,7 +36,7 @@ def opened_dir(root: str | Path, rel: str) -> Iterator[int]:
     parts = PurePosixPath(rel).parts
     if PurePosixPath(rel).is_absolute() or ".." in parts:
         raise NotBeneath(f"{rel!r} is not a relative path beneath {root}")
-    fd = os.open(root, DIRECTORY)
+    fd = os.open(root, ROOT)
     try:
         for part in parts:
             try:
@@ -65,3 +73,132 @@ def _unseal(parent_fd: int, name: str) -> None:
     """fwalk never follows a symlink (it checks each directory it opens is the one it listed)."""
     for _, _, _, fd in os.fwalk(name, dir_fd=parent_fd, follow_symlinks=False):
         os.fchmod(fd, 0o755)
+
+
+class Refused(NotBeneath):
+    """A file argus reads on the shared root is a symlink, a FIFO, a device or a directory, or bigger
+    than argus ever writes one: refused unread. The message names the path and what it is."""
+
+
+def read_regular(root: str | Path, rel: str, cap: int) -> bytes | None:
+    """root/rel's bytes; None when it (or a directory on the way, or the root) does not exist.
+    Raises Refused when it is no regular file of at most `cap` bytes beneath root (a link on the way
+    or at the end, a FIFO, a device), never blocking and never reading more than cap + 1 bytes."""
+    path = PurePosixPath(rel)
+    try:
+        with opened_dir(root, str(path.parent)) as folder:
+            return read_regular_at(folder, path.name, cap, f"{root}/{rel}")
+    except NotBeneath as err:
+        if isinstance(err, Refused) or not isinstance(err.__cause__, FileNotFoundError):
+            raise
+        return None
+    except FileNotFoundError:  # the root itself is not there (not mounted)
+        return None
+
+
+@contextlib.contextmanager
+def opened_regular(root: str | Path, rel: str) -> Iterator[int | None]:
+    """A descriptor of the regular file root/rel for reading in chunks (a log), or None when absent;
+    Refused (or NotBeneath) as read_regular. The caller bounds what it reads."""
+    path = PurePosixPath(rel)
+    fd = None
+    try:
+        with opened_dir(root, str(path.parent)) as folder:
+            fd = open_regular(folder, path.name, f"{root}/{rel}")
+    except NotBeneath as err:
+        if isinstance(err, Refused) or not isinstance(err.__cause__, FileNotFoundError):
+            raise
+    except FileNotFoundError:
+        pass
+    try:
+        yield fd
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def stat_beneath(root: str | Path, rel: str) -> os.stat_result | None:
+    """lstat of root/rel, no directory on the way followed; None when it cannot be reached."""
+    path = PurePosixPath(rel)
+    try:
+        with opened_dir(root, str(path.parent)) as folder:
+            return os.stat(path.name, dir_fd=folder, follow_symlinks=False)
+    except OSError:
+        return None
+
+
+def read_regular_at(folder: int, name: str, cap: int, shown: str | None = None) -> bytes | None:
+    """read_regular for a file of a directory already opened without following links."""
+    fd = open_regular(folder, name, shown)
+    if fd is None:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if size > cap:  # a sparse 2 GB file is refused by its size, not read
+            raise Refused(f"{shown or name}: {size} bytes, more than the {cap} argus reads of it: not read")
+        data = read_at_most(fd, cap + 1)
+    finally:
+        os.close(fd)
+    if len(data) > cap:  # grew since fstat
+        raise Refused(f"{shown or name}: more than the {cap} bytes argus reads of it: not read")
+    return data
+
+
+def open_regular(folder: int, name: str, shown: str | None = None) -> int | None:
+    """A descriptor of the regular file `name` in `folder` (the caller closes it); None when absent.
+    Refused when it is anything else: a device is refused by lstat before any open (opening one may
+    act), and what is opened is checked again, since it may have been swapped in between."""
+    shown = shown or name
+    try:
+        kind = _kind(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+        if kind:
+            raise Refused(f"{shown} is {kind}, not a regular file: argus reads only regular files on the shared root")
+        fd = os.open(name, READ, dir_fd=folder)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        if isinstance(err, Refused):
+            raise
+        if err.errno == errno.ELOOP:
+            raise Refused(f"{shown} is a symlink, not a regular file: argus never follows a link on the shared root") \
+                from None
+        raise
+    kind = _kind(os.fstat(fd).st_mode)
+    if kind:
+        os.close(fd)
+        raise Refused(f"{shown} is {kind}, not a regular file: argus reads only regular files on the shared root")
+    return fd
+
+
+def names_in(folder: int | str | Path, keep: Callable[[str], bool], limit: int, shown: str = "") -> list[str]:
+    """The names in a directory that `keep` accepts, sorted; listed entry by entry (os.scandir), so a
+    directory of a million names holds no more than `limit` kept ones in memory. Refused beyond limit."""
+    found: list[str] = []
+    with os.scandir(folder) as entries:  # type: ignore[type-var]  # scandir takes a descriptor too
+        for entry in entries:
+            if keep(entry.name):
+                found.append(entry.name)
+                if len(found) > limit:
+                    raise Refused(f"{shown or folder}: more than {limit} entries argus would read: "
+                                  "not read (remove what argus did not write)")
+    return sorted(found)
+
+
+def read_at_most(fd: int, limit: int) -> bytes:
+    """A read may return less than asked (NFS): read on until the limit or the end."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = os.read(fd, limit - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not regular is, for a message; "" for a regular file."""
+    kinds = ((stat.S_ISLNK, "a symlink"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+    return next((name for test, name in kinds if test(mode)), "" if stat.S_ISREG(mode) else "not a regular file")

@@ -18,8 +18,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from state.beneath import read_regular
 from state.files import write_json
 from state.records import now
+
+MAX_LEASE_BYTES = 4096
+"""A lease is a few hundred bytes of JSON."""
 
 
 def lease_path(shared_root: str, workspace: str) -> Path:
@@ -83,11 +87,13 @@ class Lease:
 
     def _read(self) -> dict | None:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError):
-            return {"holder": "(unreadable lease)"}  # a torn or hostile file: wait it out like a live one
+            raw = read_regular(self.shared_root, f".argus/serve/{self.workspace}.lease", MAX_LEASE_BYTES)
+            if raw is None:
+                return None
+            data = json.loads(raw)
+        except (OSError, ValueError, RecursionError):
+            # a torn or hostile file (a FIFO, a link, a huge one: refused unread): waited out like a live one
+            return {"holder": "(unreadable lease)"}
         return data if isinstance(data, dict) else {"holder": "(unreadable lease)"}
 
 

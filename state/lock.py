@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from specs.base import Frozen
 from specs.errors import ArgusError
 from state.audit import actor
+from state.beneath import read_regular
 from state.records import now
 
 
@@ -36,6 +37,10 @@ class LockInfo(Frozen):
 
 class LockHeld(ArgusError):
     """Another apply of this workspace holds the lock."""
+
+
+MAX_LOCK_BYTES = 64 * 1024
+"""A lock is a few hundred bytes of JSON."""
 
 
 def lock_path(shared_root: str, workspace: str) -> Path:
@@ -88,9 +93,12 @@ def release(shared_root: str, info: LockInfo) -> None:
 
 
 def read(path: Path) -> LockInfo | None:
+    """The lock at <root>/.argus/locks/<workspace>.lock; None when absent or not one argus wrote (a link,
+    a FIFO, a device or a big file a job planted is refused unread, never followed or waited on)."""
     try:
-        return LockInfo.model_validate(json.loads(path.read_text()))
-    except (OSError, ValueError, ValidationError):
+        raw = read_regular(path.parents[2], f".argus/locks/{path.name}", MAX_LOCK_BYTES)
+        return LockInfo.model_validate(json.loads(raw)) if raw is not None else None
+    except (OSError, ValueError, RecursionError, ValidationError):
         return None
 
 
