@@ -19,6 +19,8 @@ import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
+from specs.reading import read_at_most
+
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 """O_NONBLOCK: opening a FIFO for reading waits for a writer without it; fstat then refuses it unread."""
@@ -80,6 +82,18 @@ class Refused(NotBeneath):
     than argus ever writes one: refused unread. The message names the path and what it is."""
 
 
+class IsLink(Refused):
+    """The file is a symlink."""
+
+
+class NotRegular(Refused):
+    """The file is a FIFO, a device, a socket or a directory."""
+
+
+class TooBig(Refused):
+    """The file is bigger than its cap, or a directory holds more names than its cap."""
+
+
 def read_regular(root: str | Path, rel: str, cap: int) -> bytes | None:
     """root/rel's bytes; None when it (or a directory on the way, or the root) does not exist.
     Raises Refused when it is no regular file of at most `cap` bytes beneath root (a link on the way
@@ -135,12 +149,12 @@ def read_regular_at(folder: int, name: str, cap: int, shown: str | None = None) 
     try:
         size = os.fstat(fd).st_size
         if size > cap:  # a sparse 2 GB file is refused by its size, not read
-            raise Refused(f"{shown or name}: {size} bytes, more than the {cap} argus reads of it: not read")
+            raise TooBig(f"{shown or name} is larger than {cap} bytes")
         data = read_at_most(fd, cap + 1)
     finally:
         os.close(fd)
     if len(data) > cap:  # grew since fstat
-        raise Refused(f"{shown or name}: more than the {cap} bytes argus reads of it: not read")
+        raise TooBig(f"{shown or name} is larger than {cap} bytes")
     return data
 
 
@@ -150,9 +164,7 @@ def open_regular(folder: int, name: str, shown: str | None = None) -> int | None
     act), and what is opened is checked again, since it may have been swapped in between."""
     shown = shown or name
     try:
-        kind = _kind(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
-        if kind:
-            raise Refused(f"{shown} is {kind}, not a regular file: argus reads only regular files on the shared root")
+        _refuse_other(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode, shown)
         fd = os.open(name, READ, dir_fd=folder)
     except FileNotFoundError:
         return None
@@ -160,14 +172,21 @@ def open_regular(folder: int, name: str, shown: str | None = None) -> int | None
         if isinstance(err, Refused):
             raise
         if err.errno == errno.ELOOP:
-            raise Refused(f"{shown} is a symlink, not a regular file: argus never follows a link on the shared root") \
-                from None
+            raise IsLink(f"{shown} is a symlink, which argus does not follow") from None
         raise
-    kind = _kind(os.fstat(fd).st_mode)
-    if kind:
+    try:
+        _refuse_other(os.fstat(fd).st_mode, shown)
+    except Refused:
         os.close(fd)
-        raise Refused(f"{shown} is {kind}, not a regular file: argus reads only regular files on the shared root")
+        raise
     return fd
+
+
+def _refuse_other(mode: int, shown: str) -> None:
+    if stat.S_ISLNK(mode):
+        raise IsLink(f"{shown} is a symlink, which argus does not follow")
+    if not stat.S_ISREG(mode):
+        raise NotRegular(f"{shown} is not a regular file ({_kind(mode)})")
 
 
 def names_in(folder: int | str | Path, keep: Callable[[str], bool], limit: int, shown: str = "") -> list[str]:
@@ -179,26 +198,13 @@ def names_in(folder: int | str | Path, keep: Callable[[str], bool], limit: int, 
             if keep(entry.name):
                 found.append(entry.name)
                 if len(found) > limit:
-                    raise Refused(f"{shown or folder}: more than {limit} entries argus would read: "
+                    raise TooBig(f"{shown or folder}: more than {limit} entries argus would read: "
                                   "not read (remove what argus did not write)")
     return sorted(found)
 
 
-def read_at_most(fd: int, limit: int) -> bytes:
-    """A read may return less than asked (NFS): read on until the limit or the end."""
-    chunks: list[bytes] = []
-    size = 0
-    while size < limit:
-        chunk = os.read(fd, limit - size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
-
-
 def _kind(mode: int) -> str:
-    """What a file that is not regular is, for a message; "" for a regular file."""
-    kinds = ((stat.S_ISLNK, "a symlink"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
-    return next((name for test, name in kinds if test(mode)), "" if stat.S_ISREG(mode) else "not a regular file")
+    """What a file that is not regular is, for a message."""
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+    return next((name for test, name in kinds if test(mode)), "of an unknown kind")
