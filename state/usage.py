@@ -20,12 +20,11 @@ from typing import BinaryIO, Literal
 
 from specs.errors import ArgusError
 from state.audit import audit_path
+from state.audit_files import MAX_LOG_BYTES as MAX_AUDIT_LOG_BYTES
 from state.beneath import Refused, names_in, opened_dir, opened_regular
 from state.observed import TERMINAL, RunEnd, RunRecord, RunStatus
 from state.records import MAX_RUN_DIRS, read_end, read_record
 
-MAX_RECORD_BYTES = 1 << 20
-"""status.json: a submission stays far under Ray's ~128 KiB, evidence and advice are bounded."""
 MAX_AUDIT_LINE = 64 * 1024
 """An audit record is a few hundred bytes; a longer line is skipped, never held in memory whole."""
 UNKNOWN_ACTOR = "unknown"
@@ -200,7 +199,7 @@ def _audit_entries(shared_root: str, workspace: str) -> Iterator[dict]:
     rel = audit_path(shared_root, workspace).relative_to(shared_root).as_posix()
     try:
         with opened_regular(shared_root, rel) as fd:
-            if fd is None:
+            if fd is None or os.fstat(fd).st_size > MAX_AUDIT_LOG_BYTES:  # filled by a job: no actor is named
                 return
             with os.fdopen(os.dup(fd), "rb") as handle:
                 for line in _bounded_lines(handle, MAX_AUDIT_LINE):
