@@ -52,6 +52,51 @@ def opened_dir(root: str | Path, rel: str) -> Iterator[int]:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def made_dir(root: str | Path, rel: str) -> Iterator[int]:
+    """A descriptor of root/rel for writing in, each missing component made in its parent and none
+    followed if it is a symlink (a run directory a job made a link in advance leads nowhere).
+    The root is made when missing, as argus always has."""
+    parts = PurePosixPath(rel).parts
+    if PurePosixPath(rel).is_absolute() or ".." in parts:
+        raise NotBeneath(f"{rel!r} is not a relative path beneath {root}")
+    os.makedirs(root, exist_ok=True)
+    fd = os.open(root, ROOT)
+    try:
+        for part in parts:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o755, dir_fd=fd)
+            try:
+                child = os.open(part, DIRECTORY, dir_fd=fd)
+            except OSError as err:
+                raise NotBeneath(f"{root}/{rel}: {part!r} is a symlink or not a directory ({err.strerror}): "
+                                 "argus does not write through it; remove it") from err
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def make_dirs(root: str | Path, rel: str) -> None:
+    """root/rel and what is missing on the way, none of it followed if a symlink."""
+    with made_dir(root, rel):
+        pass
+
+
+def unlink_beneath(root: str | Path, rel: str) -> None:
+    """Remove the file root/rel (a link itself, never its target); nothing when it or its directory is gone."""
+    path = PurePosixPath(rel)
+    try:
+        with opened_dir(root, str(path.parent)) as folder:
+            os.unlink(path.name, dir_fd=folder)
+    except FileNotFoundError:
+        pass
+    except NotBeneath as err:
+        if not isinstance(err.__cause__, FileNotFoundError):
+            raise
+
+
 def remove_beneath(root: str | Path, rel: str, aside: str) -> None:
     """Move root/rel aside (renamed to `aside` in the same directory: readers never see half of it),
     make its sealed directories writable again, and remove it."""

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from state.beneath import read_regular
-from state.files import write_json
+from state.beneath import read_regular, unlink_beneath
+from state.files import write_beneath
 from state.records import now
 
 MAX_LEASE_BYTES = 4096
@@ -56,8 +56,10 @@ class Lease:
         current = self._read()
         if current is not None and current.get("holder") != self.holder and self._alive(current):
             return False
-        write_json(self.path, {"holder": self.holder, "host": socket.gethostname(), "pid": os.getpid(),
-                               "renewed_at": now(), "nonce": uuid.uuid4().hex, "ttl": self.ttl})
+        lease = {"holder": self.holder, "host": socket.gethostname(), "pid": os.getpid(), "renewed_at": now(),
+                 "nonce": uuid.uuid4().hex, "ttl": self.ttl}
+        write_beneath(self.shared_root, f".argus/serve/{self.workspace}.lease",
+                      json.dumps(lease, indent=2, sort_keys=True) + "\n")
         mine = self._read()
         return mine is not None and mine.get("holder") == self.holder
 
@@ -68,7 +70,7 @@ class Lease:
     def release(self) -> None:
         current = self._read()
         if current is not None and current.get("holder") == self.holder:
-            self.path.unlink(missing_ok=True)
+            unlink_beneath(self.shared_root, f".argus/serve/{self.workspace}.lease")
 
     def _alive(self, current: dict) -> bool:
         """Changed since we last looked (renewed), or unchanged for less than the longer of our ttl and

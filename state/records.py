@@ -9,6 +9,7 @@ capped, symlinks refused, and anything malformed is "not there", never a crash.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -21,8 +22,18 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from state.beneath import Refused, names_in, opened_dir, opened_regular, read_regular, read_regular_at, stat_beneath
-from state.files import write_atomic, write_json
+from state.beneath import (
+    Refused,
+    made_dir,
+    make_dirs,
+    names_in,
+    opened_dir,
+    opened_regular,
+    read_regular,
+    read_regular_at,
+    stat_beneath,
+)
+from state.files import write_beneath
 from state.observed import RunEnd, RunRecord
 
 MAX_END_BYTES = 4096
@@ -44,11 +55,11 @@ def job_dir(shared_root: str, submission_id: str) -> Path:
 
 def write_intent(shared_root: str, record: RunRecord, configs: Mapping[str, str], payload: dict[str, Any]) -> None:
     """Before submitting: the configs as seed 001 lists them (name -> `config_yaml` text), then status SUBMITTING."""
-    base = job_dir(shared_root, record.submission_id)
-    (base / "logs").mkdir(parents=True, exist_ok=True)
+    base = f"jobs/{record.submission_id}"
+    make_dirs(shared_root, f"{base}/logs")
     for name, text in configs.items():  # copies for people: only the status decides, and it is made durable
-        write_atomic(base / "config" / f"{name}.yaml", text, durable=False)
-    write_json(base / "config" / "submit_payload.json", payload, durable=False)
+        write_beneath(shared_root, f"{base}/config/{name}.yaml", text, durable=False)
+    write_beneath(shared_root, f"{base}/config/submit_payload.json", _json(payload), durable=False)
     write_status(shared_root, record)
 
 
@@ -57,18 +68,23 @@ def write_status(shared_root: str, record: RunRecord) -> None:
     # written here must read back as the same record.
     checked = RunRecord.model_validate(dict(record))
     empty = {name for name in OMITTED_WHEN_EMPTY if not getattr(checked, name)}
-    write_json(job_dir(shared_root, record.submission_id) / "status.json",
-               checked.model_dump(mode="json", exclude=empty))
+    write_beneath(shared_root, f"jobs/{record.submission_id}/status.json",
+                  _json(checked.model_dump(mode="json", exclude=empty)))
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
 def append_submit_log(shared_root: str, submission_id: str, text: str) -> None:
-    path = job_dir(shared_root, submission_id) / "logs" / "submit.out"
-    previous = _text_or_empty(shared_root, f"jobs/{submission_id}/logs/submit.out", MAX_SUBMIT_LOG_BYTES)
-    write_atomic(path, previous + f"{now()} {text}\n", durable=False)  # for people; the status and audit log decide
+    rel = f"jobs/{submission_id}/logs/submit.out"
+    previous = _text_or_empty(shared_root, rel, MAX_SUBMIT_LOG_BYTES)
+    # for people; the status and audit log decide
+    write_beneath(shared_root, rel, previous + f"{now()} {text}\n", durable=False)
 
 
 def write_log(shared_root: str, submission_id: str, name: str, text: str) -> None:
-    write_atomic(job_dir(shared_root, submission_id) / "logs" / name, text)
+    write_beneath(shared_root, f"jobs/{submission_id}/logs/{name}", text)
 
 
 def has_log(shared_root: str, submission_id: str, name: str) -> bool:
@@ -78,7 +94,7 @@ def has_log(shared_root: str, submission_id: str, name: str) -> bool:
 
 
 def write_debug(shared_root: str, submission_id: str, name: str, text: str) -> None:
-    write_atomic(job_dir(shared_root, submission_id) / "debug" / name, text, durable=False)
+    write_beneath(shared_root, f"jobs/{submission_id}/debug/{name}", text, durable=False)
 
 
 def write_debug_to_all(shared_root: str, submission_ids: Sequence[str], name: str, text: str) -> None:
@@ -88,25 +104,25 @@ def write_debug_to_all(shared_root: str, submission_ids: Sequence[str], name: st
         return
     first, *others = dict.fromkeys(submission_ids)  # once each: a name linked over itself would stay behind
     write_debug(shared_root, first, name, text)
-    written = job_dir(shared_root, first) / "debug" / name
     for submission_id in others:
-        target = job_dir(shared_root, submission_id) / "debug" / name
         try:
-            _link_over(written, target)
-        except OSError:  # a file system without hard links: a copy then
-            write_debug(shared_root, submission_id, name, text)
+            _link_over(shared_root, f"jobs/{first}/debug", f"jobs/{submission_id}/debug", name)
+        except OSError:  # a file system without hard links: a copy then (none where a job made a link)
+            with contextlib.suppress(OSError):
+                write_debug(shared_root, submission_id, name, text)
 
 
-def _link_over(source: Path, target: Path) -> None:
-    """`target` becomes another name of `source`, replacing what was there whole (never half)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.urandom(4).hex()}")
-    os.link(source, temporary, follow_symlinks=False)
-    try:
-        os.replace(temporary, target)
-    except OSError:
-        temporary.unlink(missing_ok=True)
-        raise
+def _link_over(shared_root: str, source: str, target: str, name: str) -> None:
+    """target/name becomes another name of source/name, replacing what was there whole (never half);
+    neither directory is reached through a link."""
+    temporary = f".{name}.{os.urandom(4).hex()}"
+    with opened_dir(shared_root, source) as origin, made_dir(shared_root, target) as folder:
+        os.link(name, temporary, src_dir_fd=origin, dst_dir_fd=folder, follow_symlinks=False)
+        try:
+            os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+        except OSError:
+            os.unlink(temporary, dir_fd=folder)
+            raise
 
 
 def read_records(shared_root: str, workspace: str) -> dict[str, RunRecord]:

@@ -352,3 +352,32 @@ def test_every_line_of_the_trust_model_names_a_test_that_exists() -> None:
     for bullet in re.split(r"\n(?=- )", claims):
         if bullet.startswith("- "):
             assert "`tests/" in bullet, f"a line of the trust model names no test: {bullet[:80]}"
+
+
+def test_a_run_directory_made_a_link_in_advance_is_never_written_through(tmp_path: Path) -> None:
+    """Submission ids are predictable (<workspace>.<job>.<hash>.<attempt>): a job can make the next
+    run's directory, or the lock and lease directories, links to a place of its choosing first."""
+    from state.observed import RunRecord
+
+    root, victim = tmp_path / "shared", tmp_path / "victim"
+    victim.mkdir()
+    (root / "jobs").mkdir(parents=True)
+    (root / "jobs" / SID).symlink_to(victim)
+    (root / ".argus").mkdir()
+    for linked in ("locks", "serve"):
+        (root / ".argus" / linked).symlink_to(victim)
+    record = RunRecord(submission_id=SID, workspace=WS, job="train", cluster="c", spec_hash="0" * 64, attempt=1,
+                       status="SUBMITTING", updated_at=records.now(), plan_id="p", commit="c", submission={})
+    with pytest.raises(beneath.NotBeneath, match=f"'{SID}' is a symlink or not a directory"):
+        records.write_intent(str(root), record, {"jobspec": "kind: Job\n"}, {})
+    for write in (lambda: records.write_log(str(root), SID, "driver.log", "x"),
+                  lambda: records.append_submit_log(str(root), SID, "x"),
+                  lambda: lock.acquire(str(root), lock.LockInfo(id="l", workspace=WS, user="u", host="h", pid=1,
+                                                                started=records.now(), plan_id="p"), 0.1)):
+        with pytest.raises(OSError):
+            write()
+    assert Lease(str(root), WS, ttl=30.0).try_hold() is False  # an unreadable lease is waited out, not written
+    # a debug copy for people is left out for the linked run; apply's refresh goes on
+    records.write_debug_to_all(str(root), [f"{WS}.train.0123456789ab.2", SID], "jobs.txt", "x")
+    assert list(victim.iterdir()) == []
+    assert (root / f"jobs/{WS}.train.0123456789ab.2/debug/jobs.txt").read_text() == "x"
