@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from specs.errors import ArgusError
 from state import audit_chain as chain
 from state import audit_files as files
 from state.audit_chain import GENESIS, Verification, record_hash
@@ -153,7 +154,16 @@ def _tail(fd: int) -> _Tail:
     size = os.fstat(fd).st_size
     start = max(0, size - TAIL_BYTES)
     data = files.read_at(fd, start, size - start)
-    return _tail_of(data, size, whole=start == 0) or _tail_of(files.read_at(fd, 0, size), size, whole=True)
+    return _tail_of(data, size, whole=start == 0) or _tail_of(_whole(fd, size), size, whole=True)
+
+
+def _whole(fd: int, size: int) -> bytes:
+    """The whole log, when it is no bigger than argus reads one (a job can write the shared root)."""
+    if size > files.MAX_LOG_BYTES:
+        raise ArgusError(f"the audit log is {size} bytes, more than the {files.MAX_LOG_BYTES >> 20} MiB argus reads "
+                         "whole, and its end holds no record or disagrees with its anchor (written by a job?): "
+                         "run `argus audit verify`, then move the log aside")
+    return files.read_at(fd, 0, size)
 
 
 def _tail_of(data: bytes, size: int, whole: bool) -> _Tail | None:
@@ -181,7 +191,7 @@ def _anchored(fd: int, tail: _Tail, shared_root: str, workspace: str, key: bytes
         return anchor.records, []
     if raw is None and tail.size == 0:
         return 0, []
-    found = chain.layout(files.read_at(fd, 0, tail.size))
+    found = chain.layout(_whole(fd, tail.size))
     if raw is not None and anchor is None:
         return len(found.records), ["the anchor was not one argus wrote (edited?)"]
     problems, _warnings = chain.anchor_findings(found.records, anchor, exists=tail.size > 0)

@@ -20,12 +20,15 @@ from contextlib import contextmanager
 from pathlib import PurePosixPath
 
 from specs.errors import ArgusError
+from state.beneath import Refused, open_regular
 from state.records import read_small
 
 LOG_DIR, ANCHOR_DIR = ".argus/audit", ".argus/anchors"
 LOCK_WAIT = 30.0
 """Seconds an append waits for another appender (or a hostile lock holder) before it gives up."""
 MAX_ANCHOR_BYTES = 4096
+MAX_LOG_BYTES = 256 * 1024 * 1024
+"""About a million records: a log bigger than this is reported, never read whole (a job can write the root)."""
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -62,16 +65,21 @@ def read_log(shared_root: str, workspace: str) -> tuple[bytes | None, str | None
         with _directory(shared_root, LOG_DIR, create=False) as folder:
             if folder is None:
                 return None, None
-            fd = os.open(f"{workspace}.jsonl", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
-                         dir_fd=folder)
+            fd = open_regular(folder, f"{workspace}.jsonl")
+    except Refused:
+        return None, "the log is not a regular file"
     except FileNotFoundError:
         return None, None
     except OSError as err:
         return None, f"the log cannot be read ({_why(err)})"
+    if fd is None:
+        return None, None
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None, "the log is not a regular file"
-        return handle.read(), None
+        size = os.fstat(fd).st_size
+        if size > MAX_LOG_BYTES:
+            return None, (f"the log is {size} bytes, more than the {MAX_LOG_BYTES >> 20} MiB argus reads of it "
+                          "(filled by a job?): not read")
+        return handle.read(MAX_LOG_BYTES + 1), None
 
 
 def read_log_since(shared_root: str, workspace: str, offset: int) -> tuple[os.stat_result | None, bytes]:
@@ -81,13 +89,14 @@ def read_log_since(shared_root: str, workspace: str, offset: int) -> tuple[os.st
         with _directory(shared_root, LOG_DIR, create=False) as folder:
             if folder is None:
                 return None, b""
-            fd = os.open(f"{workspace}.jsonl", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
-                         dir_fd=folder)
+            fd = open_regular(folder, f"{workspace}.jsonl")
     except OSError:
+        return None, b""
+    if fd is None:
         return None, b""
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
+        if info.st_size - offset > MAX_LOG_BYTES:  # read_log says why
             return None, b""
         return info, read_at(fd, offset, max(0, info.st_size - offset))
     finally:

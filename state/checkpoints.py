@@ -23,6 +23,7 @@ from pathlib import Path
 
 from specs import checkpoint_state as ckpt
 from specs.checkpoint_state import TRACKER, CheckpointState, Layout, step_folder
+from state.beneath import Refused, read_regular_at
 
 TRACKER_LIMIT = 64
 """verl writes str(step): anything longer is not its tracker."""
@@ -113,25 +114,13 @@ def _fallback(root: int, state: CheckpointState) -> CheckpointState:
 
 
 def _read_small(parent: int, name: str, label: str, limit: int) -> bytes | None:
-    """A small file's bytes; None when it does not exist. O_NONBLOCK: a planted FIFO cannot hang us."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    """A small file's bytes; None when it does not exist (state.beneath: a planted FIFO cannot hang us)."""
     try:
-        fd = os.open(name, flags, dir_fd=parent)
-    except FileNotFoundError:
-        return None
+        return read_regular_at(parent, name, limit, label)
+    except Refused as err:
+        raise _Unusable(str(err)) from err
     except OSError as err:
         raise _Unusable(_open_problem(label, err, parent, name)) from err
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _Unusable(f"{label} is not a regular file")
-        data = os.read(fd, limit + 1)
-    except OSError as err:
-        raise _Unusable(f"{label} cannot be read ({_why(err)})") from err
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise _Unusable(f"{label} is larger than {limit} bytes")
-    return data
 
 
 def _judge_step(root: int, name: str) -> tuple[Layout, int | None, tuple[str, ...]]:

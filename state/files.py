@@ -29,17 +29,29 @@ def write_atomic(path: Path, text: str, durable: bool = True) -> None:
         raise
 
 
-def replace_in(folder: int, name: str, data: str | bytes, mode: int = 0o644) -> None:
+def write_beneath(root: str | Path, rel: str, text: str, durable: bool = True) -> None:
+    """write_atomic for a file on the shared root: every directory on the way made or opened without
+    following a symlink (state.beneath.made_dir), the file replaced whole, never written through a link."""
+    from state.beneath import made_dir
+
+    parent, name = os.path.split(rel)
+    with made_dir(root, parent) as folder:
+        replace_in(folder, name, text, durable=durable)
+
+
+def replace_in(folder: int, name: str, data: str | bytes, mode: int = 0o644, durable: bool = True) -> None:
     """`name` in the directory open as `folder`, written whole: a new temporary file (never a link
     someone planted) renamed over it, so readers see the old file or the new one. Text is written as
-    UTF-8; bytes as they are. The new file is made with `mode` (a umask can only take bits away)."""
+    UTF-8; bytes as they are. The new file is made with `mode` (a umask can only take bits away).
+    `durable`: as write_atomic's."""
     temp = f".{name}.{uuid.uuid4().hex[:8]}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         with contextlib.suppress(OSError):

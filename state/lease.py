@@ -25,18 +25,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from state.files import write_json
-from state.records import now, read_small
+from state.beneath import read_regular, unlink_beneath
+from state.files import write_beneath
+from state.records import now
 from state.root_key import keyed, sign, verify
 
 SIGNED_AS = "serve-lease"
-MAX_LEASE_BYTES = 4096
 MAX_TTL = 3600.0
 """A holder's claimed ttl is taken up to this (seconds, an interval of half an hour): unsigned, a forged
 ttl would otherwise hold a standby for ever."""
 CLOCK_SKEW = 300.0
 """A renewal further in the future than this, seen by a one-turn process, is a forged one."""
 UNSIGNED = "(a lease without a valid ARGUS_ROOT_KEY signature)"
+
+MAX_LEASE_BYTES = 4096
+"""A lease is a few hundred bytes of JSON."""
 
 
 def lease_path(shared_root: str, workspace: str) -> Path:
@@ -66,6 +69,10 @@ class Lease:
     def path(self) -> Path:
         return lease_path(self.shared_root, self.workspace)
 
+    @property
+    def _rel(self) -> str:
+        return f".argus/serve/{self.workspace}.lease"
+
     def try_hold(self) -> bool:
         """Renew the lease if it is ours, take it if it is free or dead; False while another holds it.
         Raises OSError when the shared root is not there (an NFS mount that is down is never created)."""
@@ -78,7 +85,8 @@ class Lease:
         lease = {"holder": self.holder, "host": socket.gethostname(), "pid": os.getpid(), "renewed_at": now(),
                  "renewed_epoch": time.time(), "nonce": uuid.uuid4().hex, "ttl": self.ttl}
         signature = sign(SIGNED_AS, self.workspace, lease)
-        write_json(self.path, lease if signature is None else {**lease, "sig": signature})
+        write_beneath(self.shared_root, self._rel, json.dumps(
+            lease if signature is None else {**lease, "sig": signature}, indent=2, sort_keys=True) + "\n")
         mine = self._read()
         return mine is not None and mine.get("holder") == self.holder
 
@@ -89,7 +97,7 @@ class Lease:
     def release(self) -> None:
         current = self._read()
         if current is not None and current.get("holder") == self.holder:
-            self.path.unlink(missing_ok=True)
+            unlink_beneath(self.shared_root, self._rel)
 
     def notices(self) -> list[str]:
         """What an operator should hear about the lease file (a forgery), each once per process."""
@@ -131,14 +139,14 @@ class Lease:
     def _read(self) -> dict | None:
         """The lease as written; with a key set, one without a valid signature reads as UNSIGNED."""
         try:
-            os.lstat(self.path)
-        except FileNotFoundError:
+            raw = read_regular(self.shared_root, self._rel, MAX_LEASE_BYTES)
+        except OSError:  # a FIFO, a link, a huge file: refused unread
+            return self._unsigned("it is not a regular file argus can read") if keyed() \
+                else {"holder": "(unreadable lease)"}
+        if raw is None:
             return None
-        except OSError:
-            return self._unsigned("it cannot be read")
-        data = read_small(self.path, MAX_LEASE_BYTES)  # a link, a FIFO or a huge file: None
         try:
-            lease = json.loads(data) if data is not None else None
+            lease = json.loads(raw)
         except (ValueError, RecursionError):
             lease = None
         if not isinstance(lease, dict):

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from specs.base import Frozen
 from specs.errors import ArgusError
 from state.audit import actor
+from state.beneath import made_dir, read_regular, unlink_beneath
 from state.records import now
 
 
@@ -36,6 +37,10 @@ class LockInfo(Frozen):
 
 class LockHeld(ArgusError):
     """Another apply of this workspace holds the lock."""
+
+
+MAX_LOCK_BYTES = 64 * 1024
+"""A lock is a few hundred bytes of JSON."""
 
 
 def lock_path(shared_root: str, workspace: str) -> Path:
@@ -60,11 +65,12 @@ def held(shared_roots: list[str], workspace: str, plan_id: str, timeout: float =
 
 def acquire(shared_root: str, info: LockInfo, timeout: float) -> None:
     path = lock_path(shared_root, info.workspace)
-    path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + timeout
     while True:
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            with made_dir(shared_root, ".argus/locks") as folder:  # never through a linked directory
+                fd = os.open(path.name, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                             dir_fd=folder)
         except FileExistsError:
             if _holder_died_here(path, info.workspace):
                 continue
@@ -84,13 +90,16 @@ def release(shared_root: str, info: LockInfo) -> None:
     path = lock_path(shared_root, info.workspace)
     holder = read(path)
     if holder is not None and holder.id == info.id:
-        path.unlink(missing_ok=True)
+        unlink_beneath(path.parents[2], f".argus/locks/{path.name}")
 
 
 def read(path: Path) -> LockInfo | None:
+    """The lock at <root>/.argus/locks/<workspace>.lock; None when absent or not one argus wrote (a link,
+    a FIFO, a device or a big file a job planted is refused unread, never followed or waited on)."""
     try:
-        return LockInfo.model_validate(json.loads(path.read_text()))
-    except (OSError, ValueError, ValidationError):
+        raw = read_regular(path.parents[2], f".argus/locks/{path.name}", MAX_LOCK_BYTES)
+        return LockInfo.model_validate(json.loads(raw)) if raw is not None else None
+    except (OSError, ValueError, RecursionError, ValidationError):
         return None
 
 
@@ -100,7 +109,7 @@ def break_lock(shared_root: str, workspace: str, lock_id: str) -> LockInfo | Non
     holder = read(path)
     if holder is None or holder.id != lock_id:
         return None
-    path.unlink(missing_ok=True)
+    unlink_beneath(path.parents[2], f".argus/locks/{path.name}")
     return holder
 
 
@@ -137,7 +146,7 @@ def _holder_died_here(path: Path, workspace: str) -> bool:
     holder = read(path)
     if holder is None or holder.host != socket.gethostname() or _alive(holder.pid):
         return False
-    path.unlink(missing_ok=True)
+    unlink_beneath(path.parents[2], f".argus/locks/{path.name}")
     from state import audit
     from state.audit_events import LockBroken
 

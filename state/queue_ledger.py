@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from specs.errors import ArgusError
 from specs.models import NAME_PATTERN
-from state.beneath import NotBeneath, opened_dir
+from state.beneath import NotBeneath, Refused, names_in, opened_dir
 from state.files import replace_in
 from state.observed import LedgerEntry
 from state.records import read_small
@@ -65,10 +65,11 @@ def read_ledgers(shared_root: str, ignored: list[str] | None = None) -> tuple[Le
     with _queue_dir(shared_root, create=False) as fd:
         if fd is None:
             return ()
-        names = sorted(n[: -len(".json")] for n in os.listdir(fd) if _ledger_name(n))
-        if len(names) > MAX_LEDGERS:
-            raise QueueUnreadable(f"{shared_root}/{QUEUE_DIR} holds {len(names)} ledgers (at most {MAX_LEDGERS}): "
-                                  "remove the ones no workspace writes")
+        try:  # listed entry by entry: a directory of a million names is never held in memory
+            names = [n[: -len(".json")] for n in names_in(fd, _ledger_name, MAX_LEDGERS)]
+        except Refused:
+            raise QueueUnreadable(f"{shared_root}/{QUEUE_DIR} holds more than {MAX_LEDGERS} ledgers: "
+                                  "remove the ones no workspace writes") from None
         found = []
         for name in names:
             entries, left_out = _entries(fd, name)

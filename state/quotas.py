@@ -11,11 +11,9 @@ naming file:line: admission must never guess a quota, nor drop one silently.
 
 from __future__ import annotations
 
-import errno
 import math
 import os
 import re
-import stat
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -27,8 +25,8 @@ from specs.diagnostics import printable
 from specs.errors import ArgusError
 from specs.models import MAX_COUNT, NAME_PATTERN
 from specs.nodes import child_line, node_line, plain
-from specs.reading import read_at_most
 from specs.safe_yaml import Refused, load_documents
+from state import beneath
 from state.beneath import NotBeneath, opened_dir
 
 QUOTA_FILE = ".argus/quotas.yaml"
@@ -40,7 +38,6 @@ MAX_SHOWN = 80
 YAML_SHOWN = MAX_SHOWN + 60
 """A parser's message: its own words around the bad text (a tag, a duplicate key and its values)."""
 HINT = "fix the platform's quota file"
-READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 """O_NONBLOCK: a FIFO planted as the file is refused after fstat instead of blocking the open."""
 
 Quotas = dict[str, dict[str, float]]
@@ -97,26 +94,17 @@ def _read(shared_root: Path, path: Path) -> bytes | None:
 
 
 def _read_regular(folder_fd: int, path: Path) -> bytes | None:
-    """At most the cap (plus one byte, to tell): a symlink, FIFO or directory is refused unread."""
+    """At most the cap (plus one byte, to tell): a symlink, FIFO or directory is refused unread (state.beneath)."""
     try:
-        fd = os.open(path.name, READ_FLAGS, dir_fd=folder_fd)
-    except FileNotFoundError:
-        return None
-    except OSError as err:
-        if err.errno != errno.ELOOP:
-            raise
+        return beneath.read_regular_at(folder_fd, path.name, MAX_QUOTA_BYTES)
+    except beneath.IsLink:
         raise QuotaFileError(path, [(None, "the file is a symlink, and argus never follows a symlink on the "
                                            "shared root (every Ray job can write it)")]) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise QuotaFileError(path, [(None, "not a regular file")])
-        data = read_at_most(fd, MAX_QUOTA_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_QUOTA_BYTES:
+    except beneath.TooBig:
         raise QuotaFileError(path, [(None, f"the file is larger than {MAX_QUOTA_BYTES // 1024} KiB; a quota "
-                                           "file is a few lines")])
-    return data
+                                           "file is a few lines")]) from None
+    except beneath.NotRegular:
+        raise QuotaFileError(path, [(None, "not a regular file")]) from None
 
 
 def _decoded(data: bytes, path: Path) -> str:

@@ -22,7 +22,18 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from state.files import write_atomic, write_json
+from state.beneath import (
+    Refused,
+    made_dir,
+    make_dirs,
+    names_in,
+    opened_dir,
+    opened_regular,
+    read_regular,
+    read_regular_at,
+    stat_beneath,
+)
+from state.files import write_beneath
 from state.observed import RunEnd, RunRecord
 
 MAX_END_BYTES = 4096
@@ -32,6 +43,10 @@ OMITTED_WHEN_EMPTY = ("evidence", "advice", "gpus")
 not fail still read in the versions before them (their models forbid unknown keys)."""
 TAIL_BYTES = 64 * 1024
 """How much of a driver log's end is read to classify a failure: the traceback is at the end."""
+MAX_SUBMIT_LOG_BYTES = 1024 * 1024
+"""logs/submit.out: a line per submit; a bigger one (written by a job) is started again, not read."""
+MAX_RUN_DIRS = 200_000
+"""Run directories of one workspace in jobs/: far more than any history; more are not read (a job made them)."""
 
 
 def job_dir(shared_root: str, submission_id: str) -> Path:
@@ -40,11 +55,11 @@ def job_dir(shared_root: str, submission_id: str) -> Path:
 
 def write_intent(shared_root: str, record: RunRecord, configs: Mapping[str, str], payload: dict[str, Any]) -> None:
     """Before submitting: the configs as seed 001 lists them (name -> `config_yaml` text), then status SUBMITTING."""
-    base = job_dir(shared_root, record.submission_id)
-    (base / "logs").mkdir(parents=True, exist_ok=True)
+    base = f"jobs/{record.submission_id}"
+    make_dirs(shared_root, f"{base}/logs")
     for name, text in configs.items():  # copies for people: only the status decides, and it is made durable
-        write_atomic(base / "config" / f"{name}.yaml", text, durable=False)
-    write_json(base / "config" / "submit_payload.json", payload, durable=False)
+        write_beneath(shared_root, f"{base}/config/{name}.yaml", text, durable=False)
+    write_beneath(shared_root, f"{base}/config/submit_payload.json", _json(payload), durable=False)
     write_status(shared_root, record)
 
 
@@ -53,26 +68,33 @@ def write_status(shared_root: str, record: RunRecord) -> None:
     # written here must read back as the same record.
     checked = RunRecord.model_validate(dict(record))
     empty = {name for name in OMITTED_WHEN_EMPTY if not getattr(checked, name)}
-    write_json(job_dir(shared_root, record.submission_id) / "status.json",
-               checked.model_dump(mode="json", exclude=empty))
+    write_beneath(shared_root, f"jobs/{record.submission_id}/status.json",
+                  _json(checked.model_dump(mode="json", exclude=empty)))
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
 def append_submit_log(shared_root: str, submission_id: str, text: str) -> None:
-    path = job_dir(shared_root, submission_id) / "logs" / "submit.out"
-    previous = path.read_text(encoding="utf-8") if path.exists() else ""
-    write_atomic(path, previous + f"{now()} {text}\n", durable=False)  # for people; the status and audit log decide
+    rel = f"jobs/{submission_id}/logs/submit.out"
+    previous = _text_or_empty(shared_root, rel, MAX_SUBMIT_LOG_BYTES)
+    # for people; the status and audit log decide
+    write_beneath(shared_root, rel, previous + f"{now()} {text}\n", durable=False)
 
 
 def write_log(shared_root: str, submission_id: str, name: str, text: str) -> None:
-    write_atomic(job_dir(shared_root, submission_id) / "logs" / name, text)
+    write_beneath(shared_root, f"jobs/{submission_id}/logs/{name}", text)
 
 
 def has_log(shared_root: str, submission_id: str, name: str) -> bool:
-    return (job_dir(shared_root, submission_id) / "logs" / name).exists()
+    """Whether the run kept the log `name` as a regular file beneath the root (never through a link)."""
+    found = stat_beneath(shared_root, f"jobs/{submission_id}/logs/{name}")
+    return found is not None and stat.S_ISREG(found.st_mode)
 
 
 def write_debug(shared_root: str, submission_id: str, name: str, text: str) -> None:
-    write_atomic(job_dir(shared_root, submission_id) / "debug" / name, text, durable=False)
+    write_beneath(shared_root, f"jobs/{submission_id}/debug/{name}", text, durable=False)
 
 
 def write_debug_to_all(shared_root: str, submission_ids: Sequence[str], name: str, text: str) -> None:
@@ -82,55 +104,62 @@ def write_debug_to_all(shared_root: str, submission_ids: Sequence[str], name: st
         return
     first, *others = dict.fromkeys(submission_ids)  # once each: a name linked over itself would stay behind
     write_debug(shared_root, first, name, text)
-    written = job_dir(shared_root, first) / "debug" / name
     for submission_id in others:
-        target = job_dir(shared_root, submission_id) / "debug" / name
         try:
-            _link_over(written, target)
-        except OSError:  # a file system without hard links: a copy then
-            write_debug(shared_root, submission_id, name, text)
+            _link_over(shared_root, f"jobs/{first}/debug", f"jobs/{submission_id}/debug", name)
+        except OSError:  # a file system without hard links: a copy then (none where a job made a link)
+            with contextlib.suppress(OSError):
+                write_debug(shared_root, submission_id, name, text)
 
 
-def _link_over(source: Path, target: Path) -> None:
-    """`target` becomes another name of `source`, replacing what was there whole (never half)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.urandom(4).hex()}")
-    os.link(source, temporary, follow_symlinks=False)
-    try:
-        os.replace(temporary, target)
-    except OSError:
-        temporary.unlink(missing_ok=True)
-        raise
+def _link_over(shared_root: str, source: str, target: str, name: str) -> None:
+    """target/name becomes another name of source/name, replacing what was there whole (never half);
+    neither directory is reached through a link."""
+    temporary = f".{name}.{os.urandom(4).hex()}"
+    with opened_dir(shared_root, source) as origin, made_dir(shared_root, target) as folder:
+        os.link(name, temporary, src_dir_fd=origin, dst_dir_fd=folder, follow_symlinks=False)
+        try:
+            os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+        except OSError:
+            os.unlink(temporary, dir_fd=folder)
+            raise
 
 
 def read_records(shared_root: str, workspace: str) -> dict[str, RunRecord]:
     """This workspace's records under shared_root; unreadable ones are skipped, not fatal."""
     records: dict[str, RunRecord] = {}
-    for name in _run_dirs_of(Path(shared_root) / "jobs", workspace):
-        record = _read(Path(shared_root) / "jobs" / name / "status.json")
+    for name in _run_dirs_of(shared_root, workspace):
+        record = _read(shared_root, name)
         if record is not None and record.workspace == workspace:
             records[record.submission_id] = record
     return records
 
 
-def _run_dirs_of(jobs: Path, workspace: str) -> list[str]:
+def _run_dirs_of(shared_root: str, workspace: str) -> list[str]:
     """The run directories whose name may be this workspace's: a submission id starts with the
     workspace name (trimmed when long) and a dot, so the other workspaces' runs on a shared root are
-    never opened. Names only: one directory listing, no file opened for them."""
+    never opened. Names only: one directory listing, no file opened for them, and no more than
+    MAX_RUN_DIRS of them kept (Refused beyond: a job filled jobs/, and reading half of it would be a lie)."""
+    def ours(name: str) -> bool:
+        head = name.split(".", 1)[0]
+        return bool(head) and workspace.startswith(head) and "." in name
+
     try:
-        names = os.listdir(jobs)
-    except OSError:
+        with opened_dir(shared_root, "jobs") as folder:
+            return names_in(folder, ours, MAX_RUN_DIRS, f"{shared_root}/jobs")
+    except Refused:
+        raise
+    except OSError:  # no jobs/ here (yet), or it is a symlink: no record is read through it
         return []
-    return sorted(n for n in names if (head := n.split(".", 1)[0]) and workspace.startswith(head) and "." in n)
 
 
 def read_record(shared_root: str, submission_id: str) -> RunRecord | None:
-    return _read(job_dir(shared_root, submission_id) / "status.json")
+    return _read(shared_root, submission_id)
 
 
 def read_end(shared_root: str, submission_id: str) -> RunEnd | None:
     """The run's exit.json, or None when it has not ended (or wrote something that is not one)."""
-    raw = read_small(job_dir(shared_root, submission_id) / "exit.json", MAX_END_BYTES)
+    raw = _small_or_none(shared_root, f"jobs/{submission_id}/exit.json", MAX_END_BYTES)
     try:
         return RunEnd.model_validate_json(raw) if raw is not None else None
     except ValidationError:
@@ -142,37 +171,52 @@ def read_ends(shared_root: str, submission_ids: list[str]) -> dict[str, RunEnd]:
     return {sid: end for sid, end in found.items() if end is not None}
 
 
+DRIVER_LOG = "logs/driver.log"
+
+
+def driver_log_rel(submission_id: str) -> str:
+    """The run's own log, relative to the shared root (read with state.beneath, never as a path)."""
+    return f"jobs/{submission_id}/{DRIVER_LOG}"
+
+
 def driver_log(shared_root: str, submission_id: str) -> Path | None:
-    """The run's own log on NFS, when it is a regular file (never a symlink planted by a job)."""
-    path = job_dir(shared_root, submission_id) / "logs" / "driver.log"
-    try:
-        return path if stat.S_ISREG(os.lstat(path).st_mode) else None
-    except OSError:
-        return None
+    """The run's own log on NFS, when it is a regular file beneath the root (no link on the way)."""
+    return job_dir(shared_root, submission_id) / DRIVER_LOG if has_log(shared_root, submission_id, "driver.log") \
+        else None
 
 
 def log_tail(shared_root: str, submission_id: str, limit: int = TAIL_BYTES) -> str:
-    path = driver_log(shared_root, submission_id)
-    if path is None:
-        return ""
-    with contextlib.suppress(OSError), open(path, "rb") as handle:
-        handle.seek(max(0, os.fstat(handle.fileno()).st_size - limit))
-        return handle.read(limit).decode("utf-8", errors="replace")
-    return ""
-
-
-def read_small(path: Path | str, limit: int, dir_fd: int | None = None) -> bytes | None:
-    """A regular file's bytes, if it is no bigger than limit; symlinks are not followed. `dir_fd`:
-    the directory `path` is relative to, itself opened without following links."""
+    """The log's last `limit` bytes; "" when the run kept none or it is no regular file beneath the root."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd)
+        with opened_regular(shared_root, driver_log_rel(submission_id)) as fd:
+            if fd is None:
+                return ""
+            size = os.fstat(fd).st_size
+            return os.pread(fd, limit, max(0, size - limit)).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def read_small(path: Path | str, limit: int, dir_fd: int) -> bytes | None:
+    """The regular file `path` of the directory `dir_fd` (opened without following links), if it is no
+    bigger than limit; None for anything else (state.beneath.read_regular_at says why)."""
+    try:
+        return read_regular_at(dir_fd, str(path), limit)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = handle.read(limit + 1)
-    return data if len(data) <= limit else None
+
+
+def _small_or_none(shared_root: str, rel: str, limit: int) -> bytes | None:
+    """read_regular, with what cannot be read as not there: a run's files are evidence, never a crash."""
+    try:
+        return read_regular(shared_root, rel, limit)
+    except OSError:
+        return None
+
+
+def _text_or_empty(shared_root: str, rel: str, limit: int) -> str:
+    raw = _small_or_none(shared_root, rel, limit)
+    return raw.decode("utf-8", errors="replace") if raw is not None else ""
 
 
 def now() -> str:
@@ -190,15 +234,15 @@ def older_than(record: RunRecord, seconds: float) -> bool:
     return (datetime.now(timezone.utc) - written).total_seconds() > seconds
 
 
-def _read(path: Path) -> RunRecord | None:
+def _read(shared_root: str, submission_id: str) -> RunRecord | None:
     """A record argus did not write, or cannot read any more, is skipped: never a crash. Nor is a
     symlink followed or a huge file read; and a record must live in its own run's directory."""
-    raw = read_small(path, MAX_RECORD_BYTES)
+    raw = _small_or_none(shared_root, f"jobs/{submission_id}/status.json", MAX_RECORD_BYTES)
     try:
         record = RunRecord.model_validate(json.loads(raw)) if raw is not None else None
     except (ValueError, RecursionError, ValidationError):
         return None
-    return record if record is not None and record.submission_id == path.parent.name else None
+    return record if record is not None and record.submission_id == submission_id else None
 
 
 def config_yaml(data: Any) -> str:

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import os
+import stat
 from collections.abc import Iterable, Mapping
 
-from state.records import driver_log
+from state.beneath import stat_beneath
+from state.records import driver_log_rel
 
 
 def log_changed_at(roots: Mapping[str, str], runs: Iterable[tuple[str, str]]) -> dict[str, float]:
     """Submission id -> mtime of its driver.log, for (cluster, submission id) pairs; one stat each.
-    A run without a log on NFS is left out: it has not been seen writing, so it cannot be seen stop."""
+    A run without a log on NFS (or whose log is no regular file beneath the root: a link a job planted)
+    is left out: it has not been seen writing, so it cannot be seen stop."""
     found = {}
     for cluster, submission_id in runs:
         if cluster not in roots:
             continue
-        path = driver_log(roots[cluster], submission_id)
-        if path is None:
-            continue
-        try:
-            found[submission_id] = os.lstat(path).st_mtime
-        except OSError:
-            continue
+        info = stat_beneath(roots[cluster], driver_log_rel(submission_id))
+        if info is not None and stat.S_ISREG(info.st_mode):
+            found[submission_id] = info.st_mtime
     return found

@@ -53,7 +53,7 @@ from pydantic import ValidationError
 
 from specs.models import Name
 from specs.submission import SUBMISSION_ID_PATTERN
-from state.beneath import NotBeneath, opened_dir
+from state.beneath import NotBeneath, Refused, names_in, opened_dir
 from state.files import replace_in
 from state.observed import TERMINAL, Frozen, RunRecord, RunStatus
 from state.records import read_record, read_records, read_small
@@ -102,9 +102,9 @@ def read_runs(shared_root: str, workspace: str, on_ray: Iterable[str] = ()) -> R
         _recorded(shared_root, index)
     except (Unusable, OSError) as why:
         problem = f"{index_path(shared_root, workspace)}: {why}"
-        return RunsRead(read_records(shared_root, workspace), scanned=True, problem=problem)
+        return _scanned(shared_root, workspace, problem)
     if index is None:  # never built here yet (or removed): read everything once, then build it
-        return RunsRead(read_records(shared_root, workspace), scanned=True)
+        return _scanned(shared_root, workspace, None)
     records = {r.submission_id: r for r in index.runs}
     indexed = set(records)
     for sid in sorted(marked | {s for s in on_ray if belongs(s, workspace)}):
@@ -113,6 +113,15 @@ def read_runs(shared_root: str, workspace: str, on_ray: Iterable[str] = ()) -> R
             records[sid] = record
             indexed.discard(sid)
     return RunsRead(records, frozenset(indexed), frozenset(marked))
+
+
+def _scanned(shared_root: str, workspace: str, problem: str | None) -> RunsRead:
+    """Every record read; when jobs/ holds more of this workspace's names than any history (a job made
+    them), none is, and the problem says so: no index is built from half of them."""
+    try:
+        return RunsRead(read_records(shared_root, workspace), scanned=True, problem=problem)
+    except Refused as err:
+        return RunsRead({}, problem=f"{err}" if problem is None else f"{problem}; {err}")
 
 
 def keep(shared_root: str, workspace: str, read: RunsRead, on_ray: set[str], answered: set[str]) -> None:
@@ -178,7 +187,9 @@ def _recorded(shared_root: str, index: RunIndex | None) -> None:
     (written by a job, or its record removed) counts for nothing, as a run without a record never did."""
     if index is None or not index.runs:
         return
-    names = set(os.listdir(f"{shared_root}/jobs"))
+    indexed = {r.submission_id for r in index.runs}
+    with opened_dir(shared_root, "jobs") as folder:  # only the indexed names are kept, however many others
+        names = set(names_in(folder, indexed.__contains__, len(indexed), f"{shared_root}/jobs"))
     missing = [r.submission_id for r in index.runs if r.submission_id not in names]
     if missing:
         raise Unusable(f"holds {len(missing)} run(s) with no record in jobs/, e.g. {missing[0]} (edited?)")
@@ -288,11 +299,11 @@ def _marked(folder: int, workspace: str) -> set[str]:
     except OSError as err:
         raise Unusable(f"its open runs' directory is a symlink or no directory ({err.strerror})") from None
     try:
-        names = os.listdir(fd)
+        names = names_in(fd, lambda name: True, MAX_OPEN_RUNS, f"{workspace}.open")
+    except Refused:
+        raise Unusable(f"more than {MAX_OPEN_RUNS} runs marked open (argus keeps at most {MAX_OPEN_RUNS})") from None
     finally:
         os.close(fd)
-    if len(names) > MAX_OPEN_RUNS:
-        raise Unusable(f"{len(names)} runs marked open (argus keeps at most {MAX_OPEN_RUNS})")
     return {n for n in names if belongs(n, workspace)}
 
 

@@ -17,18 +17,18 @@ Without the key a file that is there counts, as it always did.
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import json
 import os
 import re
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from state.root_key import keyed, sign, verify
+
+from state.beneath import Refused, read_regular_at
 
 WORKSPACE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 CHANNEL = re.compile(r"^[0-9a-f]{16}$")
@@ -115,18 +115,12 @@ class SentLedger:
         (or a symlink: writing replaces the link itself, never its target)."""
         try:
             with _directory(self.shared_root, self._parts(channel), create=False) as parent:
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+                data = read_regular_at(parent, name, MAX_READ)
         except FileNotFoundError:
             return None
-        except OSError as err:
-            if err.errno == errno.ELOOP:
-                return None
-            raise
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
-            data = handle.read(MAX_READ + 1)
-        return data.decode("utf-8", "replace") if len(data) <= MAX_READ else None
+        except Refused:  # a link, a FIFO, a device, a big file: not argus's, so not sent
+            return None
+        return data.decode("utf-8", "replace") if data is not None else None
 
     def _write(self, channel: str, name: str, text: str) -> None:
         """Atomic: a temporary file in the same directory, renamed over the name."""

@@ -33,10 +33,19 @@ from state.sources import digest_of, directory_entries, entries
 MANIFEST = ".argus-snapshot.json"
 
 
+MAX_MANIFEST_BYTES = 1024 * 1024
+"""A manifest is a few hundred bytes of JSON."""
+
+
 def read_manifest(directory: Path) -> Manifest | None:
+    """The manifest of the snapshot in <root>/common/code/<repo>/<name>, read as a regular file beneath
+    the root (no link on the way, a FIFO or a big file refused unread); None when it is not one argus wrote."""
+    root, rel = (directory.parents[3], "/".join(directory.parts[-4:])) if directory.parts[-4:-2] == (
+        "common", "code") else (directory, ".")
     try:
-        return Manifest.model_validate(json.loads((directory / MANIFEST).read_text()))
-    except (OSError, ValueError, ValidationError):
+        raw = beneath.read_regular(root, f"{rel}/{MANIFEST}", MAX_MANIFEST_BYTES)
+        return Manifest.model_validate(json.loads(raw)) if raw is not None else None
+    except (OSError, ValueError, RecursionError, ValidationError):
         return None
 
 

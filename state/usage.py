@@ -18,14 +18,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from pydantic import ValidationError
-
+from specs.errors import ArgusError
 from state.audit import audit_path
+from state.audit_files import MAX_LOG_BYTES as MAX_AUDIT_LOG_BYTES
+from state.beneath import Refused, names_in, opened_dir, opened_regular
 from state.observed import TERMINAL, RunEnd, RunRecord, RunStatus
-from state.records import job_dir, read_end, read_small
+from state.records import MAX_RUN_DIRS, read_end, read_record
 
-MAX_RECORD_BYTES = 1 << 20
-"""status.json: a submission stays far under Ray's ~128 KiB, evidence and advice are bounded."""
 MAX_AUDIT_LINE = 64 * 1024
 """An audit record is a few hundred bytes; a longer line is skipped, never held in memory whole."""
 UNKNOWN_ACTOR = "unknown"
@@ -111,7 +110,7 @@ def parse_time(text: str) -> datetime | None:
 def plan_actors(shared_root: str, workspace: str) -> dict[str, str]:
     """plan id -> who applied it: the actor of the first audit record stamped with that plan id."""
     actors: dict[str, str] = {}
-    for entry in _audit_entries(audit_path(shared_root, workspace)):
+    for entry in _audit_entries(shared_root, workspace):
         plan, actor = entry.get("plan_id"), entry.get("actor")
         if isinstance(plan, str) and isinstance(actor, str) and actor:
             actors.setdefault(plan, actor)
@@ -171,40 +170,44 @@ def _records(root: str) -> Iterator[tuple[RunRecord, RunEnd | None]]:
 
 
 def _job_dirs(root: str) -> list[str]:
-    """Names of the real directories under jobs/: a symlink planted there is never entered."""
+    """Names under jobs/, listed entry by entry and at most MAX_RUN_DIRS of them (a job can make a million:
+    the report then says so rather than hold them all); a symlink among them is never entered (read_record)."""
     if not readable(root):
         return []
     try:
-        with os.scandir(Path(root) / "jobs") as entries:
-            return sorted(entry.name for entry in entries if entry.is_dir(follow_symlinks=False))
+        with opened_dir(root, "jobs") as folder:
+            return names_in(folder, _may_be_a_run, MAX_RUN_DIRS, f"{root}/jobs")
+    except Refused as err:
+        raise ArgusError(f"{err}: no usage is reported from half of the runs") from None
     except OSError:
         return []
+
+
+def _may_be_a_run(name: str) -> bool:
+    return "." in name and not name.startswith(".")
 
 
 def _record(root: str, name: str) -> RunRecord | None:
     """jobs/<name>/status.json, if readable and about the run of that directory (not a copy or a forgery
     pointing elsewhere: the directory, not the record, says where its exit.json is)."""
-    raw = read_small(job_dir(root, name) / "status.json", MAX_RECORD_BYTES)
-    try:
-        record = RunRecord.model_validate_json(raw) if raw is not None else None
-    except ValidationError:
-        return None
-    return record if record is not None and record.submission_id == name else None
+    return read_record(root, name)
 
 
-def _audit_entries(path: Path) -> Iterator[dict]:
-    """The audit log's JSON objects, read line by line; a line too long or not an object is skipped."""
+def _audit_entries(shared_root: str, workspace: str) -> Iterator[dict]:
+    """The audit log's JSON objects, read line by line; a line too long or not an object is skipped.
+    A log that is no regular file beneath the root (a link, a FIFO) names no actor."""
+    rel = audit_path(shared_root, workspace).relative_to(shared_root).as_posix()
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        with opened_regular(shared_root, rel) as fd:
+            if fd is None or os.fstat(fd).st_size > MAX_AUDIT_LOG_BYTES:  # filled by a job: no actor is named
+                return
+            with os.fdopen(os.dup(fd), "rb") as handle:
+                for line in _bounded_lines(handle, MAX_AUDIT_LINE):
+                    entry = _json(line)
+                    if isinstance(entry, dict):
+                        yield entry
     except OSError:
         return
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return
-        for line in _bounded_lines(handle, MAX_AUDIT_LINE):
-            entry = _json(line)
-            if isinstance(entry, dict):
-                yield entry
 
 
 def _json(line: bytes) -> object:

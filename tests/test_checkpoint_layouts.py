@@ -184,7 +184,7 @@ def test_a_manifest_that_is_a_fifo_or_a_symlink_is_not_opened(tmp_path: Path) ->
     manifest = folder / "actor" / MANIFEST
     manifest.unlink()
     os.mkfifo(manifest)
-    assert inspect_checkpoint(tmp_path).problem == f"global_step_40/actor/{MANIFEST} is not a regular file"
+    assert inspect_checkpoint(tmp_path).problem == f"global_step_40/actor/{MANIFEST} is not a regular file (a FIFO)"
     manifest.unlink()
     outside = tmp_path / "outside.json"
     outside.write_text('{"world_size": 16}')

@@ -141,7 +141,7 @@ def test_a_tracker_over_the_cap_is_not_read(tmp_path: Path) -> None:
 def test_a_tracker_that_is_a_fifo_or_a_directory_does_not_hang(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "latest_checkpointed_iteration.txt")
     state = inspect_checkpoint(tmp_path)
-    assert state is not None and state.problem == "latest_checkpointed_iteration.txt is not a regular file"
+    assert state is not None and state.problem == "latest_checkpointed_iteration.txt is not a regular file (a FIFO)"
     (tmp_path / "latest_checkpointed_iteration.txt").unlink()
     (tmp_path / "latest_checkpointed_iteration.txt").mkdir()
     state = inspect_checkpoint(tmp_path)

@@ -169,7 +169,7 @@ def test_junk_ledger_files_cannot_hide_the_real_ones(tmp_path):
     folder = tmp_path / ".argus" / "queue"
     for i in range(MAX_LEDGERS):
         (folder / f"{i:04d}.json").write_text("{}")
-    with pytest.raises(QueueUnreadable, match="1001 ledgers"):  # said, never silently truncated
+    with pytest.raises(QueueUnreadable, match=f"more than {MAX_LEDGERS} ledgers"):  # said, never silently truncated
         read_ledgers(str(tmp_path))
     (folder / "not a workspace name.json").write_text("{}")  # names no workspace can have are not counted
     for i in range(2):

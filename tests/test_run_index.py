@@ -66,8 +66,10 @@ def test_settled_runs_are_read_from_the_index_and_open_ones_from_their_records(t
     assert second.indexed == {record(n).submission_id for n in range(40)}
     assert second.marked == {record(40).submission_id, record(41).submission_id}
     opened = opened_during(lambda: read_runs(str(tmp_path), WS))
-    assert [p for p in opened if p.endswith("status.json")] == [
-        str(records.job_dir(str(tmp_path), record(n).submission_id) / "status.json") for n in (40, 41)]
+    # each record is opened beneath the root, one component at a time: its run's directory, then status.json
+    runs = {record(n).submission_id for n in range(42)}
+    assert [p for p in opened if p in runs or p.endswith("status.json")] == [
+        record(40).submission_id, "status.json", record(41).submission_id, "status.json"]
 
 
 def test_the_newest_settled_run_of_a_job_keeps_its_whole_record_older_ones_what_the_planner_needs(tmp_path: Path):

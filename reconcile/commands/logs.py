@@ -40,6 +40,9 @@ def run(directory: Path, job: str, timeout: float, follow: bool = False, as_json
     chosen = choose(job, runs, current, run_id, attempt)
     root = desired.shared_root(chosen.cluster) if chosen.cluster in desired.clusters else None
     kept = root is not None and driver_log(root, chosen.submission_id) is not None
+    refused = run_logs.refusal(root, chosen.submission_id) if root is not None and not kept else None
+    if refused:  # a job replaced its log with a link, a FIFO or a device: said, never followed or read
+        typer.echo(f"not reading the run's log on the shared root: {refused}", err=True)
     reachable = chosen.cluster in observed.clusters
     if chosen.cluster in observed.unreachable:
         typer.echo(f"cluster {chosen.cluster!r} cannot be read: showing the log the run kept on NFS", err=True)
