@@ -25,9 +25,8 @@ if TYPE_CHECKING:
 
 def run(directory: Path, timeout: float, output_format: str = "human", watch: float | None = None) -> int:
     desired = load(directory)
-    ray = connect(desired, timeout)
-    while True:
-        plan, unseen, held = observe(desired, ray)
+    while True:  # each refresh connects anew: its own --timeout budget per dashboard (state.ray_client)
+        plan, unseen, held = observe(desired, connect(desired, timeout))
         if watch and is_tty():
             typer.clear()
         show(plan, set(desired.jobs), output_format, unseen, held)
