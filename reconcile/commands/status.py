@@ -56,6 +56,8 @@ def show(plan: Plan, desired_jobs: set[str], output_format: str, unseen: Unseen 
 
         typer.echo(status_json(plan, desired_jobs, unseen, held))
     elif output_format == "markdown":
-        typer.echo("```\n" + render_status(plan, desired_jobs, unseen) + "\n```")
+        from reconcile.views.machine import fenced
+
+        typer.echo(fenced(render_status(plan, desired_jobs, unseen)))
     else:
         typer.echo(render_status(plan, desired_jobs, unseen))
