@@ -60,7 +60,8 @@ class RayClient:
         self.budget = Budget(timeout)
         """The command's one deadline for this dashboard: failed tries and the backoff between them take
         `timeout` seconds in all, across every request and retry (a client is built once per command)."""
-        self._api = _make_api(self.address, timeout, token, self.budget)
+        self._api = _make_api(self.address, timeout, token)
+        self._api.budget = self.budget  # a read waits no longer than what is left of it
 
     def snapshot(self) -> ClusterState:
         """Version, alive nodes and every submission job: one list_jobs for the whole plan."""
@@ -303,11 +304,11 @@ class RayClient:
         )
 
 
-def _make_api(address: str, timeout: float, token: str | None, budget: Budget) -> JobsApi:
+def _make_api(address: str, timeout: float, token: str | None) -> JobsApi:
     """The dashboard's job endpoints at `address` alone, with exactly the token's header or none: the
     cluster's own token (state.cluster_auth reads it), never this process's RAY_AUTH_TOKEN or
     ~/.ray/auth_token, since one cluster's token must not travel to another."""
-    return JobsApi(address, timeout, {} if token is None else {"Authorization": f"Bearer {token}"}, budget)
+    return JobsApi(address, timeout, {} if token is None else {"Authorization": f"Bearer {token}"})
 
 
 RAY_STATUSES = ("PENDING", "RUNNING", "STOPPED", "SUCCEEDED", "FAILED")
