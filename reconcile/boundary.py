@@ -25,7 +25,7 @@ from typing import Any
 import typer
 from typer.exceptions import TyperException
 
-from specs.diagnostics import Diagnostic
+from specs.diagnostics import Diagnostic, plain
 from specs.errors import ArgusError, SpecError
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -103,7 +103,7 @@ def _usage(err: TyperException, invocation: Invocation) -> None:
 def _user_error(err: ArgusError, invocation: Invocation) -> int:
     if invocation.debug:
         traceback.print_exc()
-    typer.echo(typer.style("Error: ", fg="red", bold=True) + str(err), err=True)
+    typer.echo(typer.style("Error: ", fg="red", bold=True) + plain(str(err)), err=True)  # may quote a dashboard
     if isinstance(err, SpecError):
         located = [d.where.text for d in err.diagnostics if d.where]
         _json_error(invocation, str(err), type(err).__name__, located[0] if located else None,

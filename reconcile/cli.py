@@ -26,7 +26,9 @@ audit_app = typer.Typer(help="The workspace's tamper-evident audit log.", no_arg
 app.add_typer(audit_app, name="audit")
 
 DIR = typer.Argument(Path("."), help="The workspace directory (holding argus.yaml).")
-TIMEOUT = typer.Option(10.0, "--timeout", help="Seconds to wait for each request to a Ray dashboard.")
+TIMEOUT = typer.Option(10.0, "--timeout", help="Seconds to wait for each request to a Ray dashboard; also what one "
+                       "command spends in all on failed requests and retries against one dashboard "
+                       "(docs/reliability.md).")
 FETCH_TIMEOUT = typer.Option(300.0, "--fetch-timeout", min=1.0,
                              help="Seconds each git fetch of a code snapshot's source may take (a first clone of a "
                                   "large repository needs minutes); a fetch over it is stopped and reported.")

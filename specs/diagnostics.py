@@ -8,6 +8,7 @@ by the spec field it blames (`trainer.nnodes`) whose line in the spec file becom
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -100,6 +101,26 @@ class Diagnostic(Frozen):
 def by_place(diagnostic: Diagnostic) -> tuple[Where, str]:
     """Sort key: by file, line and field; diagnostics located nowhere first."""
     return diagnostic.where or Where("", 0), diagnostic.field
+
+
+TERMINAL_ESCAPE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"              # CSI: colours, cursor moves, erase
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: window titles, hyperlinks, up to BEL or ST
+    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"       # DCS, SOS, PM, APC strings
+    r"|\x1b[ -/]*[0-~]?"                    # any other escape and what it introduces
+    r"|\x9b[0-?]*[ -/]*[@-~]")              # the one-byte (C1) CSI
+
+
+def plain(text: str, lines: bool = True) -> str:
+    """Text from outside argus (Ray's job table, a dashboard's error, a run's log) as plain visible text:
+    terminal escape sequences removed, every other control or invisible character (\r, C0, C1, bidi
+    overrides) dropped; line breaks and tabs kept when `lines`, else each a space. What a comment, page,
+    terminal or log line shows of it cannot move a cursor, recolour, rewrite a line or hide one."""
+    kept = "\n\t" if lines else ""
+    text = TERMINAL_ESCAPE.sub("", text)
+    if not lines:
+        text = text.replace("\n", " ").replace("\t", " ")
+    return "".join(c for c in text if c.isprintable() or c in kept)
 
 
 def printable(text: str) -> str:

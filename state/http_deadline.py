@@ -9,11 +9,57 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 from typing import Any
 
+MAX_ANSWER_BYTES = 64 * 2**20
+"""The most of one answer's body argus reads (64 MiB, after any content decoding): a job table of tens of
+thousands of runs fits; a dashboard answering more is refused, its body never held whole in memory."""
+CHUNK = 2**16
 
-def request_within(seconds: float, method: str, url: str, **kwargs: Any) -> Any:
-    """One HTTP request, body read whole, that ends within `seconds` in total; else requests.Timeout.
+
+class AnswerTooLarge(ValueError):
+    """The body went past the cap; the connection was closed with the rest unread."""
+
+    def __init__(self, limit: int):
+        super().__init__(f"the answer is larger than {limit // 2**20} MiB, the most argus reads of one answer")
+        self.limit = limit
+
+
+class Budget:
+    """One command's patience with one dashboard: the seconds its failed tries and the waits between
+    them may take in all, however many requests the command makes (threads share it).
+
+    A retry is made only while some of it is left, and no try waits longer than what is left: a dashboard
+    that fails twice per request costs the command `seconds` once, never once per request or per try."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self._spent = 0.0
+        self._lock = threading.Lock()
+
+    def left(self) -> float:
+        with self._lock:
+            return max(0.0, self.seconds - self._spent)
+
+    def spend(self, seconds: float) -> None:
+        with self._lock:
+            self._spent += max(0.0, seconds)
+
+    @contextlib.contextmanager
+    def charged_on_failure(self) -> Any:
+        """The time of the block is spent when the block raises."""
+        started = time.monotonic()
+        try:
+            yield
+        except BaseException:
+            self.spend(time.monotonic() - started)
+            raise
+
+
+def request_within(seconds: float, method: str, url: str, limit: int = MAX_ANSWER_BYTES, **kwargs: Any) -> Any:
+    """One HTTP request, body read (at most `limit` bytes of it: else AnswerTooLarge), that ends within
+    `seconds` in total; else requests.Timeout.
 
     requests' `timeout=` bounds each socket read, not the request: a dashboard that trickles a byte
     of its headers or body every few seconds keeps the request alive forever. stream=True and a
@@ -33,7 +79,10 @@ def request_within(seconds: float, method: str, url: str, **kwargs: Any) -> Any:
     def run() -> None:
         try:
             with _recording_session(sockets) as session:
-                outcome["response"] = session.request(method, url, timeout=seconds, **kwargs)
+                response = session.request(method, url, timeout=seconds, stream=True, **kwargs)
+                with contextlib.closing(response):
+                    response._content = _body(response, limit)  # what .text and .json() read
+                outcome["response"] = response
         except BaseException as err:  # handed to the caller, which raises it
             outcome["error"] = err
 
@@ -46,6 +95,21 @@ def request_within(seconds: float, method: str, url: str, **kwargs: Any) -> Any:
     if "error" in outcome:
         raise outcome["error"]
     return outcome["response"]
+
+
+def _body(response: Any, limit: int) -> bytes:
+    """The body, read a chunk at a time and refused as soon as it passes `limit`: a dashboard's answer
+    of any size (or one that never ends) costs at most `limit` bytes of memory."""
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise AnswerTooLarge(limit)
+    chunks, size = [], 0
+    for chunk in response.iter_content(CHUNK):  # decoded; requests words a broken body as its own errors
+        size += len(chunk)
+        if size > limit:
+            raise AnswerTooLarge(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 class _Sockets:

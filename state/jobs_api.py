@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
 
-from state.http_deadline import request_within
+from state.http_deadline import Budget, request_within
 
 AUTH_STATUSES = (401, 403)
 """What Ray's token middleware answers: 401 when no token came, 403 when it is wrong."""
@@ -48,6 +48,11 @@ class RayRefused(RuntimeError):
         self.status = status
 
 
+class MalformedAnswer(ValueError):
+    """The dashboard answered 200 with JSON of a shape Ray never sends (a job list that is not a list, a row
+    that is not an object): an error, never read as "no jobs", since an empty table admits as if all were free."""
+
+
 class AuthRefused(Exception):
     """The dashboard's token middleware refused the request (401: no token came, 403: a wrong one).
     Its body is not kept: the caller words the message, and nothing the server sent can carry a token on."""
@@ -60,9 +65,11 @@ class AuthRefused(Exception):
 class JobsApi:
     """One dashboard's job endpoints; every request ends within `timeout` seconds in all."""
 
-    def __init__(self, address: str, timeout: float, headers: dict[str, str]):
+    def __init__(self, address: str, timeout: float, headers: dict[str, str], budget: Budget | None = None):
+        """`budget`: what the command has left for this dashboard's failures; a read waits no longer."""
         self.address = address.rstrip("/")
         self.timeout = timeout
+        self.budget = budget
         self.headers = dict(headers)
         self._version: str | None = None
         self._secrets = [token for value in headers.values() if len(token := value.split(" ", 1)[-1]) >= MIN_MASKED]
@@ -70,17 +77,20 @@ class JobsApi:
         headers in its error)."""
 
     def version(self) -> dict[str, Any]:
-        body = self.get_json("/api/version")
-        self._version = str(body.get("ray_version", "")) if isinstance(body, dict) else ""
-        return body if isinstance(body, dict) else {}
+        body = _object(self.get_json("/api/version"), "the version")
+        self._version = str(body.get("ray_version", ""))
+        return body
 
     def list_jobs(self) -> list[dict[str, Any]]:
         rows = self.get_json("/api/jobs/")
-        return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+        if not isinstance(rows, list):
+            raise MalformedAnswer(f"the job list is a JSON {_kind(rows)}, not a list")
+        for row in rows:
+            _object(row, "a row of the job list")
+        return rows
 
     def job_info(self, submission_id: str) -> dict[str, Any]:
-        body = self.get_json(f"/api/jobs/{_quoted(submission_id)}")
-        return body if isinstance(body, dict) else {}
+        return _object(self.get_json(f"/api/jobs/{_quoted(submission_id)}"), "the job")
 
     def submit(self, body: dict[str, Any]) -> None:
         """POST the job; `body` holds JobSubmitRequest's fields. Unset fields are left out, as the
@@ -99,9 +109,11 @@ class JobsApi:
         self._call("DELETE", f"/api/jobs/{_quoted(submission_id)}")
 
     def logs(self, submission_id: str) -> str:
-        body = self.get_json(f"/api/jobs/{_quoted(submission_id)}/logs")
-        logs = body.get("logs") if isinstance(body, dict) else None
-        return logs if isinstance(logs, str) else ""
+        body = _object(self.get_json(f"/api/jobs/{_quoted(submission_id)}/logs"), "the job's logs")
+        logs = body.get("logs")
+        if not isinstance(logs, str):
+            raise MalformedAnswer(f"the job's logs are a JSON {_kind(logs)}, not a string")
+        return logs
 
     def get_json(self, endpoint: str) -> Any:
         return self._call("GET", endpoint).json()
@@ -131,7 +143,10 @@ class JobsApi:
                 raise RayRefused(0, f"the log stream was cut short (websocket close code {ws.close_code})")
 
     def _call(self, method: str, endpoint: str, **kwargs: Any) -> Any:
-        response = request_within(self.timeout, method, self.address + endpoint, headers=self.headers,
+        """A read waits no longer than the command's budget has left; a write is given the whole timeout
+        (cut short, it would leave argus not knowing whether Ray took it)."""
+        seconds = self.timeout if method != "GET" or self.budget is None else min(self.timeout, self.budget.left())
+        response = request_within(seconds, method, self.address + endpoint, headers=self.headers,
                                   allow_redirects=False, auth=_no_netrc, **kwargs)
         status = response.status_code
         if status in AUTH_STATUSES:
@@ -162,6 +177,17 @@ class JobsApi:
         if _release(running) < _release(minimum):
             raise RayRefused(0, f"Ray {running or '(unknown version)'} is running on the cluster; {fields} "
                                 f"need Ray {minimum} or higher on the cluster")
+
+
+def _object(body: Any, what: str) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise MalformedAnswer(f"{what} is a JSON {_kind(body)}, not an object")
+    return body
+
+
+def _kind(body: Any) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(body), "number")
 
 
 def _no_netrc(request: Any) -> Any:

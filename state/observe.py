@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from specs.checkpoint_state import CheckpointState
 from specs.desired import DesiredState
@@ -147,7 +147,8 @@ def _world(desired: DesiredState, clusters: dict[str, ClusterState], absent: tup
         absent_roots=absent,
         workload_checks={name: check.diagnostics for name, check in checks.items()},
         verl_profiles={name: check.profile for name, check in checks.items() if check.profile is not None},
-        failures=unclassified_failures(desired, ray, clusters, records),
+        failures=(classified := unclassified_failures(desired, ray, clusters, records)).found,
+        unread_rows=classified.unread,
         queues=read_queues(desired, absent),
         checkpoints=read_checkpoints(desired, absent),
         observed_at=time.time(),
@@ -206,24 +207,41 @@ def _with_quotas(queue: ClusterQueue, root: str) -> ClusterQueue:
         return queue.model_copy(update={"problem": str(err)})
 
 
+class Classified(NamedTuple):
+    found: dict[str, str]
+    """Submission id -> failure class."""
+    unread: dict[str, str]
+    """Submission id -> why its log could not be read (it stays unclassified: not retried this time)."""
+
+
 def unclassified_failures(desired: DesiredState, ray: dict[str, RayClient], clusters: dict,
-                          records: dict[str, RunRecord]) -> dict[str, str]:
+                          records: dict[str, RunRecord]) -> Classified:
     """Classes of failed runs whose job has a retry policy and whose record has none yet.
 
     One log read per such run, once: after apply records the class, the record answers. Only
-    `clusters` (those that answered) are read: an unreachable cluster's logs are not asked for.
+    `clusters` (those that answered) are read: an unreachable cluster's logs are not asked for. Only
+    argus's own runs are read (the id derived from the labels, and argus's record on that cluster): a row
+    anyone submitted with this workspace's labels costs no request. A log Ray will not give is reported,
+    never the end of the command.
     """
     from state.failures import classify, evidence_of
 
-    found = {}
+    found, unread = {}, {}
     for name, cluster in clusters.items():
         for job in cluster.jobs:
-            spec = desired.jobs.get(job.job or "")
+            spec, run = desired.jobs.get(job.job or ""), job.run_id
             record = records.get(job.submission_id)
-            if (job.workspace == desired.workspace.name and job.status == "FAILED" and spec and spec.retry
-                    and not (record and record.failure)):
-                found[job.submission_id] = classify(evidence_of(job, ray[name].logs(job.submission_id))) or "unknown"
-    return found
+            if not (run and run.workspace == desired.workspace.name and run.submission_id == job.submission_id
+                    and record and record.cluster == name and not record.failure
+                    and job.status == "FAILED" and spec and spec.retry):
+                continue
+            try:
+                logs = ray[name].logs(job.submission_id)
+            except (ClusterUnreachable, ClusterRequestFailed, ClusterAuthFailed) as err:
+                unread[job.submission_id] = str(err)
+                continue
+            found[job.submission_id] = classify(evidence_of(job, logs)) or "unknown"
+    return Classified(found, unread)
 
 
 def workload_checks(desired: DesiredState, states: dict[str, SnapshotState],

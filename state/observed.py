@@ -301,3 +301,6 @@ class ObservedState(Frozen):
     """Epoch seconds of the observation: the arrival time of a job queued now."""
     run_index_problems: dict[str, str] = {}
     """Per cluster: why its shared root's run index (state.run_index) was not used; every record was read."""
+    unread_rows: dict[str, str] = {}
+    """By submission id: failed runs of this workspace whose log Ray would not give, so not classified
+    (nor retried) this time, and why: reported, never the end of the command."""

@@ -8,16 +8,18 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from specs.diagnostics import plain
 from specs.errors import ArgusError
 from specs.submission import parse_labels
-from state.jobs_api import AuthRefused, JobsApi
+from state.http_deadline import AnswerTooLarge, Budget
+from state.jobs_api import AuthRefused, JobsApi, MalformedAnswer
 from state.observed import TERMINAL, ClusterState, Node, RayJob
 
 DEFAULT_TIMEOUT = 10.0
 PROGRESS_EVERY = 5.0
 """Seconds between progress lines of a long wait: plain lines, so logs of CI runs show them too."""
 READ_RETRY_DELAYS = (0.5, 1.0)
-"""Backoff between tries of a read: three tries in all, then the error stands."""
+"""Backoff between tries of a read: up to three tries, while the command's budget for the dashboard lasts."""
 
 
 class ClusterUnreachable(ArgusError):
@@ -27,11 +29,13 @@ class ClusterUnreachable(ArgusError):
 class ClusterRequestFailed(ArgusError):
     """The dashboard answered with an error."""
 
-    def __init__(self, message: str, detail: str = "", status: int = 0):
+    def __init__(self, message: str, detail: str = "", status: int = 0, malformed: bool = False):
         super().__init__(message)
         self.detail = detail
         self.status = status
         """The HTTP status the dashboard answered; 0 when there was none (argus refused, or no answer)."""
+        self.malformed = malformed
+        """The answer came, but in a shape argus cannot read (not a list, rows that are not objects)."""
 
 
 class ClusterAuthFailed(ArgusError):
@@ -53,7 +57,11 @@ class RayClient:
         self.address = address.rstrip("/")
         self.timeout = timeout
         self._sends_token = token is not None
+        self.budget = Budget(timeout)
+        """The command's one deadline for this dashboard: failed tries and the backoff between them take
+        `timeout` seconds in all, across every request and retry (a client is built once per command)."""
         self._api = _make_api(self.address, timeout, token)
+        self._api.budget = self.budget  # a read waits no longer than what is left of it
 
     def snapshot(self) -> ClusterState:
         """Version, alive nodes and every submission job: one list_jobs for the whole plan."""
@@ -73,7 +81,8 @@ class RayClient:
     def jobs(self) -> tuple[RayJob, ...]:
         """Every submission job on the cluster, and nothing else: one list_jobs."""
         details = self._read(self._list_jobs)
-        return tuple(job for d in details if d.get("type") == "SUBMISSION" and (job := _ray_job(d)) is not None)
+        with self._errors("list jobs"):
+            return tuple(job for d in details if d.get("type") == "SUBMISSION" and (job := _ray_job(d)) is not None)
 
     def _list_jobs(self) -> list[dict[str, Any]]:
         with self._errors("list jobs"):
@@ -84,8 +93,11 @@ class RayClient:
             return self._api.version()
 
     def node_rows(self) -> list[dict[str, Any]]:
-        rows = _dig(self._get_json("/api/v0/nodes?limit=10000&detail=true"), "data", "result", "result")
-        return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+        endpoint = "/api/v0/nodes?limit=10000&detail=true"
+        rows = _dig(self._get_json(endpoint), "data", "result", "result")
+        if not (isinstance(rows, list) and all(isinstance(r, dict) for r in rows)):
+            raise self._malformed(f"GET {endpoint}", "its data.result.result is not a list of node objects")
+        return rows
 
     def alive_nodes(self, rows: list[dict[str, Any]] | None = None) -> tuple[Node, ...]:
         rows = self.node_rows() if rows is None else rows
@@ -101,10 +113,17 @@ class RayClient:
         has none (no monitor), so admission then counts only what argus itself admitted."""
         try:
             body = self._get_json("/api/cluster_status")
-        except ClusterRequestFailed:
+        except ClusterRequestFailed as err:
+            if err.status < 400:  # an answer too large or unreadable, not "no report here"
+                raise
             return {}
-        usage = _dig(body, "data", "clusterStatus", "loadMetricsReport", "usageByNode")
-        return usage if isinstance(usage, dict) else {}
+        report = _dig(body, "data", "clusterStatus")
+        if report is None:  # no autoscaler report: nothing said, nothing misread
+            return {}
+        usage = _dig(report, "loadMetricsReport", "usageByNode")
+        if not isinstance(usage, dict):  # a report there but unreadable: the nodes' use is not known
+            raise self._malformed("GET /api/cluster_status", "its clusterStatus holds no usageByNode object")
+        return usage
 
     def submit(self, submission_id: str, payload: dict[str, Any]) -> str:
         """Ray's atomic create-if-absent. Returns "submitted", or "exists" when it is already ours."""
@@ -192,13 +211,33 @@ class RayClient:
         return self._read(get)
 
     def _read(self, call: Callable[[], Any]) -> Any:
-        """Reads are retried on a transient failure (bounded backoff); writes never are."""
-        for delay in READ_RETRY_DELAYS:
+        """Reads are retried on a transient failure (bounded backoff); writes never are. Every failed try
+        and every wait is spent from the command's budget for this dashboard, and a retry is made only
+        while it lasts: a dashboard failing twice per request costs one deadline, not one per request."""
+        for delay in (*READ_RETRY_DELAYS, None):
+            if self.budget.left() <= 0:
+                raise self._out_of_time()
             try:
-                return call()
+                with self.budget.charged_on_failure():
+                    return call()
             except ClusterUnreachable:
+                if delay is None or self.budget.left() <= delay:
+                    raise
                 time.sleep(delay)
-        return call()
+                self.budget.spend(delay)
+        raise AssertionError("unreachable: the last try returns or raises")
+
+    def _out_of_time(self) -> ClusterUnreachable:
+        return ClusterUnreachable(
+            f"Ray dashboard of cluster {self.name!r} at {self.address} failed for {self.timeout:g}s in all during "
+            f"this command (--timeout bounds the whole command's failed requests and retries against one "
+            f"dashboard), so argus reads no more of it now. Check it with `ray status` on the head."
+        )
+
+    def _malformed(self, what: str, why: str) -> ClusterRequestFailed:
+        return ClusterRequestFailed(f"Ray cluster {self.name!r} at {self.address} gave an answer argus cannot read "
+                                    f"to {what}: {why}. argus uses none of it: the cluster counts as not read.",
+                                    malformed=True)
 
     @contextlib.contextmanager
     def _errors(self, what: str) -> Iterator[None]:
@@ -207,20 +246,28 @@ class RayClient:
 
         try:
             yield
+        except MalformedAnswer as err:
+            raise self._malformed(what, str(err)) from None
+        except AnswerTooLarge as err:
+            raise ClusterRequestFailed(
+                f"Ray cluster {self.name!r} at {self.address} gave an answer too large to {what}: more than "
+                f"{err.limit // 2**20} MiB, the most argus reads of one answer; nothing of it was used. Is the "
+                f"address a Ray dashboard, and its job table pruned (`keep_finished`)?"
+            ) from None
         except AuthRefused as err:
             raise self._auth_failed(err.status, what) from None
         except requests.Timeout as err:
             raise ClusterUnreachable(
                 f"Ray dashboard of cluster {self.name!r} at {self.address} did not answer within "
-                f"{self.timeout:g}s ({what}). The head may be overloaded; try again, or check it "
-                f"with `ray status` on the head."
+                f"{self.timeout:g}s ({what}; --timeout bounds each request and, together, the command's failed "
+                f"ones). The head may be overloaded; try again, or check it with `ray status` on the head."
             ) from err
         except (requests.ConnectionError, ConnectionError) as err:
             raise self._unreachable(what) from err
         except (RuntimeError, ValueError) as err:  # an error status, or a body that is not JSON
             raise ClusterRequestFailed(
                 f"Ray cluster {self.name!r} at {self.address} refused to {what}: {_summary(err)}",
-                detail=str(err), status=getattr(err, "status", 0),
+                detail=plain(str(err)), status=getattr(err, "status", 0),
             ) from err
         except requests.RequestException as err:  # a body cut short, a redirect loop...
             raise ClusterRequestFailed(
@@ -275,23 +322,26 @@ def _ray_job(details: dict[str, Any]) -> RayJob | None:
     run of its own it cannot read."""
     metadata = details.get("metadata")
     submission_id = _text(details.get("submission_id")) or _text(details.get("job_id"))
+    if not submission_id:
+        raise MalformedAnswer(f"a job row has no submission id (its keys: {plain(', '.join(map(str, details)))[:200]})")
     status = _text(details.get("status"))
     if status not in RAY_STATUSES:
         if not (isinstance(metadata, dict) and "argus.workspace" in metadata):
             return None
-        raise ClusterRequestFailed(f"Ray reports job {submission_id[:80]!r} as {repr(details.get('status'))[:40]}, not "
+        shown = plain(repr(details.get("status")))[:40]
+        raise ClusterRequestFailed(f"Ray reports job {plain(submission_id)[:80]!r} as {shown}, not "
                                    f"one of Ray's job statuses ({', '.join(RAY_STATUSES)}): is the cluster's Ray newer "
                                    "than this argus knows? argus acts on no run of its own it cannot read.")
     return RayJob(
         submission_id=submission_id,
         status=status,
-        entrypoint=_text(details.get("entrypoint")),
+        entrypoint=_text(details.get("entrypoint")),  # kept as sent: compared, and escaped where shown
         metadata={str(k): str(v) for k, v in metadata.items()} if isinstance(metadata, dict) else {},
-        message=_text(details.get("message")),
+        message=plain(_text(details.get("message"))),
         start_time=_whole(details.get("start_time")),
         end_time=_whole(details.get("end_time")),
         driver_node_id=_text(details.get("driver_node_id")) or None,
-        error_type=_text(details.get("error_type")) or None,
+        error_type=plain(_text(details.get("error_type")), lines=False) or None,
         driver_exit_code=_whole(details.get("driver_exit_code")),
     )
 
@@ -333,7 +383,7 @@ def _node(row: dict[str, Any]) -> Node | None:
 
 def _summary(err: Exception) -> str:
     """The server's own exception line, not the whole remote traceback Ray forwards."""
-    lines = str(err).strip().splitlines()
+    lines = plain(str(err)).strip().splitlines()
     for line in reversed(lines):
         if re.match(r"^[A-Za-z_.]*(Error|Exception): ", line):
             return line.strip()[:400]

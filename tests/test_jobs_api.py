@@ -146,7 +146,7 @@ def test_wrong_shapes_read_as_unset_and_an_unknown_status_of_a_run_of_argus_is_r
     client = RayClient("c", dashboard.address, timeout=5)
     rows = [{"type": "SUBMISSION", "submission_id": "odd", "status": "RUNNING", "metadata": ["not", "a", "map"],
              "start_time": "yesterday", "driver_exit_code": True, "message": 7},
-            {"type": "DRIVER", "job_id": "01000000", "status": "RUNNING"}, "not a row", None]
+            {"type": "DRIVER", "job_id": "01000000", "status": "RUNNING"}]
     dashboard.answers["/api/jobs/"] = (200, json.dumps(rows))
     (job,) = client.jobs()
     assert (job.submission_id, job.metadata, job.start_time, job.driver_exit_code, job.message) == (

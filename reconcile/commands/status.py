@@ -25,9 +25,8 @@ if TYPE_CHECKING:
 
 def run(directory: Path, timeout: float, output_format: str = "human", watch: float | None = None) -> int:
     desired = load(directory)
-    ray = connect(desired, timeout)
-    while True:
-        plan, unseen, held = observe(desired, ray)
+    while True:  # each refresh connects anew: its own --timeout budget per dashboard (state.ray_client)
+        plan, unseen, held = observe(desired, connect(desired, timeout))
         if watch and is_tty():
             typer.clear()
         show(plan, set(desired.jobs), output_format, unseen, held)
@@ -57,6 +56,8 @@ def show(plan: Plan, desired_jobs: set[str], output_format: str, unseen: Unseen 
 
         typer.echo(status_json(plan, desired_jobs, unseen, held))
     elif output_format == "markdown":
-        typer.echo("```\n" + render_status(plan, desired_jobs, unseen) + "\n```")
+        from reconcile.views.machine import fenced
+
+        typer.echo(fenced(render_status(plan, desired_jobs, unseen)))
     else:
         typer.echo(render_status(plan, desired_jobs, unseen))

@@ -14,6 +14,8 @@ from typing import Any
 
 from reconcile.execute.world import Secrets, World
 from specs.address import Address
+from specs.diagnostics import printable
+from specs.errors import ArgusError
 from specs.submission import held_secrets
 from state import debug, records, run_secrets
 from state.audit_events import RunFinished
@@ -64,17 +66,30 @@ def after_apply(observed: Mapping[str, ClusterState], world: World) -> dict[str,
 
 def forget_old_runs(world: World, cluster: ClusterState, keep_finished: int) -> None:
     """Delete this workspace's oldest finished jobs from Ray's table, keeping the newest few per job:
-    list_jobs returns every job ever, so an unpruned table makes every plan slower. Only runs whose
-    driver log is already kept on NFS are deleted."""
+    list_jobs returns every job ever, so an unpruned table makes every plan slower. Only argus's own runs
+    (the id derived from their labels, and argus's record of them on this cluster) whose driver log is
+    already kept on NFS are deleted. Housekeeping: a row Ray will not delete is a warning naming it, and
+    the apply goes on (anyone who reaches the dashboard can submit rows argus cannot act on)."""
     root = world.roots[cluster.name]
     finished: dict[str, list[RayJob]] = {}
     for job in cluster.jobs:
-        if (job.workspace == world.workspace and job.status in TERMINAL
+        if (_proven(world, cluster.name, job) and job.status in TERMINAL
                 and records.has_log(root, job.submission_id, "driver.log")):
             finished.setdefault(job.job or "", []).append(job)
     for runs in finished.values():
         for old in sorted(runs, key=lambda j: j.start_time or 0)[:-keep_finished]:
-            world.clients[cluster.name].delete(old.submission_id)
+            try:
+                world.clients[cluster.name].delete(old.submission_id)
+            except ArgusError as err:
+                world.echo(f"  warning: finished job {printable(old.submission_id)[:140]} stays in the job table of "
+                           f"cluster {cluster.name!r}: {err} Delete it by hand (`ray job delete <id>`) if it "
+                           "lingers; its record and log stay on the shared root.")
+
+
+def _proven(world: World, cluster: str, job: RayJob) -> bool:
+    run, record = job.run_id, world.runs.get(job.submission_id)
+    return (run is not None and run.workspace == world.workspace and run.submission_id == job.submission_id
+            and record is not None and record.cluster == cluster)
 
 
 def records_behind(roots: Mapping[str, str], known: Mapping[str, RunRecord],
@@ -108,7 +123,12 @@ def _record_progress(world: World, record: RunRecord, job: RayJob) -> None:
     if records.has_log(root, job.submission_id, "driver.log"):  # the run kept its own (execute.wrapper)
         logs = records.log_tail(root, job.submission_id)
     else:  # a run that never reached its wrapper (runtime env setup), or one of an earlier version
-        logs = world.clients[record.cluster].logs(job.submission_id)
+        try:
+            logs = world.clients[record.cluster].logs(job.submission_id)
+        except ArgusError as err:  # its record stays behind, and is brought up to date by a later apply
+            world.echo(f"  warning: run {job.submission_id} ended {status}, but Ray would not give its log: {err} "
+                       "Its record is updated once Ray does; `argus logs` shows what there is.")
+            return
         records.write_log(root, job.submission_id, "driver.log", logs)
     explained = _explained(world, record, evidence_of(job, logs, status))
     world.runs.update(record, status=status, **explained)

@@ -112,6 +112,10 @@ def _world_diagnostics(desired: DesiredState, observed: ObservedState) -> list[D
                          message=f"{problem}: every run record was read instead (slower); argus rebuilds the "
                                  "index where it can")
               for name, problem in sorted(observed.run_index_problems.items())]
+    found += [Diagnostic(severity="warning", address=Address.job(observed.records[sid].job),
+                         message=f"run {sid} failed, but Ray would not give its log, so it is not classified nor "
+                                 f"retried this time ({why}); argus asks again on the next plan")
+              for sid, why in sorted(observed.unread_rows.items()) if sid in observed.records]
     return found + [
         Diagnostic(severity="error", address=Address.cluster(name), field="shared_root",
                    message=f"shared root {desired.shared_root(name)} does not exist on this machine: mount the NFS "

@@ -21,6 +21,7 @@ from typing import Literal
 
 from reconcile.serve.report import Event, TurnReport
 from reconcile.serve.turn import TurnOptions, turn
+from specs.diagnostics import plain
 
 LEASE_TTL_INTERVALS = 2.0
 """The lease dies this many intervals after its last renewal (seen by the standby's own clock); with a
@@ -96,7 +97,7 @@ class Loop:
             loaded, self.loaded = self.loaded, None
             return turn(self.directory, self.settings.turn, self.say, loaded)
         except Exception as err:  # a bug must not end the loop: report it, try again next turn
-            traceback.print_exc(file=sys.stderr)
+            self.say(traceback.format_exc().rstrip())
             now = time.time()
             return TurnReport(workspace=self.lease.workspace, started_at=now, finished_at=now, ok=False,
                               interval=self.settings.turn.interval, sync=self.settings.turn.sync,
@@ -179,13 +180,21 @@ class Loop:
     def _log(self, report: TurnReport) -> None:
         fields = log_fields(report, self.turns)
         if self.settings.log_format == "json":
-            self.say(json.dumps(fields, sort_keys=True))
+            _emit(json.dumps(fields, sort_keys=True))
         else:
-            self.say("argus serve: " + " ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, [], "")))
+            _emit("argus serve: " + " ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, [], "")))
 
-    @staticmethod
-    def say(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+    def say(self, line: str) -> None:
+        """One line of the log (stderr). With --log-format json every line is one JSON object, whatever
+        the message holds (an apply's multi-line error, a dashboard's text): {"message": ...}."""
+        if self.settings.log_format == "json":
+            _emit(json.dumps({"message": plain(line), "workspace": self.lease.workspace}, sort_keys=True))
+        else:
+            _emit(plain(line))
+
+
+def _emit(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def log_fields(report: TurnReport, turns: int) -> dict[str, object]:
@@ -193,5 +202,6 @@ def log_fields(report: TurnReport, turns: int) -> dict[str, object]:
     return {"turn": turns, "workspace": report.workspace, "ok": report.ok,
             "duration_s": round(report.finished_at - report.started_at, 3), "commit": (report.commit or "")[:12],
             "jobs": len(report.runs), "applied": list(report.applied), "retried": list(report.retried),
-            "drift": report.drift, "events": [e.kind for e in report.events], "error": report.error,
-            "notes": list(report.notes)}
+            "drift": report.drift, "events": [e.kind for e in report.events],
+            "error": plain(report.error, lines=False) if report.error else report.error,
+            "notes": [plain(note, lines=False) for note in report.notes]}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from reconcile.serve.report import Event
+from specs.diagnostics import plain
 
 PAYLOAD_VERSION = 1
 """`argus_event_version` in every JSON event."""
@@ -25,7 +26,7 @@ lines that made the class come first. The JSON event carries all of it."""
 
 
 def title(event: Event) -> str:
-    return f"argus: {event.summary}"
+    return plain(f"argus: {event.summary}", lines=False)
 
 
 def body(event: Event) -> str:
@@ -48,7 +49,7 @@ def body(event: Event) -> str:
         lines.append(f"commit: {event.commit[:12]}")
     lines += [f"{name}: {value}" for name, value in sorted(event.details.items())]
     lines.append(f"time: {event.time}")
-    return "\n".join(lines)
+    return plain("\n".join(lines))  # an error or log line quoted from Ray: no escape reaches a chat client
 
 
 def payload(event: Event) -> dict[str, object]:

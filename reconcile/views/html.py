@@ -16,6 +16,7 @@ from reconcile.model import Change, RunView
 from reconcile.serve.report import TurnReport
 from reconcile.views.human import health_of, sync_of
 from reconcile.views.queue import queued
+from specs.diagnostics import plain
 
 REFRESH_SECONDS = 30
 MAX_EVIDENCE_LINES = 20
@@ -161,7 +162,8 @@ def _dl(rows: list[tuple[str, str]]) -> str:
 
 
 def _e(value: object) -> str:
-    return escape(str(value), quote=True)
+    """Escaped for HTML, and stripped of terminal escapes and control characters (specs.diagnostics.plain)."""
+    return escape(plain(str(value)), quote=True)
 
 
 def _time(epoch: float) -> str:

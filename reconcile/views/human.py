@@ -13,7 +13,7 @@ import typer
 
 from reconcile.model import Action, Change, FieldChange, Plan, RunView
 from reconcile.views.argv import argv_lines, field_argv_diff
-from specs.diagnostics import Diagnostic, printable
+from specs.diagnostics import Diagnostic, plain, printable
 
 _MARK_COLOURS = {"-": "red", "+": "green"}
 STATUS_WIDTH = 100
@@ -252,7 +252,7 @@ def _diagnostic_lines(diagnostics: tuple[Diagnostic, ...], colour: bool) -> list
         if colour:
             label = typer.style(label, fg="red" if d.severity == "error" else "yellow", bold=True)
         where = f"{d.where}: " if d.where else ""
-        lines.append(f"{label}: {where}{d.text}")
+        lines.append(f"{label}: {where}{plain(d.text)}")  # a diagnostic may quote Ray or a dashboard
     return lines + ([""] if lines else [])
 
 

@@ -7,12 +7,14 @@ JSON schema's documentation.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from reconcile.model import Action, Change, FieldChange, Plan
 from reconcile.views.argv import argv_lines, field_argv_diff
 from reconcile.views.human import Unseen, failed_run, health_of, shows_submission, summary, sync_of, verl_lines
+from specs.diagnostics import plain
 
 JSON_FORMAT_VERSION = 1
 MARKDOWN_LIMIT = 60_000
@@ -43,12 +45,14 @@ def status_json(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None
 
 def plan_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
     """Summary table first, details folded; rows beyond the limit are counted, not shown."""
-    head = [f"### argus plan for `{plan.workspace}`", "", f"**{summary(plan)}**", ""]
-    head += [f"- {'❌' if d.severity == 'error' else '⚠️'} `{d.where or d.address}`: {_cell(d.text)}"
+    head = [f"### argus plan for {_code(plan.workspace)}", "", f"**{summary(plan)}**", ""]
+    head += [f"- {'❌' if d.severity == 'error' else '⚠️'} {_code(str(d.where or d.address))}: {md(d.text)}"
              for d in plan.diagnostics]
     rows = ["", "| | address | action | why |", "|---|---|---|---|"]
-    rows += [f"| `{c.action.symbol}` | `{c.address}` | {c.action.value} | {_cell(c.reason)} |" for c in plan.actionable]
-    details = ["", "<details><summary>Details</summary>", "", "```diff", *_detail_lines(plan), "```", "</details>"]
+    rows += [f"| {_code(c.action.symbol)} | {_code(c.address)} | {c.action.value} | {md(c.reason)} |"
+             for c in plan.actionable]
+    details = ["", "<details><summary>Details</summary>", "", fenced("\n".join(_detail_lines(plan)), "diff"),
+               "</details>"]
     text = "\n".join(head + rows + details)
     if len(text) <= limit:
         return text
@@ -113,8 +117,35 @@ def _counts(plan: Plan) -> dict[str, int]:
     return {a.value: n for a, n in plan.counts().items() if a is not Action.NOOP}
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~@:])|(?<=www)(\.)", re.IGNORECASE)
+"""What starts markup inside a line (emphasis, code, links, tables, strikethrough) or GitHub's @mentions and
+autolinks (`http:`, `www.`): each is backslash-escaped. Markers that act only at a line's start (#, -, 1.)
+need none: the text is one line placed after argus's own."""
+
+
+def md(text: str) -> str:
+    """Text from anywhere (Ray's job table, a dashboard's error, a spec) as one inert line of a pull-request
+    comment: control characters and terminal escapes dropped, line breaks made spaces, markdown punctuation
+    backslash-escaped and <, >, & written as entities, so it renders as the very text, never as markup,
+    HTML, a link, a mention, or a break out of the table cell it is in."""
+    text = plain(text, lines=False).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
+
+
+def _code(text: str) -> str:
+    """Inline code whose fence no backtick inside can close; | escaped, as a table cell needs even there."""
+    text = plain(text, lines=False).replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def fenced(text: str, info: str = "") -> str:
+    """A code block no line inside can end (its fence is longer than any run of backticks in it), with
+    control characters and terminal escapes dropped: HTML and markdown in it show as text."""
+    text = plain(text)
+    fence = "`" * max(3, max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
 
 
 def _value(value: Any) -> str:
