@@ -247,6 +247,7 @@ def _events(desired: DesiredState, observed, plan: Plan, out: Outcome, options: 
     found = ev.run_events(ws, plan, out.runs, policies, _log_activity(desired, out.runs), clock)
     found += ev.retried_events(ws, plan, set(out.retried), clock)
     found += ev.preempted_events(ws, out.chosen, set(out.applied), clock)
+    found += ev.drifted_events(ws, plan, clock)
     drift = ev.drift_event(ws, out.unapplied, clock)
     found += [drift] if drift else []
     return [e.model_copy(update={"commit": out.commit}) for e in (*out.events, *(_with_record(desired, e)

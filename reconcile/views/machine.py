@@ -47,7 +47,8 @@ def plan_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
     head += [f"- {'❌' if d.severity == 'error' else '⚠️'} `{d.where or d.address}`: {_cell(d.text)}"
              for d in plan.diagnostics]
     rows = ["", "| | address | action | why |", "|---|---|---|---|"]
-    rows += [f"| `{c.action.symbol}` | `{c.address}` | {c.action.value} | {_cell(c.reason)} |" for c in plan.actionable]
+    rows += [f"| `{c.action.symbol}` | `{c.address}` | {c.action.value} | {_cell(c.reason)} |"
+             for c in (*plan.actionable, *plan.drifted)]
     details = ["", "<details><summary>Details</summary>", "", "```diff", *_detail_lines(plan), "```", "</details>"]
     text = "\n".join(head + rows + details)
     if len(text) <= limit:
