@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from state.beneath import opened_dir
 from state.files import write_atomic, write_json
 from state.observed import RunEnd, RunRecord
 
@@ -30,6 +31,8 @@ MAX_RECORD_BYTES = 1024 * 1024
 OMITTED_WHEN_EMPTY = ("evidence", "advice", "gpus", "stop_asked")
 """Fields added after `failure`: left out of a record that has none, so the records of runs that did
 not fail still read in the versions before them (their models forbid unknown keys)."""
+SUBMISSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+"""A run directory's name: one component, never `..` nor a path."""
 TAIL_BYTES = 64 * 1024
 """How much of a driver log's end is read to classify a failure: the traceback is at the end."""
 
@@ -143,20 +146,39 @@ def read_ends(shared_root: str, submission_ids: list[str]) -> dict[str, RunEnd]:
 
 
 def driver_log(shared_root: str, submission_id: str) -> Path | None:
-    """The run's own log on NFS, when it is a regular file (never a symlink planted by a job)."""
-    path = job_dir(shared_root, submission_id) / "logs" / "driver.log"
+    """The run's own log on NFS, when it is a regular file beneath the root (no link on the way)."""
+    fd = open_driver_log(shared_root, submission_id, os.O_NONBLOCK)
+    if fd is None:
+        return None
     try:
-        return path if stat.S_ISREG(os.lstat(path).st_mode) else None
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
+    return job_dir(shared_root, submission_id) / "logs" / "driver.log" if regular else None
+
+
+def open_driver_log(shared_root: str, submission_id: str, flags: int = 0) -> int | None:
+    """The run's log opened beneath the root: its place derived from the submission id alone, every
+    directory on the way opened without following a link (a job may swap jobs/<id> or its logs/ for
+    one that leads out of the root), the file itself too. None when it is not there so."""
+    if not SUBMISSION_ID.fullmatch(submission_id):
+        return None
+    try:
+        with opened_dir(shared_root, f"jobs/{submission_id}/logs") as folder:
+            return os.open("driver.log", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | flags, dir_fd=folder)
     except OSError:
         return None
 
 
 def log_tail(shared_root: str, submission_id: str, limit: int = TAIL_BYTES) -> str:
-    path = driver_log(shared_root, submission_id)
-    if path is None:
+    fd = open_driver_log(shared_root, submission_id, os.O_NONBLOCK)
+    if fd is None:
         return ""
-    with contextlib.suppress(OSError), open(path, "rb") as handle:
-        handle.seek(max(0, os.fstat(handle.fileno()).st_size - limit))
+    with contextlib.suppress(OSError), os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        handle.seek(max(0, info.st_size - limit))
         return handle.read(limit).decode("utf-8", errors="replace")
     return ""
 

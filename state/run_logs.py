@@ -10,7 +10,7 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 
-from state.records import driver_log, read_end
+from state.records import open_driver_log, read_end
 
 CHUNK = 64 * 1024
 POLL = 0.5
@@ -66,10 +66,5 @@ def follow(shared_root: str, submission_id: str, write: Callable[[str], None],
 
 
 def _open(shared_root: str, submission_id: str, flags: int = 0) -> int | None:
-    path = driver_log(shared_root, submission_id)
-    if path is None:
-        return None
-    try:
-        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | flags)
-    except OSError:
-        return None
+    """Beneath the root, from the submission id alone (state.records.open_driver_log)."""
+    return open_driver_log(shared_root, submission_id, flags)
