@@ -198,6 +198,8 @@ class RunView(Frozen):
     saved plans like `submission`: `argus status` shows them."""
     stop_asked: bool = Field(default=False, exclude=True)
     """argus asked Ray to stop it (its record says so): its STOPPED is argus's own doing, not drift."""
+    cluster_read: bool = Field(default=True, exclude=True)
+    """Its cluster answered this observation: only then does "Ray does not list it" mean anything."""
 
     @property
     def finished(self) -> bool:
@@ -222,7 +224,7 @@ class RunView(Frozen):
             return None
         if self.status is RunStatus.STOPPED:
             return "stopped outside argus"
-        if not self.on_ray and self.status in ACTIVE:
+        if not self.on_ray and self.cluster_read and self.status in ACTIVE:
             return "deleted outside argus while it ran"
         return None
 

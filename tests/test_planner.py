@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reconcile.model import Action, Plan, StopStep, SubmitStep
 from reconcile.plan.planner import plan
+from reconcile.plan.runs import runs_by_job
 from reconcile.views.human import summary
 from specs.desired import DesiredState, Source
 from specs.diagnostics import Where
@@ -328,6 +329,9 @@ def test_a_run_stopped_or_deleted_outside_argus_is_drift_left_stopped_unless_the
     deleted = record_of(stopped, "RUNNING", session_name="s1")  # Ray forgot it while argus saw it run
     gone = plan(desired(spec), observed(records=(deleted,))).changes[0]
     assert gone.action is Action.DRIFT and "deleted outside argus" in gone.reason
+    unread = observed(records=(deleted,)).model_copy(update={"clusters": {}, "unreachable": {"c": "down"}})
+    [hidden] = runs_by_job("team", unread)["j"]  # a cluster not read says nothing of what Ray lists
+    assert hidden.drifted is None and hidden.health == "unknown (last seen RUNNING)"
     restart = plan(desired(job(on_drift="restart", retry={"max_attempts": 2, "on": ["oom"]})),
                    observed(stopped)).changes[0]
     assert restart.action is Action.RETRY and [s.attempt for s in restart.steps] == [2]

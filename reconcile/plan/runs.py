@@ -138,6 +138,7 @@ def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
     return RunView(submission_id=record.submission_id, cluster=record.cluster, spec_hash=record.spec_hash,
                    attempt=record.attempt, status=ended or record.status, on_ray=False,
                    protect=record.protect, lost=lost, stop_asked=bool(record.stop_asked),
+                   cluster_read=record.cluster in observed.clusters,
                    failure="lost" if lost else record.failure or observed.failures.get(record.submission_id),
                    started_at=_epoch(record.submitted_at or record.updated_at), submission=record.submission,
                    evidence=record.evidence)
