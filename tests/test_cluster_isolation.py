@@ -281,7 +281,7 @@ def test_a_cluster_not_read_never_exits_0_nor_says_they_match_even_with_detailed
     for extra in ((), ("--detailed-exitcode",), ("--detailed-exitcode", "--format", "markdown")):
         planned = argus("plan", ws.root, "--timeout", "2", *extra)
         assert planned.code == 1, planned.out + planned.err
-        assert "match the desired state" not in planned.out and "not confirmed" in planned.out
+        assert "match the desired state" not in planned.out and "cluster 'dead'" in planned.out
     targeted = argus("plan", ws.root, "--timeout", "2", "--detailed-exitcode", "--target", "job.healthy")
     assert targeted.code == 0 and "No changes for the targets." in targeted.out, targeted.out
     assert "match the desired state" not in targeted.out
