@@ -88,7 +88,8 @@ def _plan_options(prune: bool, targets: list[str], replace: list[str], allow_emp
 @app.command()
 def plan(directory: Path = DIR, timeout: float = TIMEOUT,
          detailed_exitcode: bool = typer.Option(False, "--detailed-exitcode",
-                                                help="Exit 2 when there are changes, 0 when none."),
+                                                help="Exit 2 when there are changes or drifted runs, 0 when "
+                                                     "none (1 on errors, such as a cluster not read)."),
          prune: bool = PRUNE, target: list[str] = TARGET, replace: list[str] = REPLACE,
          allow_empty: bool = ALLOW_EMPTY, output_format: Format = FORMAT, as_json: bool = JSON,
          out: Path | None = OUT,

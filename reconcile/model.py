@@ -13,7 +13,7 @@ from specs.diagnostics import Diagnostic
 from specs.models import Name
 from specs.submission import SUBMISSION_ID_PATTERN, Submission
 from state.failures import advice_for
-from state.observed import LAYOUT, MAYBE_RUNNING, RunStatus
+from state.observed import ACTIVE, LAYOUT, MAYBE_RUNNING, PREEMPTED, RunStatus
 
 SNAPSHOT_PATH_PATTERN = r"^common/code/[a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9-]{0,62}$"
 SubmissionId = Annotated[str, StringConstraints(pattern=SUBMISSION_ID_PATTERN.pattern)]
@@ -51,6 +51,9 @@ class Action(str, Enum):
     QUEUE = "queue", "~", 2, "cyan"
     """A run that waits in the cluster's admission queue until its whole demand fits (reconcile.plan.queue)."""
     DELETE = "delete", "-", 4, "red"
+    DRIFT = "drift", "!", 5, "yellow"
+    """A run stopped (or deleted while active) outside argus: shown, counted by --detailed-exitcode, left
+    stopped. Nothing for apply to do; `on_drift: restart` plans a new attempt (RETRY) instead."""
     NOOP = "no-op", " ", 5, None
 
 
@@ -193,6 +196,10 @@ class RunView(Frozen):
     evidence: tuple[str, ...] = Field(default=(), exclude=True)
     """The log lines that made the failure class, from argus's record. Left out of plan JSON and
     saved plans like `submission`: `argus status` shows them."""
+    stop_asked: bool = Field(default=False, exclude=True)
+    """argus asked Ray to stop it (its record says so): its STOPPED is argus's own doing, not drift."""
+    cluster_read: bool = Field(default=True, exclude=True)
+    """Its cluster answered this observation: only then does "Ray does not list it" mean anything."""
 
     @property
     def finished(self) -> bool:
@@ -209,10 +216,27 @@ class RunView(Frozen):
         return advice_for(self.failure)
 
     @property
+    def drifted(self) -> str | None:
+        """How the run ended outside argus, when it did: STOPPED without argus (nor a preemption) asking,
+        or gone from Ray while argus last saw it active (deleted). A run that ended by itself (SUCCEEDED,
+        FAILED) or died with its head (lost) is not drift."""
+        if self.stop_asked or self.failure == PREEMPTED or self.lost:
+            return None
+        if self.status is RunStatus.STOPPED:
+            return "stopped outside argus"
+        if not self.on_ray and self.cluster_read and self.status in ACTIVE:
+            return "deleted outside argus while it ran"
+        return None
+
+    @property
     def health(self) -> str:
         if self.on_ray:
             failed = self.failure and self.status is RunStatus.FAILED
+            if self.drifted:
+                return f"{self.status} ({self.drifted})"
             return f"{self.status} ({self.failure})" if failed else self.status.value
+        if self.drifted:
+            return f"{self.drifted} (last seen {self.status})"
         if self.lost:
             return f"lost (last seen {self.status})"
         if self.status in MAYBE_RUNNING:
@@ -314,7 +338,19 @@ class Plan(Frozen):
 
     @property
     def actionable(self) -> tuple[Change, ...]:
-        return tuple(c for c in self.changes if c.action is not Action.NOOP and not _waits_as_before(c))
+        """What apply carries out: neither what is in sync, nor drift it only reports, nor jobs that still wait."""
+        return tuple(c for c in self.changes
+                     if c.action not in (Action.NOOP, Action.DRIFT) and not _waits_as_before(c))
+
+    @property
+    def drifted(self) -> tuple[Change, ...]:
+        """Runs stopped or deleted outside argus and left so: differences, though apply has nothing to do."""
+        return tuple(c for c in self.changes if c.action is Action.DRIFT)
+
+    @property
+    def differs(self) -> bool:
+        """Whether the clusters differ from the desired state: `plan --detailed-exitcode` exits 2."""
+        return bool(self.actionable or self.drifted)
 
     @property
     def waiting(self) -> tuple[Change, ...]:

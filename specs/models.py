@@ -291,6 +291,10 @@ class Job(Spec):
     run: int = Field(default=1, ge=1, le=MAX_COUNT, strict=True)
     """Bump to ask for a new run of an otherwise unchanged spec."""
     retry: Retry | None = None
+    on_drift: Literal["report", "restart"] = "report"
+    """A run stopped (or deleted while it ran) outside argus: `report` shows it as drift and leaves it
+    stopped (someone stopped it on purpose); `restart` starts it again as a new attempt (apply, and
+    `argus serve` even without --sync auto). Outside the spec hash."""
     priority: int = Field(default=0, ge=-MAX_PRIORITY, le=MAX_PRIORITY, strict=True)
     """Place in the cluster's admission queue: higher first, then first come. Outside the spec hash:
     changing it never replaces a run."""

@@ -137,6 +137,9 @@ class RunRecord(Frozen):
     gpus: Annotated[float, Field(ge=0, le=2**20, allow_inf_nan=False)] | None = None
     """The GPUs of the run's whole demand, as admission held them (`argus usage` sums them)."""
     error: str | None = None
+    stop_asked: str | None = Field(default=None, max_length=40)
+    """When argus asked Ray to stop the run (written before it asks): a STOPPED run without it was
+    stopped outside argus (drift). Like every record, writable by jobs: see docs/shared-root.md."""
 
     @classmethod
     def submitting(cls, run: RunId, submission: Submission, **fields: Any) -> RunRecord:

@@ -26,9 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from state.root_key import keyed, sign, verify
-
 from state.beneath import Refused, read_regular_at
+from state.root_key import keyed, sign, verify
 
 WORKSPACE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 CHANNEL = re.compile(r"^[0-9a-f]{16}$")

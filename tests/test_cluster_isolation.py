@@ -267,3 +267,21 @@ def test_a_plan_that_could_not_read_a_cluster_never_says_the_clusters_match():
     assert not result.actionable and result.errors
     assert summary(result) == "No changes planned, and the desired state is not confirmed: fix the 1 error(s) above."
     assert "match the desired state" not in summary(result)
+
+
+def test_a_cluster_not_read_never_exits_0_nor_says_they_match_even_with_detailed_exitcode(workspace, argus):
+    """Terraform's choice: a refresh that failed is an error (exit 1), never "no changes" (0) nor
+    "changes" (2), which a scheduled drift check would read as in sync or as ordinary drift."""
+    ws = workspace
+    ws.job("healthy", SLEEP)
+    assert argus("apply", ws.root, "--auto-approve").code == 0
+    assert argus("plan", ws.root, "--detailed-exitcode").code == 0  # all read, all in sync
+    ws.write("clusters/dead.yaml", DEAD_CLUSTER.format(name="dead", port=local._free_port()))
+    _dead_job(ws, "elsewhere", "dead")
+    for extra in ((), ("--detailed-exitcode",), ("--detailed-exitcode", "--format", "markdown")):
+        planned = argus("plan", ws.root, "--timeout", "2", *extra)
+        assert planned.code == 1, planned.out + planned.err
+        assert "match the desired state" not in planned.out and "cluster 'dead'" in planned.out
+    targeted = argus("plan", ws.root, "--timeout", "2", "--detailed-exitcode", "--target", "job.healthy")
+    assert targeted.code == 0 and "No changes for the targets." in targeted.out, targeted.out
+    assert "match the desired state" not in targeted.out

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from reconcile.model import Action, Plan, StopStep, SubmitStep
 from reconcile.plan.planner import plan
+from reconcile.plan.runs import runs_by_job
+from reconcile.views.human import summary
 from specs.desired import DesiredState, Source
 from specs.diagnostics import Where
 from specs.models import Cluster, Job, Workspace
@@ -62,8 +64,11 @@ def test_a_new_job_is_submitted_with_a_deterministic_id():
 
 def test_finished_runs_are_never_rerun_and_bumping_run_asks_for_a_new_one():
     spec = job()
-    for status in ("SUCCEEDED", "FAILED", "STOPPED", "RUNNING", "PENDING"):
+    for status in ("SUCCEEDED", "FAILED", "RUNNING", "PENDING"):
         assert plan(desired(spec), observed(run_of(spec, status))).changes[0].action is Action.NOOP
+    stopped = run_of(spec, "STOPPED")  # by argus: its record says argus asked
+    asked = record_of(stopped, "STOPPED", stop_asked="2026-01-01T00:00:00+00:00")
+    assert plan(desired(spec), observed(stopped, records=(asked,))).changes[0].action is Action.NOOP
     bumped = plan(desired(job(run=2)), observed(run_of(spec, "SUCCEEDED"))).changes[0]
     assert bumped.action is Action.SUBMIT
     assert [(d.path, d.before, d.after) for d in bumped.diff] == []  # no record of the old run: no diff
@@ -309,3 +314,37 @@ def test_a_lost_run_is_warned_about_only_until_the_job_has_run_again():
     newer = run_of(again, "SUCCEEDED", started=1_900_000_000_000)  # ms: after the lost run was recorded
     later = plan(desired(again), observed(newer, records=(lost,)))
     assert not any("no longer knows it" in d.message for d in later.diagnostics), later.diagnostics
+
+
+def test_a_run_stopped_or_deleted_outside_argus_is_drift_left_stopped_unless_the_job_asks_for_a_restart():
+    spec = job()
+    stopped = run_of(spec, "STOPPED")
+    result = plan(desired(spec), observed(stopped))
+    [change] = result.changes
+    assert change.action is Action.DRIFT and change.steps == () and "stopped outside argus" in change.reason
+    assert result.actionable == () and result.drifted == (change,) and result.differs
+    assert "match the desired state" not in summary(result) and "drifted" in summary(result)
+    preempted = record_of(stopped, "STOPPED", failure="preempted")  # argus's own stop, for another job
+    assert plan(desired(spec), observed(stopped, records=(preempted,))).changes[0].action is not Action.DRIFT
+    deleted = record_of(stopped, "RUNNING", session_name="s1")  # Ray forgot it while argus saw it run
+    gone = plan(desired(spec), observed(records=(deleted,))).changes[0]
+    assert gone.action is Action.DRIFT and "deleted outside argus" in gone.reason
+    unread = observed(records=(deleted,)).model_copy(update={"clusters": {}, "unreachable": {"c": "down"}})
+    [hidden] = runs_by_job("team", unread)["j"]  # a cluster not read says nothing of what Ray lists
+    assert hidden.drifted is None and hidden.health == "unknown (last seen RUNNING)"
+    restart = plan(desired(job(on_drift="restart", retry={"max_attempts": 2, "on": ["oom"]})),
+                   observed(stopped)).changes[0]
+    assert restart.action is Action.RETRY and [s.attempt for s in restart.steps] == [2]
+    assert "on_drift: restart" in restart.reason
+
+
+def test_a_later_attempt_recorded_but_not_on_ray_beside_an_earlier_one_ray_lists_is_no_run():
+    """A job can write the record of any future submission id: while Ray lists attempt 1, a record of
+    attempt 2 that Ray does not list never stands for a run (it would keep attempt 2 from starting)."""
+    spec = job(retry={"max_attempts": 3, "on": ["oom"]})
+    first = run_of(spec, "FAILED")
+    failed = record_of(first, "FAILED", failure="oom")
+    ahead = run_of(spec, "SUCCEEDED", attempt=2)
+    forged = record_of(ahead, "SUCCEEDED", attempt=2, session_name="old-session")
+    change = plan(desired(spec), observed(first, records=(failed, forged))).changes[0]
+    assert change.action is Action.RETRY and [s.attempt for s in change.steps] == [2]

@@ -44,7 +44,7 @@ def run(directory: Path, command: PlanCommand) -> int:
     if command.out is not None:
         save(command.out, desired, plan)
         typer.echo(f"Saved the plan to {command.out}; apply exactly it with `argus apply {command.out}`.", err=True)
-    return EXIT_CHANGES if command.detailed_exitcode and plan.actionable else EXIT_OK
+    return EXIT_CHANGES if command.detailed_exitcode and plan.differs else EXIT_OK
 
 
 def show(plan: Plan, output_format: str, colour: bool) -> str:

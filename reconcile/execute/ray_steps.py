@@ -11,7 +11,7 @@ from reconcile.execute.wrapper import wrapped
 from reconcile.model import StopStep, SubmitStep
 from specs.errors import ArgusError
 from specs.submission import expand, secret_refs
-from state import run_secrets
+from state import records, run_secrets
 from state.failures import PREEMPTED
 from state.observed import RunStatus
 from state.ray_client import ClusterUnreachable
@@ -58,6 +58,9 @@ def stop(step: StopStep, world: World) -> Done:
             world.echo(f"  {step.submission_id} is no longer in the way of {step.preempted_for}: it keeps running")
             return Done(Outcome.SPARED)
         world.runs.update(record, failure=PREEMPTED)  # first the mark: a crash after the stop still leaves it
+    asked = world.runs.get(step.submission_id)
+    if asked is not None:  # first the mark: a STOPPED run without it was stopped outside argus (drift)
+        world.runs.update(asked, stop_asked=records.now())
     client.stop(step.submission_id)
     world.journal.touched.add(step.cluster)
     final = client.wait_terminal(step.submission_id, world.stop_timeout, progress=world.echo)

@@ -94,20 +94,14 @@ def _proven(world: World, cluster: str, job: RayJob) -> bool:
 
 def records_behind(roots: Mapping[str, str], known: Mapping[str, RunRecord],
                    observed: Mapping[str, ClusterState]) -> bool:
-    """Whether a refresh would change a record: Ray (or the run's exit.json) knows more than it says."""
+    """Whether a refresh would change a record: Ray knows more than it says."""
     return any(_behind(roots[record.cluster], record, job) for cluster in observed.values() for job in cluster.jobs
                if (record := known.get(job.submission_id)) is not None and record.cluster in roots)
 
 
 def _behind(root: str, record: RunRecord, job: RayJob) -> bool:
     unkept = job.status in TERMINAL and not records.has_log(root, job.submission_id, "driver.log")
-    return record.status != _status(root, job) or unkept
-
-
-def _status(root: str, job: RayJob) -> str:
-    """The run's own end outranks Ray's word (and Ray may not have noticed the end yet)."""
-    end = records.read_end(root, job.submission_id)
-    return (end and end.status) or job.status
+    return record.status != job.status or unkept
 
 
 def _record_progress(world: World, record: RunRecord, job: RayJob) -> None:
@@ -115,7 +109,7 @@ def _record_progress(world: World, record: RunRecord, job: RayJob) -> None:
     disk only), classify a failure (with the lines that made its class, and what to do), and say so
     in the audit log."""
     root = world.roots[record.cluster]
-    status = _status(root, job)
+    status = job.status  # Ray's word while it lists the run: an exit.json (any job writes one) never outranks it
     if status not in TERMINAL:
         world.runs.update(record, status=status)
         return

@@ -12,6 +12,7 @@ from typing import Any
 from reconcile.model import SubmitStep
 from reconcile.plan.demand import gpus
 from reconcile.plan.queue import ask_demand
+from reconcile.plan.runs import outran_ray
 from specs.desired import DesiredState
 from specs.errors import ArgusError
 from specs.submission import RunId, labels
@@ -98,6 +99,9 @@ class RunBook:
         # a run sent again (refused, or never reached Ray) only when its record still says so: an index
         # entry saying refused of a run whose record says it ran must not send it twice
         if on_disk is None or (seen is not None and seen.status == on_disk.status):
+            return
+        if outran_ray(on_disk, self._clusters) is not None:  # no run: a record a job wrote ahead of it
+            self.note(on_disk, f"a record no run of Ray's backs was found here and replaced ({on_disk.status})")
             return
         run_index.forget_index(root, self._desired.workspace.name)
         raise ArgusError(f"run {submission_id} already has a record ({records.job_dir(root, submission_id)}) that "

@@ -155,6 +155,8 @@ def plan_job(job: Job, sub: Submission, runs: list[RunView], forced: bool = Fals
         return _stop(address, older_active, reason)
     if mine and (retry := _retry(job, sub, first, mine)) is not None:
         return retry
+    if mine and (drift := _drift(job, sub, first, mine)) is not None:
+        return drift
     if mine:
         current = newest(mine)
         return Change(address=address, action=Action.NOOP, reason=_in_sync_reason(current), current=current,
@@ -188,9 +190,27 @@ def _retry(job: Job, sub: Submission, first: RunId, mine: list[RunView]) -> Chan
     return change.model_copy(update={"action": Action.RETRY})
 
 
+def _drift(job: Job, sub: Submission, first: RunId, mine: list[RunView]) -> Change | None:
+    """The newest run of this spec was stopped, or deleted while it ran, outside argus: drift, shown and
+    left so; with `on_drift: restart` a new attempt (never counted against the retry policy)."""
+    last = newest(mine)
+    how = last.drifted
+    if how is None:
+        return None
+    address = Address.job(job.name)
+    if job.on_drift == "restart":
+        why = f"attempt {last.attempt + 1}: {last.submission_id} was {how}; on_drift: restart starts it again"
+        change = _submit(address, sub, first.with_attempt(last.attempt + 1), mine, [], why=why)
+        return change.model_copy(update={"action": Action.RETRY})
+    return Change(address=address, action=Action.DRIFT, current=last, after=sub.model_dump(),
+                  reason=f"{last.submission_id} was {how}; left so (on_drift: report). Set `state: stopped` "
+                         f"to agree, `on_drift: restart` or `argus apply --replace {address}` to run it again")
+
+
 def _spent(mine: list[RunView]) -> int:
-    """Attempts the retry policy counts: every attempt so far (and the next) but the preempted ones."""
-    return newest(mine).attempt + 1 - sum(r.failure == PREEMPTED for r in mine)
+    """Attempts the retry policy counts: every attempt so far (and the next) but the preempted ones and
+    those stopped outside argus."""
+    return newest(mine).attempt + 1 - sum(r.failure == PREEMPTED or r.drifted is not None for r in mine)
 
 
 def _retryable(job: Job, last: RunView, mine: list[RunView]) -> bool:

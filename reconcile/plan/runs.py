@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
 from reconcile.model import Change, RunView, SubmitStep, UnmanagedJob
 from specs.address import Address
 from specs.diagnostics import Diagnostic, printable
 from specs.submission import LABEL_JOB, LABEL_WORKSPACE, RunId
-from state.observed import ACTIVE, MAYBE_RUNNING, ObservedState, RayJob, RunRecord, RunStatus
+from state.observed import ACTIVE, MAYBE_RUNNING, ClusterState, ObservedState, RayJob, RunRecord, RunStatus
 
 
 def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunView]]:
@@ -20,12 +21,31 @@ def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunVi
             if run is not None:
                 views[job.submission_id] = (run.job, _seen_on_ray(job, run, cluster.name, observed))
     for record in observed.records.values():
-        if record.submission_id not in views and not _never_reached_ray(record, observed):
+        if (record.submission_id not in views and not _never_reached_ray(record, observed)
+                and outran_ray(record, observed.clusters) is None):
             views[record.submission_id] = (record.job, _recorded(record, observed))
     grouped: dict[str, list[RunView]] = {}
     for job_name, view in views.values():
         grouped.setdefault(job_name, []).append(view)
     return grouped
+
+
+def outran_ray(record: RunRecord, clusters: Mapping[str, ClusterState]) -> str | None:
+    """Why a record of a run Ray does not list cannot be a run that happened, when it cannot: Ray lists
+    an earlier attempt of the same spec on the run's cluster. A later attempt is submitted after the
+    earlier one, in the same Ray session or a later one, and argus deletes from Ray only runs older
+    than those it keeps: Ray would list it. Such a record (any job can write one, for any future
+    submission id) is no run; it never keeps that attempt from being submitted."""
+    cluster = clusters.get(record.cluster)
+    if cluster is None or any(j.submission_id == record.submission_id for j in cluster.jobs):
+        return None
+    for job in cluster.jobs:
+        run = job.run_id
+        if (run is not None and run.submission_id == job.submission_id and run.workspace == record.workspace
+                and run.job == record.job and run.spec_hash == record.spec_hash and run.attempt < record.attempt):
+            return (f"Ray lists {job.submission_id}, an earlier attempt of the same spec, but not "
+                    f"{record.submission_id}, whose record says it was {record.status}")
+    return None
 
 
 def newest(runs: list[RunView]) -> RunView | None:
@@ -96,11 +116,12 @@ def ownership_diagnostics(workspace: str, observed: ObservedState, changes: list
 
 
 def _seen_on_ray(job: RayJob, run: RunId, cluster: str, observed: ObservedState) -> RunView:
-    """The run's own exit.json outranks Ray: it is written as the run ends, before Ray notices."""
-    record, end = observed.records.get(job.submission_id), observed.ends.get(job.submission_id)
+    """Ray is the truth while it knows the run: the run's exit.json (any job can write it) is not read
+    here. A run that just ended shows its end once Ray notices, a moment later."""
+    record = observed.records.get(job.submission_id)
     return RunView(submission_id=job.submission_id, cluster=cluster, spec_hash=run.spec_hash, attempt=run.attempt,
-                   status=(end and end.status) or job.status, on_ray=True, started_at=(job.start_time or 0) / 1000,
-                   protect=bool(record and record.protect),
+                   status=job.status, on_ray=True, started_at=(job.start_time or 0) / 1000,
+                   protect=bool(record and record.protect), stop_asked=bool(record and record.stop_asked),
                    failure=(record.failure if record else None) or observed.failures.get(job.submission_id),
                    evidence=record.evidence if record else (), submission=record.submission if record else None)
 
@@ -111,12 +132,14 @@ def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
     the head restarted since it was seen running (a job Ray still has in the same session was
     deleted, which Ray allows only for finished jobs)."""
     end = observed.ends.get(record.submission_id)
-    ended = end.status if end else None
+    # evidence only where argus last saw the run under way: an end argus recorded from Ray stays
+    ended = end.status if end and record.status in MAYBE_RUNNING else None
     lost = ended is None and record.status in MAYBE_RUNNING and _head_restarted(record, observed)
     return RunView(submission_id=record.submission_id, cluster=record.cluster, spec_hash=record.spec_hash,
                    attempt=record.attempt, status=ended or record.status, on_ray=False,
-                   protect=record.protect, lost=lost, failure="lost" if lost else record.failure
-                   or observed.failures.get(record.submission_id),
+                   protect=record.protect, lost=lost, stop_asked=bool(record.stop_asked),
+                   cluster_read=record.cluster in observed.clusters,
+                   failure="lost" if lost else record.failure or observed.failures.get(record.submission_id),
                    started_at=_epoch(record.submitted_at or record.updated_at), submission=record.submission,
                    evidence=record.evidence)
 

@@ -90,6 +90,25 @@ def preempted_events(workspace: str, changes: list[Change], done: set[str], cloc
             for step in change.steps if isinstance(step, StopStep)]
 
 
+def drifted_events(workspace: str, plan: Plan, clock: Clock) -> list[Event]:
+    """One per run stopped (or deleted while it ran) outside argus, whether the job leaves it so
+    (on_drift: report) or the loop starts it again (on_drift: restart: a `retried` event follows)."""
+    found = []
+    for change in plan.changes:
+        run = change.current
+        how = run.drifted if run is not None and change.action in (Action.DRIFT, Action.RETRY) else None
+        if how is None:
+            continue
+        job = change.address.removeprefix("job.")
+        then = "starts it again as a new attempt (on_drift: restart)" if change.action is Action.RETRY else (
+            "nothing: it stays stopped (on_drift: report); set `state: stopped` to agree, or `on_drift: "
+            f"restart` / `argus apply --replace {change.address}` to run it again")
+        found.append(_event(workspace, "drift", f"drift:{run.submission_id}", clock, job=job, cluster=run.cluster,
+                            submission_id=run.submission_id, attempt=run.attempt,
+                            summary=f"{change.address}: run {run.submission_id} was {how}", next=then))
+    return found
+
+
 def drift_event(workspace: str, unapplied: list[tuple[str, str, str]], clock: Clock) -> Event | None:
     """The desired state and the clusters differ and the loop did not act (sync off, or errors).
     `unapplied`: (address, action, what it would submit or stop); a new decision is new drift."""

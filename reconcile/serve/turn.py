@@ -94,9 +94,14 @@ def turn(directory: Path, options: TurnOptions, say: Callable[[str], None],
     audit_view = _audit_view(out.desired) if options.with_audit and out.desired else {}
     return TurnReport(workspace=ws, started_at=started, finished_at=time.time(), ok=ok and out.error is None,
                       interval=options.interval, sync=options.sync, error=out.error, commit=out.commit,
-                      plan=out.plan, runs=out.runs, drift=len(out.unapplied), applied=out.applied,
+                      plan=out.plan, runs=out.runs, drift=_drift_count(out), applied=out.applied,
                       retried=out.retried, events=tuple(out.events), notes=tuple(out.notes),
                       gpus_held=out.gpus_held, **audit_view)
+
+
+def _drift_count(out: Outcome) -> int:
+    """Changes not carried out, and runs stopped outside argus that are left so (/metrics, the page, the log)."""
+    return len(out.unapplied) + (len(out.plan.drifted) if out.plan is not None else 0)
 
 
 def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callable[[str], None],
@@ -247,6 +252,7 @@ def _events(desired: DesiredState, observed, plan: Plan, out: Outcome, options: 
     found = ev.run_events(ws, plan, out.runs, policies, _log_activity(desired, out.runs), clock)
     found += ev.retried_events(ws, plan, set(out.retried), clock)
     found += ev.preempted_events(ws, out.chosen, set(out.applied), clock)
+    found += ev.drifted_events(ws, plan, clock)
     drift = ev.drift_event(ws, out.unapplied, clock)
     found += [drift] if drift else []
     return [e.model_copy(update={"commit": out.commit}) for e in (*out.events, *(_with_record(desired, e)

@@ -41,7 +41,7 @@ def render_plan(plan: Plan, colour: bool = False) -> str:
     if plan.options.targets:  # --replace adds a new attempt to the whole plan, as Terraform's -replace does
         lines += [f"  Limited by {' '.join(f'--target {t}' for t in plan.options.targets)}: other changes may be "
                   "pending.", ""]
-    for change in plan.actionable:
+    for change in (*plan.actionable, *plan.drifted):
         lines.extend(_change_lines(change, colour))
     lines.extend(_waiting_lines(plan))
     in_sync = [c for c in plan.changes if c.action is Action.NOOP]
@@ -57,18 +57,23 @@ def render_plan(plan: Plan, colour: bool = False) -> str:
 
 def summary(plan: Plan) -> str:
     waiting = sum(c.action is Action.QUEUE for c in plan.changes)
+    drifted = f" {len(plan.drifted)} run(s) drifted: stopped outside argus, left so." if plan.drifted else ""
     if not plan.actionable:
         if plan.errors:  # a cluster not read, a spec not checked: nothing here says the clusters match
             return f"No changes planned, and the desired state is not confirmed: fix the {len(plan.errors)} " \
-                   "error(s) above."
+                   f"error(s) above.{drifted}"
+        if drifted:  # Terraform's "Objects have changed outside of Terraform": a difference, not a match
+            return f"No changes to apply.{drifted}"
         if waiting:
             return f"No changes. {waiting} job(s) wait in the admission queue for room on their cluster."
+        if plan.options.targets:  # the rest was not looked at: nothing says it matches
+            return "No changes for the targets."
         return "No changes. The clusters match the desired state."
     counts = plan.counts()
     shown = [a for a in (Action.CREATE, Action.SUBMIT, Action.RETRY, Action.REPLACE, Action.STOP, Action.DELETE)
              if counts[a] or a in (Action.SUBMIT, Action.REPLACE, Action.STOP)]
     queued = f", {waiting} queued" if waiting else ""
-    return f"Plan: {', '.join(f'{counts[a]} to {a.value}' for a in shown)}{queued}."
+    return f"Plan: {', '.join(f'{counts[a]} to {a.value}' for a in shown)}{queued}.{drifted}"
 
 
 def _waiting_lines(plan: Plan) -> list[str]:
@@ -140,6 +145,8 @@ def sync_of(change: Change, desired_jobs: set[str], unseen: Unseen | None = None
         return "in sync"
     if change.action is Action.QUEUE:
         return f"queued #{change.queue.position}" if change.queue else "queued"
+    if change.action is Action.DRIFT:
+        return "drifted"
     return "missing" if change.action is Action.SUBMIT and change.current is None else "changed"
 
 

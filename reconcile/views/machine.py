@@ -50,7 +50,7 @@ def plan_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
              for d in plan.diagnostics]
     rows = ["", "| | address | action | why |", "|---|---|---|---|"]
     rows += [f"| {_code(c.action.symbol)} | {_code(c.address)} | {c.action.value} | {md(c.reason)} |"
-             for c in plan.actionable]
+             for c in (*plan.actionable, *plan.drifted)]
     details = ["", "<details><summary>Details</summary>", "", fenced("\n".join(_detail_lines(plan)), "diff"),
                "</details>"]
     text = "\n".join(head + rows + details)
