@@ -250,6 +250,12 @@ class LedgerEntry(Frozen):
     bundles: Annotated[tuple[Amounts, ...], Field(max_length=256)] = ()
     driver: Amounts = {}
     spread: Amounts = {}
+    holder: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")] | None = None
+    """The admitting argus process's liveness lock (state.admission_holders): while Ray does not list
+    the run, its admission holds only while that process lives and the submit may still be in flight."""
+    submitted: Amount | None = None
+    """Epoch seconds when Ray accepted the run: from then on its demand is held until the run is known
+    to have ended, whatever one answer of the dashboard lists."""
 
 
 class ClusterQueue(Frozen):
@@ -259,6 +265,8 @@ class ClusterQueue(Frozen):
     quotas: dict[str, dict[str, float]] = {}
     problem: str | None = None
     """Why the quota file cannot be used: nothing is admitted on this cluster until it is fixed."""
+    gone: frozenset[str] = frozenset()
+    """Holders (LedgerEntry.holder) whose process is proven gone: its liveness lock is free."""
 
 
 class ObservedState(Frozen):

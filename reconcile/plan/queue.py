@@ -20,11 +20,12 @@ from reconcile.plan.demand import ask_of
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
 from specs.submission import driver_needs
-from state.observed import ACTIVE, ClusterQueue, ClusterState, LedgerEntry, ObservedState
+from state.observed import ACTIVE, ClusterQueue, ClusterState, LedgerEntry, ObservedState, RayJob
 
 WANTS_TO_START = (Action.SUBMIT, Action.REPLACE, Action.RETRY)
 ADMIT_GRACE = 600.0
-"""Seconds an admitted run that Ray does not list (yet) holds its demand: a submit in flight."""
+"""Seconds at most an admitted run that Ray has not accepted holds its demand: a submit in flight. Its
+apply proven gone (state.admission_holders) releases it at once."""
 QUEUE_TTL = 3600.0
 """Seconds a waiting entry keeps its place without its workspace confirming it (serve does every turn)."""
 CLOCK_SKEW = 300.0
@@ -70,7 +71,10 @@ def decide_cluster(workspace: str, cluster: ClusterState, queue: ClusterQueue, w
     what follows; `unledgered`: this workspace's active runs that no ledger holds (submitted before
     admission existed); `own_waiting`: weigh this workspace's other waiting entries too."""
     skip, capacity = frozenset(w.key for w in wants), [n.resources for n in cluster.nodes]
-    entries = [*held(cluster, queue, now, set(leaving), specs), *unledgered,
+    # an admitted entry with a want's own submission id is that very run, planned again after its apply
+    # died before Ray had it: it must not wait behind itself
+    itself = {w.submission_id for w in wants}
+    entries = [*held(cluster, queue, now, set(leaving), specs, workspace, itself), *unledgered,
                *waiting(workspace, queue, now, capacity, own_waiting, skip)]
     arrivals = first_arrivals(workspace, queue)
     for want in wants:
@@ -80,23 +84,46 @@ def decide_cluster(workspace: str, cluster: ClusterState, queue: ClusterQueue, w
 
 
 def held(cluster: ClusterState, queue: ClusterQueue, now: float, leaving: set[str],
-         specs: Mapping[str, tuple[int, bool]] | None = None) -> list[Entry]:
-    """Admitted entries whose run still holds its demand: active on Ray (and labelled as the entry's
-    own job: an entry cannot borrow another's run), or admitted a moment ago and not on Ray yet.
-    `specs`: `<workspace>/<job>` -> (priority, preemptible) as this workspace's specs say them now,
-    which outrank what its ledger recorded at admission."""
-    jobs = {j.submission_id: j for j in cluster.jobs}
+         specs: Mapping[str, tuple[int, bool]] | None = None, workspace: str = "",
+         itself: Iterable[str] = ()) -> list[Entry]:
+    """Admitted entries whose run still holds its demand (`holds`). `specs`: `<workspace>/<job>` ->
+    (priority, preemptible) as this workspace's specs say them now, which outrank what its ledger
+    recorded at admission. `itself`: submission ids `workspace` wants to start now, whose own
+    admitted entries are left out (the want stands for them)."""
+    jobs, mine = {j.submission_id: j for j in cluster.jobs}, set(itself)
     found = []
     for e in queue.entries:
-        if e.admitted is None or e.submission_id in leaving:
+        if e.admitted is None or e.submission_id in leaving or (e.workspace == workspace and e.submission_id in mine):
             continue
-        job, key = jobs.get(e.submission_id), f"{e.workspace}/{e.job}"
-        mine = job is not None and job.status in ACTIVE and (job.workspace, job.job) == (e.workspace, e.job)
-        if mine or (job is None and -CLOCK_SKEW <= now - e.admitted < ADMIT_GRACE):
+        if holds(e, jobs.get(e.submission_id), now, queue.gone):
+            key = f"{e.workspace}/{e.job}"
             priority, preemptible = (specs or {}).get(key, (e.priority, e.preemptible))
             found.append(Entry(key=key, workspace=e.workspace, demand=_demand(e), priority=priority,
                                arrived=e.arrived, admitted=True, preemptible=preemptible, since=e.admitted))
     return found
+
+
+def holds(entry: LedgerEntry, job: RayJob | None, now: float, gone: frozenset[str] = frozenset(),
+          ended: frozenset[str] = frozenset()) -> bool:
+    """An admitted entry's run holds its demand. While Ray lists the run, Ray says: active, and labelled
+    as the entry's own job (an entry cannot borrow another's run). A run Ray does not list may be one a
+    partial answer left out, or one not submitted yet:
+    - once Ray accepted it (`submitted`), it holds until argus knows it ended: `ended`, the submission
+      ids its own workspace's records or end records say ended, used only for runs Ray does not list
+      (a forged end record never frees a run Ray lists as active);
+    - before, it holds while the process that admitted it may still submit it: not proven `gone` (its
+      liveness lock, state.admission_holders), and at most ADMIT_GRACE after admission."""
+    if entry.admitted is None:
+        return False
+    if job is not None:
+        return job.status in ACTIVE and (job.workspace, job.job) == (entry.workspace, entry.job)
+    if entry.submission_id in ended:
+        return False
+    if entry.submitted is not None:
+        return True
+    if entry.holder is not None and entry.holder in gone:
+        return False
+    return -CLOCK_SKEW <= now - entry.admitted < ADMIT_GRACE
 
 
 def waiting(workspace: str, queue: ClusterQueue, now: float, capacity: Sequence[Mapping[str, float]],
