@@ -19,7 +19,7 @@ from reconcile.plan.admission import Decision, Demand, Entry, decide, never_fits
 from reconcile.plan.demand import ask_of
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
-from specs.submission import driver_needs
+from specs.submission import Submission, driver_needs
 from state.observed import ACTIVE, ClusterQueue, ClusterState, LedgerEntry, ObservedState, RayJob
 
 WANTS_TO_START = (Action.SUBMIT, Action.REPLACE, Action.RETRY)
@@ -250,6 +250,9 @@ def plan_admission(desired: DesiredState, observed: ObservedState, changes: list
             found.append(error(change.address, problem[0], problem[1]).located(desired.source(change.address)))
         elif want is not None and not problem:
             wants[change.address] = want
+            if note := demands.unreserved(desired.jobs[want[1].ask.job], _submitted(change)):
+                found.append(Diagnostic(severity="warning", address=change.address, field="demand", message=note)
+                             .located(desired.source(change.address)))
     decisions: dict[str, Decision] = {}
     leaving, grouped = stopping(changes), by_cluster(wants)
     for name in sorted(observed.clusters):
@@ -257,7 +260,7 @@ def plan_admission(desired: DesiredState, observed: ObservedState, changes: list
         if _nodes_known(observed, name) and (name in grouped or queue.entries):
             decisions.update(decide_cluster(workspace, observed.clusters[name], queue, grouped.get(name, []),
                                             observed.observed_at, leaving,
-                                            _unledgered(workspace, name, queue, runs, leaving), specs=specs))
+                                            _unledgered(desired, name, queue, runs, leaving), specs=specs))
     queued = {name: waiting_entries(workspace, _queue(observed, name)) for name in grouped}
     decided = [_decided(c, wants.get(c.address), decisions, queued) for c in changes]
     heads = preempting(decisions)
@@ -346,17 +349,28 @@ def _decided(change: Change, want: tuple[str, Want] | None, decisions: Mapping[s
     return queued_change(change, wanted, decision, info, enqueued=says_the_same(before, wanted.ask))
 
 
-def _unledgered(workspace: str, cluster: str, queue: ClusterQueue, runs: Mapping[str, list[RunView]],
+def _unledgered(desired: DesiredState, cluster: str, queue: ClusterQueue, runs: Mapping[str, list[RunView]],
                 leaving: set[str]) -> list[Entry]:
     """Active runs of this workspace that no ledger names hold what their submission asked: the GPUs
-    of a verl run (its shape unknown, so anywhere) and its driver."""
-    ledgered = {e.submission_id for e in queue.entries}
-    return [Entry(key=f"{workspace}/{job}", workspace=workspace, admitted=True,
-                  demand=Demand(spread={"GPU": float(r.submission.gpus)} if r.submission.gpus else {},
-                                driver=driver_needs(r.submission)))
+    of a verl run (its shape unknown, so anywhere) and its driver; a `command` run, its `demand:` as
+    the job's spec says it now (Ray reserves none of it beyond the driver's)."""
+    workspace, ledgered = desired.workspace.name, {e.submission_id for e in queue.entries}
+    return [Entry(key=f"{workspace}/{job}", workspace=workspace, admitted=True, demand=_running(desired, job, r))
             for job, job_runs in sorted(runs.items()) for r in job_runs
             if r.cluster == cluster and r.on_ray and r.status in ACTIVE and r.submission is not None
             and r.submission_id not in ledgered and r.submission_id not in leaving]
+
+
+def _submitted(change: Change) -> Submission:
+    return next(s.submission for s in change.steps if isinstance(s, SubmitStep))
+
+
+def _running(desired: DesiredState, name: str, run: RunView) -> Demand:
+    sub, job = run.submission, desired.jobs.get(name)
+    assert sub is not None
+    if job is not None and job.workload == "command" and job.demand and sub.gpus is None:
+        return demands.demand_of(job, sub)
+    return Demand(spread={"GPU": float(sub.gpus)} if sub.gpus else {}, driver=driver_needs(sub))
 
 
 def _nodes_known(observed: ObservedState, cluster: str) -> bool:
