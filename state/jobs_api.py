@@ -76,7 +76,9 @@ class JobsApi:
 
     def list_jobs(self) -> list[dict[str, Any]]:
         rows = self.get_json("/api/jobs/")
-        return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+        if not isinstance(rows, list):  # never "no jobs": admissions of runs that still run would be dropped
+            raise ValueError(f"the job list is a JSON {type(rows).__name__}, not a list")
+        return [row for row in rows if isinstance(row, dict)]
 
     def job_info(self, submission_id: str) -> dict[str, Any]:
         body = self.get_json(f"/api/jobs/{_quoted(submission_id)}")
