@@ -45,6 +45,7 @@ def token(shared_root: str) -> str:
     with _guard:
         if shared_root in _held:
             return _held[shared_root][0]
+        _forget_removed_roots()
         _make_dirs(shared_root, ALIVE_DIR)
         name = uuid.uuid4().hex
         with _beneath(shared_root, ALIVE_DIR, create=False) as folder:
@@ -56,6 +57,14 @@ def token(shared_root: str) -> str:
             _sweep(folder, {t for t, _ in _held.values()} | {name})
         _held[shared_root] = (name, fd)
         return name
+
+
+def _forget_removed_roots() -> None:
+    """A long-lived process (a test session) admitting on many short-lived roots keeps no descriptor
+    for a root that no longer exists."""
+    for root in [r for r in _held if not os.path.isdir(r)]:
+        with contextlib.suppress(OSError):
+            os.close(_held.pop(root)[1])
 
 
 def gone(shared_root: str, tokens: Iterable[str]) -> frozenset[str]:

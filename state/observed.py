@@ -256,6 +256,8 @@ class LedgerEntry(Frozen):
     submitted: Amount | None = None
     """Epoch seconds when Ray accepted the run: from then on its demand is held until the run is known
     to have ended, whatever one answer of the dashboard lists."""
+    session: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:-]{1,128}$")] | None = None
+    """The Ray session the run was submitted to: a head that restarted since (another session) ended it."""
 
 
 class ClusterQueue(Frozen):

@@ -130,6 +130,8 @@ def test_thirty_killed_applies_then_one_apply_runs_every_job_once_at_once(gpu_cl
         assert "queued #" not in out, out  # nothing waits behind its own admission on an idle cluster
         on_ray = Counter(j.metadata["argus.job"] for j in jobs_of(ws.address, ws.name))
         assert on_ray == Counter({"a": 1, "b": 1, "c": 1}), on_ray  # each job exactly once, none twice
+        ledger = read_ledger(str(shared), ws.name)  # each admission says Ray accepted it, and in which session
+        assert sorted(e.job for e in ledger if e.submitted and e.session) == ["a", "b", "c"], ledger
         until(lambda: len([j for j in jobs_of(ws.address, ws.name) if j.status.value in ACTIVE]) == 3,
               "all three running at once", timeout=30)
     finally:
@@ -207,6 +209,35 @@ def test_command_demand_gpus_are_never_oversubscribed_under_serve(gpu_cluster, s
     assert most == 3  # the three GPUs used, never a fourth run beside them
 
 
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from state import admission_holders
+    print(admission_holders.token(sys.argv[1]), flush=True)
+    time.sleep(600)
+""")
+
+
+def test_a_holder_is_alive_while_its_process_lives_and_gone_the_moment_it_is_killed(tmp_path):
+    from state import admission_holders
+
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parents[1])
+    try:
+        assert holder.stdout is not None
+        token = holder.stdout.readline().strip()
+        assert admission_holders.gone(str(tmp_path), [token]) == frozenset()
+        assert admission_holders.gone(str(tmp_path), [token]) == frozenset()  # asking twice takes nothing from it
+        mine = admission_holders.token(str(tmp_path))
+        assert admission_holders.gone(str(tmp_path), [mine]) == frozenset()  # this process's own: alive
+        holder.kill()
+        holder.wait(timeout=10)
+        assert admission_holders.gone(str(tmp_path), [token, mine]) == {token}
+        assert not (tmp_path / ".argus/locks/alive" / f"{token}.lock").exists()  # its file is cleaned up
+        assert admission_holders.gone(str(tmp_path), ["../../etc/passwd", "0" * 32]) == {"0" * 32}
+    finally:
+        holder.kill()
+
+
 # The pure rule (reconcile.plan.queue.holds / decide_cluster), each line of it.
 
 def _entry(sid: str = "ws.j.abc.1", **update) -> LedgerEntry:
@@ -233,6 +264,10 @@ def test_a_submitted_admission_holds_whatever_one_dashboard_answer_lists_until_a
     assert holds(submitted, _ray("RUNNING"), 10_000.0, ended=frozenset({submitted.submission_id}))  # forged end
     assert not holds(submitted, _ray("SUCCEEDED"), 10_000.0)  # Ray says it ended
     assert not holds(submitted, _ray("RUNNING", job="other"), 10_000.0)  # cannot borrow another's run
+    in_session = submitted.model_copy(update={"session": "session_1"})
+    assert holds(in_session, None, 10_000.0, session="session_1")
+    assert holds(in_session, None, 10_000.0, session="")  # an admission's fresh read names no session
+    assert not holds(in_session, None, 10_000.0, session="session_2")  # the head restarted: the run died with it
 
 
 def test_a_run_planned_again_does_not_wait_behind_its_own_admission():

@@ -16,6 +16,7 @@ hold also takes a lock of this process's threads.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -104,17 +105,23 @@ def admit_ahead(steps: Sequence[SubmitStep], world: World, ahead: Ahead) -> None
 def mark_submitted(submission_ids: Sequence[str], world: World) -> None:
     """Ray accepted these runs: their admissions say so, and hold from now on until the runs are known
     to have ended, whatever one answer of the dashboard lists (reconcile.plan.queue.holds)."""
-    by_root: dict[str, set[str]] = {}
+    by_root: dict[str, dict[str, str | None]] = {}
     for sid in submission_ids:
-        if (root := world.unmarked.pop(sid, None)) is not None:
-            by_root.setdefault(root, set()).add(sid)
-    for root, sids in sorted(by_root.items()):
+        if (found := world.unmarked.pop(sid, None)) is not None:
+            by_root.setdefault(found[0], {})[sid] = found[1]
+    for root, sessions in sorted(by_root.items()):
         with _held(root):
             mine, now = read_ledger(root, world.workspace), time.time()
-            marked = [e.model_copy(update={"submitted": now}) if e.submission_id in sids and e.admitted is not None
-                      and e.submitted is None else e for e in mine]
+            marked = [e.model_copy(update={"submitted": now, "session": _session(sessions[e.submission_id])})
+                      if e.submission_id in sessions and e.admitted is not None and e.submitted is None else e
+                      for e in mine]
             if marked != mine:
                 write_ledger(root, world.workspace, marked)
+
+
+def _session(name: str | None) -> str | None:
+    """The session as the ledger may hold it (an odd one is left out: the entry must still validate)."""
+    return name if name and re.fullmatch(r"[A-Za-z0-9_.:-]{1,128}", name) else None
 
 
 def withdraw(ahead: Ahead, submission_ids: set[str], world: World) -> None:
@@ -178,7 +185,7 @@ def _still_held(entries: list[LedgerEntry], cluster: ClusterState, gone: frozens
     apply is gone, or the grace passed), hold nothing: dropped. The same rule as the plan's."""
     jobs, now = {j.submission_id: j for j in cluster.jobs}, time.time()
     return [e for e in entries if e.cluster != cluster.name or e.admitted is None
-            or holds(e, jobs.get(e.submission_id), now, gone, ended)]
+            or holds(e, jobs.get(e.submission_id), now, gone, ended, cluster.session_name)]
 
 
 def _entry(workspace: str, step: SubmitStep | EnqueueStep, ask: Ask, mine: list[LedgerEntry],

@@ -49,7 +49,7 @@ def submit(step: SubmitStep, world: World) -> Done:
     world.runs.accepted(record, f"{said} to {client.address}")
     world.journal.touched.add(step.cluster)
     if step.ask is not None:
-        world.unmarked[step.submission_id] = root
+        world.unmarked[step.submission_id] = (root, record.session_name)
         if not ahead:
             marked(world, [step.submission_id])
     return Done(Outcome(said))

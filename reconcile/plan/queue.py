@@ -95,7 +95,7 @@ def held(cluster: ClusterState, queue: ClusterQueue, now: float, leaving: set[st
     for e in queue.entries:
         if e.admitted is None or e.submission_id in leaving or (e.workspace == workspace and e.submission_id in mine):
             continue
-        if holds(e, jobs.get(e.submission_id), now, queue.gone):
+        if holds(e, jobs.get(e.submission_id), now, queue.gone, session=cluster.session_name):
             key = f"{e.workspace}/{e.job}"
             priority, preemptible = (specs or {}).get(key, (e.priority, e.preemptible))
             found.append(Entry(key=key, workspace=e.workspace, demand=_demand(e), priority=priority,
@@ -104,13 +104,14 @@ def held(cluster: ClusterState, queue: ClusterQueue, now: float, leaving: set[st
 
 
 def holds(entry: LedgerEntry, job: RayJob | None, now: float, gone: frozenset[str] = frozenset(),
-          ended: frozenset[str] = frozenset()) -> bool:
+          ended: frozenset[str] = frozenset(), session: str = "") -> bool:
     """An admitted entry's run holds its demand. While Ray lists the run, Ray says: active, and labelled
     as the entry's own job (an entry cannot borrow another's run). A run Ray does not list may be one a
     partial answer left out, or one not submitted yet:
     - once Ray accepted it (`submitted`), it holds until argus knows it ended: `ended`, the submission
       ids its own workspace's records or end records say ended, used only for runs Ray does not list
-      (a forged end record never frees a run Ray lists as active);
+      (a forged end record never frees a run Ray lists as active); or the cluster answers with another
+      `session` than the run's (its head restarted: the run died with it; "" when not read);
     - before, it holds while the process that admitted it may still submit it: not proven `gone` (its
       liveness lock, state.admission_holders), and at most ADMIT_GRACE after admission."""
     if entry.admitted is None:
@@ -120,7 +121,7 @@ def holds(entry: LedgerEntry, job: RayJob | None, now: float, gone: frozenset[st
     if entry.submission_id in ended:
         return False
     if entry.submitted is not None:
-        return True
+        return not (session and entry.session and session != entry.session)
     if entry.holder is not None and entry.holder in gone:
         return False
     return -CLOCK_SKEW <= now - entry.admitted < ADMIT_GRACE
