@@ -8,6 +8,7 @@ only the runs and the snapshots' manifests.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -21,6 +22,7 @@ from state.observed import (
     LAYOUT,
     ClusterQueue,
     ClusterState,
+    LedgerEntry,
     ObservedState,
     RunRecord,
     SnapshotState,
@@ -194,8 +196,16 @@ def read_queues(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, Clu
         except QueueUnreadable as err:
             found[name] = ClusterQueue(problem=str(err), keyed=keyed())
             continue
-        found[name] = _with_quotas(ClusterQueue(entries=entries, keyed=keyed(), ignored=tuple(ignored)), root)
+        found[name] = _with_quotas(ClusterQueue(entries=entries, keyed=keyed(), ignored=tuple(ignored),
+                                                gone=holders_gone(root, entries)), root)
     return found
+
+
+def holders_gone(root: str, entries: Iterable[LedgerEntry]) -> frozenset[str]:
+    """The admitting processes proven gone, of the admitted entries not yet accepted by Ray."""
+    from state.admission_holders import gone
+
+    return gone(root, {e.holder for e in entries if e.holder and e.admitted is not None and e.submitted is None})
 
 
 def _with_quotas(queue: ClusterQueue, root: str) -> ClusterQueue:

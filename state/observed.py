@@ -257,6 +257,14 @@ class LedgerEntry(Frozen):
     """Its signature (state.root_key) was checked with ARGUS_ROOT_KEY: argus wrote it. Set on read,
     never written: without a key every entry reads unsigned, and only a signed one of another
     workspace may make this workspace's runs be preempted."""
+    holder: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")] | None = None
+    """The admitting argus process's liveness lock (state.admission_holders): while Ray does not list
+    the run, its admission holds only while that process lives and the submit may still be in flight."""
+    submitted: Amount | None = None
+    """Epoch seconds when Ray accepted the run: from then on its demand is held until the run is known
+    to have ended, whatever one answer of the dashboard lists."""
+    session: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:-]{1,128}$")] | None = None
+    """The Ray session the run was submitted to: a head that restarted since (another session) ended it."""
 
 
 class ClusterQueue(Frozen):
@@ -271,6 +279,8 @@ class ClusterQueue(Frozen):
     ignored: tuple[str, ...] = ()
     """Ledger files (paths) holding entries left out for want of a valid signature: written without
     the key (or another one), or forged by a job."""
+    gone: frozenset[str] = frozenset()
+    """Holders (LedgerEntry.holder) whose process is proven gone: its liveness lock is free."""
 
 
 class ObservedState(Frozen):

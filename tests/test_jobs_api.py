@@ -154,6 +154,10 @@ def test_wrong_shapes_read_as_unset_and_an_unknown_status_of_a_run_of_argus_is_r
     strange = {"type": "SUBMISSION", "submission_id": "x", "status": "HIBERNATING"}
     dashboard.answers["/api/jobs/"] = (200, json.dumps([strange, rows[0]]))
     assert [j.submission_id for j in client.jobs()] == ["odd"]  # someone else's job argus cannot read: left out
+    for odd in ({"jobs": rows}, None, "[]"):  # a job list that is no list is no answer, never an empty table
+        dashboard.answers["/api/jobs/"] = (200, json.dumps(odd))
+        with pytest.raises(ClusterRequestFailed, match="not a list"):
+            client.jobs()
     ours = {**strange, "metadata": {"argus.workspace": "w", "argus.job": "j"}}
     dashboard.answers["/api/jobs/"] = (200, json.dumps([ours]))
     with pytest.raises(ClusterRequestFailed, match="'HIBERNATING', not one of Ray's job statuses"):

@@ -16,6 +16,7 @@ hold also takes a lock of this process's threads.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -24,9 +25,11 @@ from pathlib import Path
 
 from reconcile.execute.world import Done, Outcome, World
 from reconcile.model import Ask, EnqueueStep, Plan, StopStep, SubmitStep
-from reconcile.plan.queue import ADMIT_GRACE, Want, decide_cluster
+from reconcile.plan.queue import Want, decide_cluster, holds
 from specs.desired import DesiredState
-from state.observed import ACTIVE, ClusterQueue, ClusterState, LedgerEntry, ObservedState
+from state import admission_holders
+from state.observe import holders_gone
+from state.observed import MAYBE_RUNNING, ClusterQueue, ClusterState, LedgerEntry, ObservedState
 from state.queue_ledger import admission_lock, read_ledger, read_ledgers, write_ledger
 from state.quotas import load_quotas
 
@@ -50,8 +53,9 @@ def admitted(step: SubmitStep, world: World) -> str | None:
         cluster, queue = _as_it_is(step.cluster, world)
         want = _want(world.workspace, step, step.ask)
         decision = decide_cluster(world.workspace, cluster, queue, [want], time.time(), own_waiting=True)[want.key]
-        mine = _still_held(read_ledger(root, world.workspace), cluster)
-        entry = _entry(world.workspace, step, step.ask, mine, admitted=time.time() if decision.start else None)
+        mine = _still_held(read_ledger(root, world.workspace), cluster, queue.gone)
+        entry = _entry(world.workspace, step, step.ask, mine, admitted=time.time() if decision.start else None,
+                       holder=admission_holders.token(root))
         _write(root, world.workspace, mine, entry)
     return None if decision.start else f"queued #{decision.position}: {decision.reason}"
 
@@ -65,13 +69,15 @@ def still_preempted(step: StopStep, world: World, job: str) -> bool:
     return any(f"{world.workspace}/{job}" in d.preempts for d in decisions.values())
 
 
-def refresh(root: str, workspace: str, cluster: ClusterState, waiting: set[str]) -> None:
+def refresh(root: str, workspace: str, cluster: ClusterState, waiting: set[str],
+            ended: frozenset[str] = frozenset()) -> None:
     """Confirm this workspace's waiting entries that its plan still queues (the rest are dropped:
-    their job changed, stopped or went away) and drop admissions whose run ended."""
+    their job changed, stopped or went away) and drop admissions whose run ended. `ended`: the runs
+    this workspace's records say ended (used only for runs Ray does not list)."""
     with _held(root):
         now, mine = time.time(), read_ledger(root, workspace)
         kept = [e.model_copy(update={"seen": now}) if e.admitted is None else e
-                for e in _still_held(mine, cluster)
+                for e in _still_held(mine, cluster, holders_gone(root, mine), ended)
                 if e.cluster != cluster.name or e.admitted is not None or e.submission_id in waiting]
         if kept != mine:
             write_ledger(root, workspace, kept)
@@ -96,6 +102,28 @@ def admit_ahead(steps: Sequence[SubmitStep], world: World, ahead: Ahead) -> None
         _admit_cluster(name, [s for s in steps if s.cluster == name and s.ask is not None], world, ahead)
 
 
+def mark_submitted(submission_ids: Sequence[str], world: World) -> None:
+    """Ray accepted these runs: their admissions say so, and hold from now on until the runs are known
+    to have ended, whatever one answer of the dashboard lists (reconcile.plan.queue.holds)."""
+    by_root: dict[str, dict[str, str | None]] = {}
+    for sid in submission_ids:
+        if (found := world.unmarked.pop(sid, None)) is not None:
+            by_root.setdefault(found[0], {})[sid] = found[1]
+    for root, sessions in sorted(by_root.items()):
+        with _held(root):
+            mine, now = read_ledger(root, world.workspace), time.time()
+            marked = [e.model_copy(update={"submitted": now, "session": _session(sessions[e.submission_id])})
+                      if e.submission_id in sessions and e.admitted is not None and e.submitted is None else e
+                      for e in mine]
+            if marked != mine:
+                write_ledger(root, world.workspace, marked)
+
+
+def _session(name: str | None) -> str | None:
+    """The session as the ledger may hold it (an odd one is left out: the entry must still validate)."""
+    return name if name and re.fullmatch(r"[A-Za-z0-9_.:-]{1,128}", name) else None
+
+
 def withdraw(ahead: Ahead, submission_ids: set[str], world: World) -> None:
     """Runs admitted ahead that apply never submitted: their entries go, the ones they replaced return."""
     for sid in submission_ids:
@@ -114,10 +142,12 @@ def _admit_cluster(name: str, steps: list[SubmitStep], world: World, ahead: Ahea
         cluster, queue = _as_it_is(name, world)
         wants = [_want(world.workspace, s, s.ask) for s in steps if s.ask is not None]  # all of them
         decisions = decide_cluster(world.workspace, cluster, queue, wants, time.time(), own_waiting=True)
-        mine = _still_held(read_ledger(root, world.workspace), cluster)
+        mine = _still_held(read_ledger(root, world.workspace), cluster, queue.gone)
+        holder = admission_holders.token(root)
         for step, want in zip(steps, wants, strict=True):
             decision = decisions[want.key]
-            entry = _entry(world.workspace, step, want.ask, mine, admitted=time.time() if decision.start else None)
+            entry = _entry(world.workspace, step, want.ask, mine, admitted=time.time() if decision.start else None,
+                           holder=holder)
             ahead.replaced[step.submission_id] = [e for e in mine if _replaces(entry, e)]
             ahead.roots[step.submission_id] = root
             mine = [*(e for e in mine if not _replaces(entry, e)), entry]
@@ -145,21 +175,21 @@ def _as_it_is(name: str, world: World) -> tuple[ClusterState, ClusterQueue]:
     """The cluster and its queue read afresh (under the admission lock): what an admission decides from."""
     root = world.roots[name]
     cluster = world.clients[name].admission_view()
-    return cluster, ClusterQueue(entries=tuple(e for e in read_ledgers(root) if e.cluster == name),
-                                 quotas=load_quotas(Path(root)))
+    entries = tuple(e for e in read_ledgers(root) if e.cluster == name)
+    return cluster, ClusterQueue(entries=entries, quotas=load_quotas(Path(root)), gone=holders_gone(root, entries))
 
 
-def _still_held(entries: list[LedgerEntry], cluster: ClusterState) -> list[LedgerEntry]:
-    """Admissions of this cluster whose run ended (or never showed up) hold nothing: dropped."""
-    status = {j.submission_id: j.status for j in cluster.jobs}
-    now = time.time()
+def _still_held(entries: list[LedgerEntry], cluster: ClusterState, gone: frozenset[str],
+                ended: frozenset[str] = frozenset()) -> list[LedgerEntry]:
+    """Admissions of this cluster whose run ended, or that never reached Ray and never will (their
+    apply is gone, or the grace passed), hold nothing: dropped. The same rule as the plan's."""
+    jobs, now = {j.submission_id: j for j in cluster.jobs}, time.time()
     return [e for e in entries if e.cluster != cluster.name or e.admitted is None
-            or status.get(e.submission_id) in ACTIVE
-            or (e.submission_id not in status and now - e.admitted < ADMIT_GRACE)]
+            or holds(e, jobs.get(e.submission_id), now, gone, ended, cluster.session_name)]
 
 
 def _entry(workspace: str, step: SubmitStep | EnqueueStep, ask: Ask, mine: list[LedgerEntry],
-           admitted: float | None) -> LedgerEntry:
+           admitted: float | None, holder: str | None = None) -> LedgerEntry:
     now = time.time()
     first = now if step.seen is None or step.seen > now else step.seen  # the plan's time, never a later one
     arrived = min((e.arrived for e in mine if e.job == ask.job and e.cluster == step.cluster
@@ -167,7 +197,7 @@ def _entry(workspace: str, step: SubmitStep | EnqueueStep, ask: Ask, mine: list[
     return LedgerEntry(workspace=workspace, job=ask.job, cluster=step.cluster, submission_id=step.submission_id,
                        spec_hash=step.spec_hash, priority=ask.priority, preemptible=ask.preemptible,
                        arrived=arrived, seen=now, admitted=admitted, bundles=ask.bundles, driver=ask.driver,
-                       spread=ask.spread)
+                       spread=ask.spread, holder=holder if admitted is not None else None)
 
 
 def _write(root: str, workspace: str, mine: list[LedgerEntry], entry: LedgerEntry) -> None:
@@ -189,4 +219,10 @@ def confirm_queue(desired: DesiredState, observed: ObservedState, plan: Plan) ->
     for name, cluster in sorted(observed.clusters.items()):
         queue = observed.queues.get(name)  # None: its shared root is not here
         if queue is not None and any(e.workspace == desired.workspace.name for e in queue.entries):
-            refresh(desired.shared_roots[name], desired.workspace.name, cluster, waiting)
+            refresh(desired.shared_roots[name], desired.workspace.name, cluster, waiting, ended_runs(observed))
+
+
+def ended_runs(observed: ObservedState) -> frozenset[str]:
+    """Runs this workspace's own records say ended: an end record, a final status, a refused submit.
+    (A run whose record is gone is not known to have ended: it was written before the submit.)"""
+    return frozenset({*observed.ends, *(sid for sid, r in observed.records.items() if r.status not in MAYBE_RUNNING)})

@@ -24,6 +24,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol
 
 from reconcile.execute import admit
+from reconcile.execute.ray_steps import marked
 from reconcile.execute.world import World
 from reconcile.model import Action, Change, SubmitStep
 
@@ -109,6 +110,7 @@ def _run_part(changes: Sequence[Change], world: World, apply_one: Callable[[Chan
     except BaseException:  # admission failed or ^C before the pool ran: nothing of the part was attempted
         _withdraw(ahead, {s.submission_id for s in steps}, world, shown)
         raise
+    marked(world, [s.submission_id for s in steps if s.submission_id in world.unmarked])
     world.journal.rows.extend(pool.done[i] for i in sorted(dict(pool.done)))
     if pool.failure is not None:
         _withdraw(ahead, {s.submission_id for i, s in enumerate(steps) if i not in pool.started}, world, shown)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reconcile.execute.admit import admitted, still_preempted
+from reconcile.execute.admit import Ahead, admitted, mark_submitted, still_preempted, withdraw
 from reconcile.execute.world import Done, Outcome, World
 from reconcile.execute.wrapper import wrapped
 from reconcile.model import StopStep, SubmitStep
@@ -21,6 +21,7 @@ from state.records import job_dir
 def submit(step: SubmitStep, world: World) -> Done:
     """Record the intent, submit, record the outcome: a crash in between leaves SUBMITTING behind."""
     root, client = world.roots[step.cluster], world.clients[step.cluster]
+    ahead = step.submission_id in world.admissions  # its batch marks it submitted once its part is done
     waits = admitted(step, world)
     if waits is not None:
         world.echo(f"  {step.submission_id} {waits}")
@@ -39,6 +40,7 @@ def submit(step: SubmitStep, world: World) -> Done:
     except ArgusError as err:
         if not isinstance(err, ClusterUnreachable):  # lost on the way, Ray may have it: its run still needs them
             run_secrets.remove(directory)
+            _unadmit(step, world)
         world.runs.refused(record, err)
         clean = world.secrets.scrub(err)  # Ray's error may echo the env it was sent
         if clean is err:
@@ -46,7 +48,30 @@ def submit(step: SubmitStep, world: World) -> Done:
         raise clean from None  # the original must not travel along: it holds the secret
     world.runs.accepted(record, f"{said} to {client.address}")
     world.journal.touched.add(step.cluster)
+    if step.ask is not None:
+        world.unmarked[step.submission_id] = (root, record.session_name)
+        if not ahead:
+            marked(world, [step.submission_id])
     return Done(Outcome(said))
+
+
+def _unadmit(step: SubmitStep, world: World) -> None:
+    """Ray refused the run: its admission holds nothing (a lost answer keeps it: Ray may have the run)."""
+    if step.ask is None:
+        return
+    try:
+        withdraw(Ahead(roots={step.submission_id: world.roots[step.cluster]}), {step.submission_id}, world)
+    except (OSError, ArgusError) as err:
+        world.echo(f"  the admission of {step.submission_id} could not be withdrawn ({err}): it lapses by itself")
+
+
+def marked(world: World, submission_ids: list[str]) -> None:
+    """The admissions of runs Ray accepted say so. Not fatal: the run is on Ray, which lists it as active."""
+    try:
+        mark_submitted(submission_ids, world)
+    except (OSError, ArgusError) as err:
+        world.echo(f"  {len(submission_ids)} admission(s) could not be marked submitted ({err}): they hold their "
+                   "demand while Ray lists their runs as active")
 
 
 def stop(step: StopStep, world: World) -> Done:

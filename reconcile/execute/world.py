@@ -172,3 +172,7 @@ class World:
     admissions: dict[str, str | None] = field(default_factory=dict)
     """Submits admitted ahead with their batch (admit.admit_ahead), by submission id: None to submit
     now, else why it waits. Each is taken once, by that run's submit."""
+    unmarked: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    """Admitted runs Ray accepted whose ledger entry does not say so yet, by submission id: their shared
+    root and the Ray session they went to. A batch marks them all at once when its part is done
+    (admit.mark_submitted)."""

@@ -92,6 +92,21 @@ def ask_of(job: Job, sub: Submission, profile: VerlProfile | None = None) -> Ask
                priority=job.priority, preemptible=job.preemptible)
 
 
+def unreserved(job: Job, sub: Submission) -> str | None:
+    """What a `command` job's `demand:` asks beyond its driver: argus counts it, Ray reserves none of it
+    (the driver's own resources are all Ray holds for a job). Said plainly, so nobody counts on Ray
+    to keep other work off those GPUs. The driver is not made to hold them: a command that starts Ray
+    tasks or actors of its own would then wait forever for GPUs its own driver holds."""
+    if job.workload != "command" or not job.demand:
+        return None
+    asked, reserved = job.demand.get("GPU", 0.0), driver_needs(sub).get("GPU", 0.0)
+    if asked <= reserved:
+        return None
+    return (f"demand: {asked:g} GPU are held for this job in argus's queue (no other argus job is admitted into "
+            f"them), but Ray reserves only what its driver asks ({reserved:g} GPU): work started outside argus can "
+            "still take them. Set `entrypoint_num_gpus` to have the driver itself hold the GPUs it uses directly.")
+
+
 def unoffered(demand: Demand, offered: Iterable[str]) -> str:
     """The resources a demand names that no alive node offers, with the names meant, for people:
     "`worker_nodes` (did you mean `worker_node`?)"; empty when every name is offered."""

@@ -20,12 +20,13 @@ from reconcile.plan.demand import ask_of
 from reconcile.plan.queue_trust import trust_diagnostics
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
-from specs.submission import driver_needs
-from state.observed import ACTIVE, ClusterQueue, ClusterState, LedgerEntry, ObservedState
+from specs.submission import Submission, driver_needs
+from state.observed import ACTIVE, ClusterQueue, ClusterState, LedgerEntry, ObservedState, RayJob
 
 WANTS_TO_START = (Action.SUBMIT, Action.REPLACE, Action.RETRY)
 ADMIT_GRACE = 600.0
-"""Seconds an admitted run that Ray does not list (yet) holds its demand: a submit in flight."""
+"""Seconds at most an admitted run that Ray has not accepted holds its demand: a submit in flight. Its
+apply proven gone (state.admission_holders) releases it at once."""
 QUEUE_TTL = 3600.0
 """Seconds a waiting entry keeps its place without its workspace confirming it (serve does every turn)."""
 CLOCK_SKEW = 300.0
@@ -71,7 +72,10 @@ def decide_cluster(workspace: str, cluster: ClusterState, queue: ClusterQueue, w
     what follows; `unledgered`: this workspace's active runs that no ledger holds (submitted before
     admission existed); `own_waiting`: weigh this workspace's other waiting entries too."""
     skip, capacity = frozenset(w.key for w in wants), [n.resources for n in cluster.nodes]
-    entries = [*held(cluster, queue, now, set(leaving), specs), *unledgered,
+    # an admitted entry with a want's own submission id is that very run, planned again after its apply
+    # died before Ray had it: it must not wait behind itself
+    itself = {w.submission_id for w in wants}
+    entries = [*held(cluster, queue, now, set(leaving), specs, workspace, itself), *unledgered,
                *waiting(workspace, queue, now, capacity, own_waiting, skip)]
     arrivals = first_arrivals(workspace, queue)
     for want in wants:
@@ -81,23 +85,47 @@ def decide_cluster(workspace: str, cluster: ClusterState, queue: ClusterQueue, w
 
 
 def held(cluster: ClusterState, queue: ClusterQueue, now: float, leaving: set[str],
-         specs: Mapping[str, tuple[int, bool]] | None = None) -> list[Entry]:
-    """Admitted entries whose run still holds its demand: active on Ray (and labelled as the entry's
-    own job: an entry cannot borrow another's run), or admitted a moment ago and not on Ray yet.
-    `specs`: `<workspace>/<job>` -> (priority, preemptible) as this workspace's specs say them now,
-    which outrank what its ledger recorded at admission."""
-    jobs = {j.submission_id: j for j in cluster.jobs}
+         specs: Mapping[str, tuple[int, bool]] | None = None, workspace: str = "",
+         itself: Iterable[str] = ()) -> list[Entry]:
+    """Admitted entries whose run still holds its demand (`holds`). `specs`: `<workspace>/<job>` ->
+    (priority, preemptible) as this workspace's specs say them now, which outrank what its ledger
+    recorded at admission. `itself`: submission ids `workspace` wants to start now, whose own
+    admitted entries are left out (the want stands for them)."""
+    jobs, mine = {j.submission_id: j for j in cluster.jobs}, set(itself)
     found = []
     for e in queue.entries:
-        if e.admitted is None or e.submission_id in leaving:
+        if e.admitted is None or e.submission_id in leaving or (e.workspace == workspace and e.submission_id in mine):
             continue
-        job, key = jobs.get(e.submission_id), f"{e.workspace}/{e.job}"
-        mine = job is not None and job.status in ACTIVE and (job.workspace, job.job) == (e.workspace, e.job)
-        if mine or (job is None and -CLOCK_SKEW <= now - e.admitted < ADMIT_GRACE):
+        if holds(e, jobs.get(e.submission_id), now, queue.gone, session=cluster.session_name):
+            key = f"{e.workspace}/{e.job}"
             priority, preemptible = (specs or {}).get(key, (e.priority, e.preemptible))
             found.append(Entry(key=key, workspace=e.workspace, demand=_demand(e), priority=priority,
                                arrived=e.arrived, admitted=True, preemptible=preemptible, since=e.admitted))
     return found
+
+
+def holds(entry: LedgerEntry, job: RayJob | None, now: float, gone: frozenset[str] = frozenset(),
+          ended: frozenset[str] = frozenset(), session: str = "") -> bool:
+    """An admitted entry's run holds its demand. While Ray lists the run, Ray says: active, and labelled
+    as the entry's own job (an entry cannot borrow another's run). A run Ray does not list may be one a
+    partial answer left out, or one not submitted yet:
+    - once Ray accepted it (`submitted`), it holds until argus knows it ended: `ended`, the submission
+      ids its own workspace's records or end records say ended, used only for runs Ray does not list
+      (a forged end record never frees a run Ray lists as active); or the cluster answers with another
+      `session` than the run's (its head restarted: the run died with it; "" when not read);
+    - before, it holds while the process that admitted it may still submit it: not proven `gone` (its
+      liveness lock, state.admission_holders), and at most ADMIT_GRACE after admission."""
+    if entry.admitted is None:
+        return False
+    if job is not None:
+        return job.status in ACTIVE and (job.workspace, job.job) == (entry.workspace, entry.job)
+    if entry.submission_id in ended:
+        return False
+    if entry.submitted is not None:
+        return not (session and entry.session and session != entry.session)
+    if entry.holder is not None and entry.holder in gone:
+        return False
+    return -CLOCK_SKEW <= now - entry.admitted < ADMIT_GRACE
 
 
 def waiting(workspace: str, queue: ClusterQueue, now: float, capacity: Sequence[Mapping[str, float]],
@@ -224,6 +252,9 @@ def plan_admission(desired: DesiredState, observed: ObservedState, changes: list
             found.append(error(change.address, problem[0], problem[1]).located(desired.source(change.address)))
         elif want is not None and not problem:
             wants[change.address] = want
+            if note := demands.unreserved(desired.jobs[want[1].ask.job], _submitted(change)):
+                found.append(Diagnostic(severity="warning", address=change.address, field="demand", message=note)
+                             .located(desired.source(change.address)))
     decisions: dict[str, Decision] = {}
     leaving, grouped = stopping(changes), by_cluster(wants)
     for name in sorted(observed.clusters):
@@ -231,7 +262,7 @@ def plan_admission(desired: DesiredState, observed: ObservedState, changes: list
         if _nodes_known(observed, name) and (name in grouped or queue.entries):
             decisions.update(decide_cluster(workspace, observed.clusters[name], queue, grouped.get(name, []),
                                             observed.observed_at, leaving,
-                                            _unledgered(workspace, name, queue, runs, leaving), specs=specs))
+                                            _unledgered(desired, name, queue, runs, leaving), specs=specs))
     queued = {name: waiting_entries(workspace, _queue(observed, name)) for name in grouped}
     decided = [_decided(c, wants.get(c.address), decisions, queued) for c in changes]
     heads = preempting(decisions)
@@ -321,17 +352,28 @@ def _decided(change: Change, want: tuple[str, Want] | None, decisions: Mapping[s
     return queued_change(change, wanted, decision, info, enqueued=says_the_same(before, wanted.ask))
 
 
-def _unledgered(workspace: str, cluster: str, queue: ClusterQueue, runs: Mapping[str, list[RunView]],
+def _unledgered(desired: DesiredState, cluster: str, queue: ClusterQueue, runs: Mapping[str, list[RunView]],
                 leaving: set[str]) -> list[Entry]:
     """Active runs of this workspace that no ledger names hold what their submission asked: the GPUs
-    of a verl run (its shape unknown, so anywhere) and its driver."""
-    ledgered = {e.submission_id for e in queue.entries}
-    return [Entry(key=f"{workspace}/{job}", workspace=workspace, admitted=True,
-                  demand=Demand(spread={"GPU": float(r.submission.gpus)} if r.submission.gpus else {},
-                                driver=driver_needs(r.submission)))
+    of a verl run (its shape unknown, so anywhere) and its driver; a `command` run, its `demand:` as
+    the job's spec says it now (Ray reserves none of it beyond the driver's)."""
+    workspace, ledgered = desired.workspace.name, {e.submission_id for e in queue.entries}
+    return [Entry(key=f"{workspace}/{job}", workspace=workspace, admitted=True, demand=_running(desired, job, r))
             for job, job_runs in sorted(runs.items()) for r in job_runs
             if r.cluster == cluster and r.on_ray and r.status in ACTIVE and r.submission is not None
             and r.submission_id not in ledgered and r.submission_id not in leaving]
+
+
+def _submitted(change: Change) -> Submission:
+    return next(s.submission for s in change.steps if isinstance(s, SubmitStep))
+
+
+def _running(desired: DesiredState, name: str, run: RunView) -> Demand:
+    sub, job = run.submission, desired.jobs.get(name)
+    assert sub is not None
+    if job is not None and job.workload == "command" and job.demand and sub.gpus is None:
+        return demands.demand_of(job, sub)
+    return Demand(spread={"GPU": float(sub.gpus)} if sub.gpus else {}, driver=driver_needs(sub))
 
 
 def _nodes_known(observed: ObservedState, cluster: str) -> bool:

@@ -175,11 +175,11 @@ def _section(title: str, head: tuple[str, ...], rows: list[tuple[str, ...]], emp
 
 def _holding(cluster: ClusterState, queue: ClusterQueue, now: float) -> list[tuple[Entry, LedgerEntry]]:
     """Each ledger entry asked alone whether it still holds: the rule plans apply, kept with its entry."""
-    return [(entry, e) for e in queue.entries for entry in held(cluster, _alone(e), now, set())]
+    return [(entry, e) for e in queue.entries for entry in held(cluster, _alone(e, queue.gone), now, set())]
 
 
-def _alone(entry: LedgerEntry) -> ClusterQueue:
-    return ClusterQueue(entries=(entry,))
+def _alone(entry: LedgerEntry, gone: frozenset[str] = frozenset()) -> ClusterQueue:
+    return ClusterQueue(entries=(entry,), gone=gone)
 
 
 def _held(e: LedgerEntry, demand: Demand) -> Held:
