@@ -20,6 +20,8 @@ class ServeOptions:
     listen: str | None = None
     once: bool = False
     log_format: Literal["text", "json"] = "text"
+    watch: float = 1.0
+    """Seconds between polls of each cluster's job list between turns (reconcile.serve.watch); 0: off."""
 
 
 def run(directory: Path, options: ServeOptions) -> int:
@@ -31,7 +33,7 @@ def run(directory: Path, options: ServeOptions) -> int:
     if not desired.shared_roots:
         raise ArgusError(f"{directory}: the workspace has no cluster, so no shared root to hold the loop's lease.")
     root = desired.shared_roots[sorted(desired.shared_roots)[0]]
-    settings = LoopSettings(turn=options.turn, once=options.once, log_format=options.log_format,
+    settings = LoopSettings(turn=options.turn, once=options.once, log_format=options.log_format, watch=options.watch,
                             notify=_notifier(options.notify, root, desired.workspace.name))
     server = _server(options.listen, desired.shared_roots, settings)
     audit.act_as(f"argus serve@{socket.gethostname()}")
