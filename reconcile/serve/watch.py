@@ -19,6 +19,7 @@ reaches the log: a job table is hostile input, and the turn reports what it find
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -96,6 +97,10 @@ class Watch:
             clients = connect(desired, min(self.timeout, REQUEST_TIMEOUT))
         except ArgusError:  # a token that cannot be read: the turn says so; the watch keeps what it has
             return
+        self.follow_clients(clients)
+
+    def follow_clients(self, clients: Mapping[str, Any]) -> None:
+        """state.ray_client.RayClient by cluster name."""
         old = self._clusters
         self._clusters = {(name, c.address): old.get((name, c.address)) or _Cluster(c)
                           for name, c in clients.items()}
@@ -105,10 +110,9 @@ class Watch:
 
     @staticmethod
     def _first_read(cluster: _Cluster) -> None:
-        try:
+        # a failure is the turn's to report; the watch thread reads the cluster again at its next tick
+        with contextlib.suppress(ArgusError, OSError, ValueError, TypeError, AttributeError):
             cluster.statuses = cluster.client.job_statuses()
-        except (ArgusError, OSError, ValueError, TypeError, AttributeError):
-            pass  # the turn reports the cluster; the watch thread reads it again at its next tick
 
     def after_turn(self, report: TurnReport) -> None:
         if report.plan is not None:  # a turn that could not plan says nothing of the queue: keep what was known
