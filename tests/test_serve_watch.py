@@ -16,13 +16,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from conftest import Workspace, jobs_of, until
 
+from reconcile.serve.loop import MIN_GAP
 from reconcile.serve.watch import MAX_BACKOFF, Watch, ended, freed
 from state import local
 from state.ray_client import RayClient
@@ -178,12 +179,15 @@ class Dashboard:
         self.status = 200
         self.body = ""
         self.requests: list[str] = []
+        self.answer: Callable[[str], object] | None = None
+        """What to answer by path; None: `rows` to every request."""
         dash = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 dash.requests.append(self.path)
-                body = (dash.body or json.dumps(dash.rows)).encode()
+                rows = dash.answer(self.path) if dash.answer else dash.rows
+                body = (dash.body or json.dumps(rows)).encode()
                 self.send_response(dash.status)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -261,6 +265,32 @@ def test_hostile_rows_are_left_out_and_wake_nothing(dashboard):
     dashboard.rows = {"jobs": "not a list"}
     watch.tick(time.monotonic())  # never raises: at most a turn looks, or the watch backs off
     assert woken.reasons == []  # tick returns reasons; only run() wakes
+
+
+def test_a_job_table_that_churns_wakes_turns_at_most_a_gap_apart(dashboard, tmp_path):
+    """Every poll shows a new failed job (anyone who reaches the dashboard can submit): the loop turns
+    more often than its interval, but never back to back."""
+    ended_jobs = iter(range(10**6))
+    dashboard.answer = lambda path: (
+        {"ray_version": "2.60.0", "session_name": "s"} if path.startswith("/api/version")
+        else [{"submission_id": f"churn-{next(ended_jobs)}", "status": "FAILED", "type": "SUBMISSION"}]
+        if path.startswith("/api/jobs/") else {"data": {"result": {"result": []}}})
+    shared = tmp_path / "nfs"
+    (shared / ".argus").mkdir(parents=True)
+    ws = Workspace(tmp_path / "ws", "churned", dashboard.address)
+    ws.write("argus.yaml", "kind: Workspace\nname: churned\n")
+    ws.write("cluster.yaml", f"kind: Cluster\nname: local\naddress: {dashboard.address}\nshared_root: {shared}\n")
+    loop = Loop(ws, "--interval", INTERVAL, "--watch", "0.05")
+    try:
+        until(lambda: len(loop.turns()) >= 2, "the watch wakes the loop", 60)
+        started, turns = time.monotonic(), len(loop.turns())
+        time.sleep(6)
+        woken = len(loop.turns()) - turns
+        elapsed = time.monotonic() - started
+    finally:
+        err = loop.stop()
+    assert "turn started early" in err
+    assert 1 <= woken <= elapsed / MIN_GAP + 1, err  # without the gap: a turn every few hundred ms
 
 
 def test_endings_are_told_apart_from_what_does_not_free_room():
