@@ -6,9 +6,9 @@ stream, long poll or ETag; the state API's `/api/v0/jobs` reads the same table a
 A job that ends, fails or is stopped, or leaves the table while it ran, wakes the loop: any job's,
 any workspace's, since any run that ends frees room for the queue, and one of ours that fails is
 told at once. While this workspace has jobs waiting on a cluster, each tick also reads Ray's report
-of what is in use (`GET /api/cluster_status`, which admission reads): it trails the job table by about
-two seconds (measured on Ray 2.60), so the turn a job's end woke may still find the room taken; the
-report's drop wakes the one that admits.
+of what is in use (`GET /api/cluster_status`, which admission reads): it trails the job table by 2-5 s
+(Ray's autoscaler monitor writes it every ~5 s; measured on Ray 2.60), so the turn a job's end woke may
+still find the room taken; the report's drop wakes the one that admits.
 
 It changes nothing and decides nothing: it only wakes the loop, whose turn observes, plans and acts
 as every turn does, under the same lock and lease. It polls only while the loop is active (a standby
