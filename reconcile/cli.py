@@ -246,8 +246,8 @@ def serve(directory: Path = DIR,
           stop_timeout: float = typer.Option(120.0, "--stop-timeout",
                                              help="Seconds to wait for a stopped job to reach a final status."),
           watch: float = typer.Option(1.0, "--watch", min=0.0, help="Seconds between polls of each cluster's job "
-                                      "list between turns: a job that ends, fails or frees room starts a turn at "
-                                      "once. 0: off (turns only every interval)."),
+                                      "list between turns (at least 0.2): a job that ends, fails or frees room "
+                                      "starts a turn at once. 0: off (turns only every interval)."),
           timeout: float = TIMEOUT) -> int:
     """Keep watch: every interval load, observe, plan; keep records, retry, notify, and with --sync auto apply."""
     from reconcile.commands import serve as command

@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import Workspace, jobs_of, until
+from conftest import Workspace, jobs_of, make_workspace, until
 
 from reconcile.serve.loop import MIN_GAP
 from reconcile.serve.watch import MAX_BACKOFF, Watch, ended, freed
@@ -280,7 +280,7 @@ def test_a_job_table_that_churns_wakes_turns_at_most_a_gap_apart(dashboard, tmp_
     ws = Workspace(tmp_path / "ws", "churned", dashboard.address)
     ws.write("argus.yaml", "kind: Workspace\nname: churned\n")
     ws.write("cluster.yaml", f"kind: Cluster\nname: local\naddress: {dashboard.address}\nshared_root: {shared}\n")
-    loop = Loop(ws, "--interval", INTERVAL, "--watch", "0.05")
+    loop = Loop(ws, "--interval", INTERVAL, "--watch", "0.2")
     try:
         until(lambda: len(loop.turns()) >= 2, "the watch wakes the loop", 60)
         started, turns = time.monotonic(), len(loop.turns())
@@ -291,6 +291,14 @@ def test_a_job_table_that_churns_wakes_turns_at_most_a_gap_apart(dashboard, tmp_
         err = loop.stop()
     assert "turn started early" in err
     assert 1 <= woken <= elapsed / MIN_GAP + 1, err  # without the gap: a turn every few hundred ms
+
+
+def test_a_watch_that_would_hammer_the_dashboard_is_refused(tmp_path, argus):
+    ws = make_workspace(tmp_path / "ws", "hammer", "http://127.0.0.1:9")
+    (ws.shared / ".argus").mkdir(parents=True)
+    refused = argus("serve", ws.root, "--watch", "0.01")
+    assert refused.code == 1 and "--watch 0.01: give 0 (no watch) or at least 0.2 seconds" in refused.err
+    assert not (ws.shared / ".argus" / "serve").exists()  # refused before the loop took anything
 
 
 def test_endings_are_told_apart_from_what_does_not_free_room():

@@ -10,6 +10,7 @@ from typing import Literal
 from reconcile.commands.common import load
 from reconcile.serve.loop import Loop, LoopSettings
 from reconcile.serve.turn import TurnOptions
+from reconcile.serve.watch import MIN_WATCH
 from specs.errors import ArgusError
 
 
@@ -27,6 +28,9 @@ class ServeOptions:
 def run(directory: Path, options: ServeOptions) -> int:
     from state import audit
 
+    if 0 < options.watch < MIN_WATCH:
+        raise ArgusError(f"--watch {options.watch:g}: give 0 (no watch) or at least {MIN_WATCH:g} seconds "
+                         "between polls.")
     if options.turn.git_pull:  # a broken commit checked out before a restart is fixed by the next merge
         _pull_first(directory)
     desired = load(directory)  # a workspace that does not load now is an error now, not a loop of errors
