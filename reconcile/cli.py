@@ -248,6 +248,9 @@ def serve(directory: Path = DIR,
           log_format: LogFormat = LOG_FORMAT,
           stop_timeout: float = typer.Option(120.0, "--stop-timeout",
                                              help="Seconds to wait for a stopped job to reach a final status."),
+          watch: float = typer.Option(1.0, "--watch", min=0.0, help="Seconds between polls of each cluster's job "
+                                      "list between turns (at least 0.2): a job that ends, fails or frees room "
+                                      "starts a turn at once. 0: off (turns only every interval)."),
           timeout: float = TIMEOUT) -> int:
     """Keep watch: every interval load, observe, plan; keep records, retry, notify, and with --sync auto apply."""
     from reconcile.commands import serve as command
@@ -257,7 +260,7 @@ def serve(directory: Path = DIR,
                        stop_timeout=stop_timeout, pending_alert=pending_alert, stall_alert=stall_alert,
                        with_audit=listen is not None)
     return command.run(directory, command.ServeOptions(turn=turn, notify=tuple(notify), listen=listen, once=once,
-                                                       log_format=log_format.value))
+                                                       log_format=log_format.value, watch=watch))
 
 
 @audit_app.command("verify")

@@ -125,6 +125,33 @@ class RayClient:
             raise self._malformed("GET /api/cluster_status", "its clusterStatus holds no usageByNode object")
         return usage
 
+    def job_statuses(self) -> dict[str, str]:
+        """Each job's id and status, from one GET /api/jobs/ that is not retried: `argus serve`'s watch
+        (reconcile.serve.watch) asks again a moment later. Rows without an id, or whose status is not one
+        of Ray's, are left out: the watch only compares statuses, it never acts on a row."""
+        with self._errors("list jobs"):
+            rows = self._api.list_jobs()
+        found = {}
+        for row in rows:
+            job_id, status = _text(row.get("submission_id")) or _text(row.get("job_id")), _text(row.get("status"))
+            if job_id and status in RAY_STATUSES:
+                found[job_id] = status
+        return found
+
+    def resources_in_use(self) -> dict[str, float]:
+        """What the whole cluster uses now by resource, summed over nodes (the report's camel-cased
+        names: workerNode for worker_node), from one GET /api/cluster_status that is not retried."""
+        with self._errors("GET /api/cluster_status"):
+            body = self._api.get_json("/api/cluster_status")
+        usage = _dig(body, "data", "clusterStatus", "loadMetricsReport", "usageByNode")
+        totals: dict[str, float] = {}
+        for report in usage.values() if isinstance(usage, dict) else ():
+            for name, pair in report.items() if isinstance(report, dict) else ():
+                amount = _amount(pair[0]) if isinstance(pair, list) and pair else None
+                if amount is not None and amount >= 0:
+                    totals[str(name)] = totals.get(str(name), 0.0) + amount
+        return totals
+
     def submit(self, submission_id: str, payload: dict[str, Any]) -> str:
         """Ray's atomic create-if-absent. Returns "submitted", or "exists" when it is already ours."""
         try:
@@ -401,13 +428,13 @@ def _used(node: Node, report: Any) -> dict[str, float]:
         return {}
     used = {}
     for name in node.resources:
-        pair = report.get(_camel(name), report.get(name))
+        pair = report.get(camel(name), report.get(name))
         amount = _amount(pair[0]) if isinstance(pair, list) and pair else None
         if amount is not None and amount >= 0:
             used[name] = amount
     return used
 
 
-def _camel(name: str) -> str:
+def camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part[:1].upper() + part[1:] for part in rest)

@@ -10,6 +10,7 @@ from typing import Literal
 from reconcile.commands.common import load
 from reconcile.serve.loop import Loop, LoopSettings
 from reconcile.serve.turn import TurnOptions
+from reconcile.serve.watch import MIN_WATCH
 from specs.errors import ArgusError
 
 
@@ -20,18 +21,23 @@ class ServeOptions:
     listen: str | None = None
     once: bool = False
     log_format: Literal["text", "json"] = "text"
+    watch: float = 1.0
+    """Seconds between polls of each cluster's job list between turns (reconcile.serve.watch); 0: off."""
 
 
 def run(directory: Path, options: ServeOptions) -> int:
     from state import audit
 
+    if 0 < options.watch < MIN_WATCH:
+        raise ArgusError(f"--watch {options.watch:g}: give 0 (no watch) or at least {MIN_WATCH:g} seconds "
+                         "between polls.")
     if options.turn.git_pull:  # a broken commit checked out before a restart is fixed by the next merge
         _pull_first(directory)
     desired = load(directory)  # a workspace that does not load now is an error now, not a loop of errors
     if not desired.shared_roots:
         raise ArgusError(f"{directory}: the workspace has no cluster, so no shared root to hold the loop's lease.")
     root = desired.shared_roots[sorted(desired.shared_roots)[0]]
-    settings = LoopSettings(turn=options.turn, once=options.once, log_format=options.log_format,
+    settings = LoopSettings(turn=options.turn, once=options.once, log_format=options.log_format, watch=options.watch,
                             notify=_notifier(options.notify, root, desired.workspace.name))
     server = _server(options.listen, desired.shared_roots, settings)
     audit.act_as(f"argus serve@{socket.gethostname()}")

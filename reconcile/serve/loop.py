@@ -3,6 +3,11 @@
 A keeper thread renews the lease (every third of an interval, whatever a turn is doing), so a long
 apply does not look like a dead loop; a standby takes over within three intervals of the holder's
 last renewal. SIGTERM or SIGINT lets the current turn finish, then releases the lease.
+
+Between turns, a watch thread (reconcile.serve.watch) polls each cluster's job list and wakes the loop
+when a job ends or room frees, so a queued job starts, and a failure is told, within seconds whatever
+the interval. Woken turns are at least MIN_GAP apart: a burst of endings (or a job table that churns
+on purpose) leads to one turn, never to a spin.
 """
 
 from __future__ import annotations
@@ -21,11 +26,14 @@ from typing import Literal
 
 from reconcile.serve.report import Event, TurnReport
 from reconcile.serve.turn import TurnOptions, turn
+from reconcile.serve.watch import EVERY, Watch
 from specs.diagnostics import plain
 
 LEASE_TTL_INTERVALS = 2.0
 """The lease dies this many intervals after its last renewal (seen by the standby's own clock); with a
 standby checking every third of an interval, it takes over within three intervals."""
+MIN_GAP = 1.0
+"""Seconds from the end of a turn to a turn the watch woke."""
 
 
 @dataclass
@@ -37,6 +45,8 @@ class LoopSettings:
     """Sends events, returns problems (never raises): reconcile.serve.notify."""
     publish: list[Callable[[TurnReport], None]] = field(default_factory=list)
     """Called with every report: the status page, the metrics."""
+    watch: float = EVERY
+    """Seconds between the watch's polls of each cluster (reconcile.serve.watch); 0: no watch."""
 
 
 class Loop:
@@ -53,6 +63,10 @@ class Loop:
         self.active = threading.Event()
         self.wake = threading.Event()
         self.turns = 0
+        self.watch = Watch(settings.watch, self._woken, self.say) if settings.watch > 0 and not settings.once else None
+        self._early: str | None = None
+        """Why the watch asked for a turn now; None when it did not."""
+        self._turn_ended = 0.0
 
     def run(self) -> int:
         """Until stopped (or one turn with --once). Returns the exit code: 1 when the last turn failed."""
@@ -62,17 +76,19 @@ class Loop:
         self._renew()
         self.wake.clear()  # the first turn starts now: taking the lease must not add a second at once
         keeper.start()
+        watcher = self._start_watch()
         report = None
         try:
             while not self.stopping.is_set():
                 report = self._one()
                 if self.settings.once:
                     break
-                self.wake.wait(self.settings.turn.interval)
-                self.wake.clear()
+                self._wait()
         finally:
             self.stopping.set()
             keeper.join(timeout=5)
+            if watcher is not None:
+                watcher.join(timeout=5)
             self._finish_sends()
             self.lease.release()
             for signum, handler in previous.items():
@@ -80,12 +96,39 @@ class Loop:
             self.say(f"argus serve: stopped after {self.turns} turn(s); lease released")
         return 0 if report is None or report.ok else 1
 
+    def _start_watch(self) -> threading.Thread | None:
+        if self.watch is None:
+            return None
+        thread = threading.Thread(target=self.watch.run, args=(self.stopping, self.active), name="argus-watch",
+                                  daemon=True)
+        thread.start()
+        return thread
+
+    def _woken(self, reason: str) -> None:
+        """The watch's call, from its thread: a turn now (one, however many calls come before it starts)."""
+        self._early = reason
+        self.wake.set()
+
+    def _wait(self) -> None:
+        """Until the interval has passed, or something wakes the loop (the watch, the lease taken, a signal)."""
+        self.wake.wait(self.settings.turn.interval)
+        self.wake.clear()
+        if self._early is not None:  # a woken turn waits out the gap: endings that come meanwhile join it
+            self.stopping.wait(max(0.0, self._turn_ended + MIN_GAP - time.monotonic()))
+            self.wake.clear()
+
     def _one(self) -> TurnReport:
+        early, self._early = self._early, None
         if not self.active.is_set():
             report = self._standby()
         else:
             report = self._kept(self._turn())
+            if early is not None:
+                report = replace(report, notes=(*report.notes, f"turn started early: {early}"))
             self._notify(report)
+            if self.watch is not None:
+                self.watch.after_turn(report)
+        self._turn_ended = time.monotonic()
         for publish in self.settings.publish:
             publish(report)
         self._log(report)
@@ -95,7 +138,8 @@ class Loop:
         self.turns += 1
         try:
             loaded, self.loaded = self.loaded, None
-            return turn(self.directory, self.settings.turn, self.say, loaded)
+            return turn(self.directory, self.settings.turn, self.say, loaded,
+                        seen=self.watch.follow if self.watch is not None else None)
         except Exception as err:  # a bug must not end the loop: report it, try again next turn
             self.say(traceback.format_exc().rstrip())
             now = time.time()

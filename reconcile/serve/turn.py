@@ -80,14 +80,15 @@ def _queued_by_apply(change: Change) -> bool:
 
 
 def turn(directory: Path, options: TurnOptions, say: Callable[[str], None],
-         loaded: DesiredState | None = None) -> TurnReport:
+         loaded: DesiredState | None = None, seen: Callable[[DesiredState], None] | None = None) -> TurnReport:
     """`loaded`: the desired state just read by the caller (the loop's start-up), so the first turn
-    does not read every spec file twice; ignored with --git-pull, which may change them."""
+    does not read every spec file twice; ignored with --git-pull, which may change them. `seen` is
+    given the desired state once loaded: the loop's watch follows its clusters."""
     started = time.time()
     out = Outcome()
     ok = True
     try:
-        _reconcile(directory, options, out, say, loaded)
+        _reconcile(directory, options, out, say, loaded, seen)
     except ArgusError as err:
         ok, out.error = False, str(err)
     ws = out.desired.workspace.name if out.desired else directory.name
@@ -105,13 +106,15 @@ def _drift_count(out: Outcome) -> int:
 
 
 def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callable[[str], None],
-               loaded: DesiredState | None) -> None:
+               loaded: DesiredState | None, seen: Callable[[DesiredState], None] | None = None) -> None:
     from reconcile.commands.common import connect, load, observe_and_plan
     from reconcile.execute.admit import confirm_queue
     from state.gitinfo import desired_commit
 
     reviewed = _pulled(directory, options, out)
     desired = out.desired = loaded if loaded is not None and not options.git_pull else load(directory)
+    if seen is not None:
+        seen(desired)
     reviewed = reviewed and _all_tracked(directory, desired, options, out)
     may_sync = options.sync == "auto" and reviewed
     out.commit = desired_commit(desired.root).commit
