@@ -178,3 +178,13 @@ def test_rows_argus_cannot_act_on_are_reported_and_the_rest_proceeds(ray_cluster
         assert argus("apply", ws.root, "--auto-approve", "--keep-finished", "1").code == 0  # and again
     finally:
         proxy.close()
+
+
+def test_plain_drops_escape_sequences_and_control_characters_and_keeps_the_text() -> None:
+    """CSI colours, an OSC hyperlink, a DCS string, \\r, NUL, a one-byte CSI, a bidi override, NEL, a reset."""
+    from specs.diagnostics import plain
+
+    hostile = ("a\x1b[31mred\x1b[0m \x1b]8;;http://evil\x07link\x1b]8;;\x1b\\ \x1bPq#0\x1b\\x\r\x00\x9b2J"
+               "\u202eb\x85\tc\nd\x1bc")
+    assert plain(hostile) == "ared link xb\tc\nd"
+    assert plain(hostile, lines=False) == "ared link xb c d"
