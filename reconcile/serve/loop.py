@@ -52,6 +52,8 @@ class Loop:
         self.active = threading.Event()
         self.wake = threading.Event()
         self.turns = 0
+        self._said: set[str] = set()
+        """Warnings about the shared root's signatures already logged: each once, not every turn."""
 
     def run(self) -> int:
         """Until stopped (or one turn with --once). Returns the exit code: 1 when the last turn failed."""
@@ -85,6 +87,7 @@ class Loop:
         else:
             report = self._kept(self._turn())
             self._notify(report)
+            self._say_trust_warnings(report)
         for publish in self.settings.publish:
             publish(report)
         self._log(report)
@@ -155,6 +158,15 @@ class Loop:
             self.active.clear()
             if was:
                 self.say(f"argus serve: lost the lease to {self.lease.holder_now()}; standing by")
+
+    def _say_trust_warnings(self, report: TurnReport) -> None:
+        """The plan's warnings about unsigned or forged queue entries (reconcile.plan.queue_trust), once each."""
+        from reconcile.plan.queue_trust import KEY_WORDS
+
+        for found in report.plan.diagnostics if report.plan is not None else ():
+            if found.severity == "warning" and KEY_WORDS in found.message and found.message not in self._said:
+                self._said.add(found.message)
+                self.say(f"argus serve: warning: {found.address}: {found.text}")
 
     def _warn_unsigned(self) -> None:
         from state.root_key import keyed
