@@ -99,6 +99,11 @@ def test_a_forged_high_priority_head_of_a_fake_workspace_never_stops_a_preemptib
         forge_ledger(shared, "fake", urgent())  # refreshed, as a forger would
         turn = argus("serve", ws.root, "--once", "--sync", "auto")  # the loop carries out preemptions always
         assert turn.code == 0, turn.err
+        said = ("queue entries without a valid ARGUS_ROOT_KEY signature were ignored" if keyed else
+                "low would be preempted for fake/urgent, but preemption across workspaces needs signed")
+        assert turn.err.count(said) == 1, turn.err  # the loop's log names the forgery, once
+        assert ("ARGUS_ROOT_KEY is not set: the lease, the sent-event ledger and the admission queue" in turn.err) \
+            is not keyed
         time.sleep(1)  # a stop would have been asked for synchronously; give Ray a moment to show it
         assert running_low(ws) == "RUNNING", "a forged queue entry stopped another workspace's run"
         assert [j.metadata["argus.attempt"] for j in jobs_of(ws.address, ws.name)] == ["1"]

@@ -4,7 +4,9 @@ Only the head preempts, only runs marked `preemptible: true` with a lower priori
 and never more than needed: the fewest such runs whose whole demand, released, lets the head fit,
 chosen lowest priority first, then the most recently admitted (the least work lost), and any that
 turn out not to be needed are spared again. The check uses the demand argus admitted, not Ray's
-report: a stopped run's GPUs are free once it has ended, wherever Ray placed them.
+report: a stopped run's GPUs are free once it has ended, wherever Ray placed them. A head whose ledger
+entry is not signed (Entry.signed: any job could have written it) preempts no other workspace's run:
+reconcile.plan.admission.decide keeps what it would stop in Decision.unsigned_preempts instead.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
 from state.observed import ACTIVE, ObservedState
 
+KEY_WORDS = "ARGUS_ROOT_KEY"
+"""Every warning of this module names the key (`argus serve` logs each such warning once)."""
 SET_THE_KEY = "set the same ARGUS_ROOT_KEY for every workspace and `argus serve` sharing this root (docs/queue.md)"
 
 

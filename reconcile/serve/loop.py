@@ -67,6 +67,8 @@ class Loop:
         self._early: str | None = None
         """Why the watch asked for a turn now; None when it did not."""
         self._turn_ended = 0.0
+        self._said: set[str] = set()
+        """Warnings about the shared root's signatures already logged: each once, not every turn."""
 
     def run(self) -> int:
         """Until stopped (or one turn with --once). Returns the exit code: 1 when the last turn failed."""
@@ -126,6 +128,7 @@ class Loop:
             if early is not None:
                 report = replace(report, notes=(*report.notes, f"turn started early: {early}"))
             self._notify(report)
+            self._say_trust_warnings(report)
             if self.watch is not None:
                 self.watch.after_turn(report)
         self._turn_ended = time.monotonic()
@@ -200,6 +203,15 @@ class Loop:
             self.active.clear()
             if was:
                 self.say(f"argus serve: lost the lease to {self.lease.holder_now()}; standing by")
+
+    def _say_trust_warnings(self, report: TurnReport) -> None:
+        """The plan's warnings about unsigned or forged queue entries (reconcile.plan.queue_trust), once each."""
+        from reconcile.plan.queue_trust import KEY_WORDS
+
+        for found in report.plan.diagnostics if report.plan is not None else ():
+            if found.severity == "warning" and KEY_WORDS in found.message and found.message not in self._said:
+                self._said.add(found.message)
+                self.say(f"argus serve: warning: {found.address}: {found.text}")
 
     def _warn_unsigned(self) -> None:
         from state.root_key import keyed
