@@ -32,7 +32,7 @@ from specs.errors import ArgusError
 EVERY = 1.0
 """Default seconds between two polls of a cluster (`argus serve --watch`)."""
 MIN_WATCH = 0.2
-"""The shortest time between polls `--watch` accepts: a cluster is never asked more than 5 times a second."""
+"""The shortest time between polls `--watch` accepts: at most five polls of a cluster a second."""
 REQUEST_TIMEOUT = 3.0
 """A poll waits no longer for an answer: a slow dashboard delays the watch, never the loop."""
 MAX_BACKOFF = 60.0
