@@ -85,7 +85,11 @@ class SlowSubmits:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: object, client_address: object) -> None:
+                pass  # an apply killed mid-request leaves a broken pipe: that is the point
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.address = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
