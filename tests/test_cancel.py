@@ -147,8 +147,7 @@ def test_thirty_killed_applies_then_one_apply_runs_every_job_once_at_once(gpu_cl
 GHOST = textwrap.dedent("""
     import sys, time
     from state import admission_holders
-    from state.queue_ledger import read_ledger
-from state.observed import LedgerEntry
+    from state.observed import LedgerEntry
     from state.queue_ledger import write_ledger
     root = sys.argv[1]
     entry = LedgerEntry(workspace="ghost", job="big", cluster="local", submission_id="ghost.big.000000000000.1",
