@@ -209,7 +209,7 @@ def test_command_demand_gpus_are_never_oversubscribed_under_serve(gpu_cluster, s
         stop_all(gpu_cluster.address, ws)
     done = Counter(j.metadata["argus.job"] for j in jobs_of(ws.address, ws.name) if j.status.value == "SUCCEEDED")
     assert done == Counter({"w": 1, "x": 1, "y": 1, "z": 1}), done
-    assert most == 3  # the three GPUs used, never a fourth run beside them
+    assert 2 <= most <= 3  # never a fourth run beside three holding every GPU (and the jobs did share the GPUs)
 
 
 HOLDER = textwrap.dedent("""
