@@ -193,9 +193,11 @@ def test_command_demand_gpus_are_never_oversubscribed_under_serve(gpu_cluster, s
     ws, gate = team(tmp_path, "counted", gpu_cluster, shared), tmp_path / "gate"
     for name in ("w", "x", "y", "z"):
         held_job(ws, name, gate, seconds=3)
-    planned = argus("plan", ws.root)
-    assert "Ray reserves only what its driver asks (0 GPU)" in planned.out + planned.err
-    loop = serve(ws)
+    applied = argus("apply", ws.root, "--auto-approve")  # three start, the fourth waits
+    assert applied.code == 0, applied.out + applied.err
+    assert "Ray reserves only what its driver asks (0 GPU)" in applied.out + applied.err
+    assert applied.out.count("queued #1") == 1, applied.out
+    loop = serve(ws)  # records mode: it admits what the apply queued once a GPU is free
     most, deadline = 0, time.monotonic() + 90
     try:
         while time.monotonic() < deadline:
