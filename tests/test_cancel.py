@@ -98,12 +98,13 @@ class SlowSubmits:
         self.server.server_close()
 
 
-def kill_at_a_random_point(apply: subprocess.Popen, rng: random.Random, shared: Path, workspace: str) -> None:
-    """SIGKILL the apply (its whole process group) after a random delay, or, half of the time, a random
-    moment after it wrote its first admission (then its first submit is held by the proxy): on a loaded
-    machine a delay alone would mostly kill it while it starts."""
+def kill_at_a_random_point(apply: subprocess.Popen, rng: random.Random, shared: Path, workspace: str,
+                           admits: bool) -> None:
+    """SIGKILL the apply (its whole process group) after a random delay, or, half of the time while it
+    still `admits` anything, a random moment after it wrote its first admission (then its first submit
+    is held by the proxy): on a loaded machine a delay alone would mostly kill it while it starts."""
     started = time.time()
-    if rng.random() < 0.5:
+    if not admits or rng.random() < 0.5:
         time.sleep(rng.uniform(0.1, 2.5))
     else:
         deadline = time.monotonic() + 10
@@ -121,10 +122,10 @@ def test_thirty_killed_applies_then_one_apply_runs_every_job_once_at_once(gpu_cl
     ws, gate = team(tmp_path, "cancelled", proxy, shared), tmp_path / "gate"
     for name in ("a", "b", "c"):  # 3 GPUs, 3 jobs of one: a stale admission counted twice queues one
         held_job(ws, name, gate)
-    rng, stranded = random.Random(25), 0
+    rng, stranded, on_ray = random.Random(25), 0, set()
     try:
         for _ in range(KILLS):
-            kill_at_a_random_point(cli("apply", ws.root, "--auto-approve"), rng, shared, ws.name)
+            kill_at_a_random_point(cli("apply", ws.root, "--auto-approve"), rng, shared, ws.name, len(on_ray) < 3)
             on_ray = {j.submission_id for j in jobs_of(ws.address, ws.name)}
             stranded += any(e.admitted and e.submission_id not in on_ray for e in read_ledger(str(shared), ws.name))
         assert stranded, "no kill fell between an admission and its submit: the test tried nothing"
