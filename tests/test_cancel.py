@@ -11,7 +11,9 @@ import contextlib
 import json
 import os
 import random
+import select
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -59,10 +61,15 @@ def cli(*args: str | Path) -> subprocess.Popen:
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
+def _hung_up(connection: socket.socket) -> bool:
+    readable, _, _ = select.select([connection], [], [], 0)
+    return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+
+
 class SlowSubmits:
     """A loopback proxy in front of the real dashboard that holds each submit for `delay` seconds before
-    passing it on (a busy head): a kill then often falls between an admission and Ray accepting its run,
-    and a submit whose apply was killed may still reach Ray after it died."""
+    passing it on (a busy head), and drops it if its apply hung up meanwhile: a kill then often falls
+    between an admission and Ray accepting its run, which then never reaches Ray."""
 
     def __init__(self, upstream: str, delay: float) -> None:
         import requests
@@ -72,6 +79,8 @@ class SlowSubmits:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if self.command == "POST" and self.path.rstrip("/") == "/api/jobs":
                     time.sleep(delay)
+                    if _hung_up(self.connection):
+                        return  # its apply was killed: this submit never reaches Ray
                 answer = requests.request(self.command, upstream + self.path, data=body, timeout=30,
                                           headers={"Content-Type": self.headers.get("Content-Type", "")})
                 self.send_response(answer.status_code)
@@ -99,19 +108,20 @@ class SlowSubmits:
 
 
 def kill_at_a_random_point(apply: subprocess.Popen, rng: random.Random, shared: Path, workspace: str,
-                           admits: bool) -> None:
+                           admits: bool, last: bool = False) -> None:
     """SIGKILL the apply (its whole process group) after a random delay, or, half of the time while it
     still `admits` anything, a random moment after it wrote its first admission (then its first submit
-    is held by the proxy): on a loaded machine a delay alone would mostly kill it while it starts."""
+    is held by the proxy): on a loaded machine a delay alone would mostly kill it while it starts. The
+    `last` kill falls after the admissions, so the one apply that follows faces them."""
     started = time.time()
-    if not admits or rng.random() < 0.5:
+    if not admits or (not last and rng.random() < 0.5):
         time.sleep(rng.uniform(0.1, 2.5))
     else:
         deadline = time.monotonic() + 10
         while apply.poll() is None and time.monotonic() < deadline and not any(
                 (e.admitted or 0) >= started for e in read_ledger(str(shared), workspace)):
             time.sleep(0.02)
-        time.sleep(rng.uniform(0.0, 0.8))
+        time.sleep(rng.uniform(0.0, 0.4 if last else 0.8))
     with contextlib.suppress(ProcessLookupError):
         os.killpg(apply.pid, signal.SIGKILL)
     apply.communicate(timeout=30)
@@ -124,11 +134,13 @@ def test_thirty_killed_applies_then_one_apply_runs_every_job_once_at_once(gpu_cl
         held_job(ws, name, gate)
     rng, stranded, on_ray = random.Random(25), 0, set()
     try:
-        for _ in range(KILLS):
-            kill_at_a_random_point(cli("apply", ws.root, "--auto-approve"), rng, shared, ws.name, len(on_ray) < 3)
+        for kill in range(KILLS):
+            kill_at_a_random_point(cli("apply", ws.root, "--auto-approve"), rng, shared, ws.name, len(on_ray) < 3,
+                                   last=kill == KILLS - 1)
             on_ray = {j.submission_id for j in jobs_of(ws.address, ws.name)}
-            stranded += any(e.admitted and e.submission_id not in on_ray for e in read_ledger(str(shared), ws.name))
-        assert stranded, "no kill fell between an admission and its submit: the test tried nothing"
+            stranded = sum(bool(e.admitted) and e.submission_id not in on_ray
+                           for e in read_ledger(str(shared), ws.name))
+        assert stranded, "the last kill left no admission Ray lacks: the final apply would try nothing"
         final = cli("apply", ws.root, "--auto-approve")
         out = final.communicate(timeout=120)[0]
         assert final.returncode == 0, out
