@@ -19,7 +19,7 @@ import contextlib
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,7 +29,7 @@ from reconcile.plan.queue import Want, decide_cluster, holds
 from specs.desired import DesiredState
 from state import admission_holders
 from state.observe import holders_gone
-from state.observed import MAYBE_RUNNING, ClusterQueue, ClusterState, LedgerEntry, ObservedState
+from state.observed import MAYBE_RUNNING, ClusterQueue, ClusterState, LedgerEntry, ObservedState, RayJob
 from state.queue_ledger import admission_lock, read_ledger, read_ledgers, write_ledger
 from state.quotas import load_quotas
 
@@ -76,7 +76,8 @@ def refresh(root: str, workspace: str, cluster: ClusterState, waiting: set[str],
     this workspace's records say ended (used only for runs Ray does not list)."""
     with _held(root):
         now, mine = time.time(), read_ledger(root, workspace)
-        kept = [e.model_copy(update={"seen": now}) if e.admitted is None else e
+        listed = {j.submission_id: j for j in cluster.jobs}
+        kept = [e.model_copy(update={"seen": now}) if e.admitted is None else _on_ray(e, cluster, listed, now)
                 for e in _still_held(mine, cluster, holders_gone(root, mine), ended)
                 if e.cluster != cluster.name or e.admitted is not None or e.submission_id in waiting]
         if kept != mine:
@@ -169,6 +170,15 @@ _THREADS = threading.Lock()
 def _want(workspace: str, step: SubmitStep, ask: Ask) -> Want:
     return Want(key=f"{workspace}/{ask.job}", submission_id=step.submission_id, spec_hash=step.spec_hash, ask=ask,
                 seen=step.seen)
+
+
+def _on_ray(entry: LedgerEntry, cluster: ClusterState, listed: Mapping[str, RayJob], now: float) -> LedgerEntry:
+    """An admission Ray lists the run of, as accepted: its apply may have died before saying so."""
+    job = listed.get(entry.submission_id)
+    if entry.submitted is not None or entry.cluster != cluster.name or job is None \
+            or (job.workspace, job.job) != (entry.workspace, entry.job):
+        return entry
+    return entry.model_copy(update={"submitted": now, "session": _session(cluster.session_name)})
 
 
 def _as_it_is(name: str, world: World) -> tuple[ClusterState, ClusterQueue]:
