@@ -275,8 +275,16 @@ def test_an_unsubmitted_admission_holds_while_its_apply_lives_and_not_once_it_is
     assert not holds(_entry(), None, 1000.0 + 601)  # the grace still bounds it (a forged live holder)
 
 
+def test_an_unsigned_submitted_admission_ray_does_not_list_holds_for_the_grace_only():
+    """Without ARGUS_ROOT_KEY an entry may be a forgery of a workspace whose argus never sees it end."""
+    unsigned = _entry(submitted=1001.0)
+    assert holds(unsigned, None, 1001.0 + 599)
+    assert not holds(unsigned, None, 1001.0 + 601)
+    assert holds(unsigned, _ray("RUNNING"), 10_000.0)  # while Ray lists it running, Ray says
+
+
 def test_a_submitted_admission_holds_whatever_one_dashboard_answer_lists_until_argus_knows_it_ended():
-    submitted = _entry(submitted=1001.0)
+    submitted = _entry(submitted=1001.0, signed=True)
     assert holds(submitted, None, 10_000.0, gone=frozenset({"f" * 32}))  # a row missing: still running
     assert not holds(submitted, None, 10_000.0, ended=frozenset({submitted.submission_id}))
     assert holds(submitted, _ray("RUNNING"), 10_000.0, ended=frozenset({submitted.submission_id}))  # forged end

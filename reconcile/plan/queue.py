@@ -109,7 +109,8 @@ def holds(entry: LedgerEntry, job: RayJob | None, now: float, gone: frozenset[st
     """An admitted entry's run holds its demand. While Ray lists the run, Ray says: active, and labelled
     as the entry's own job (an entry cannot borrow another's run). A run Ray does not list may be one a
     partial answer left out, or one not submitted yet:
-    - once Ray accepted it (`submitted`), it holds until argus knows it ended: `ended`, the submission
+    - once Ray accepted it (`submitted`), it holds until argus knows it ended (signed entries; an
+      unsigned one at most ADMIT_GRACE after its submit): `ended`, the submission
       ids its own workspace's records or end records say ended, used only for runs Ray does not list
       (a forged end record never frees a run Ray lists as active); or the cluster answers with another
       `session` than the run's (its head restarted: the run died with it; "" when not read);
@@ -122,7 +123,11 @@ def holds(entry: LedgerEntry, job: RayJob | None, now: float, gone: frozenset[st
     if entry.submission_id in ended:
         return False
     if entry.submitted is not None:
-        return not (session and entry.session and session != entry.session)
+        if session and entry.session and session != entry.session:
+            return False
+        # signed (ARGUS_ROOT_KEY): argus's own word, held for the run's whole life; unsigned, only for
+        # the grace after its submit, so one written once for a run nobody will see end holds not for ever
+        return entry.signed or -CLOCK_SKEW <= now - entry.submitted < ADMIT_GRACE
     if entry.holder is not None and entry.holder in gone:
         return False
     return -CLOCK_SKEW <= now - entry.admitted < ADMIT_GRACE
