@@ -74,11 +74,17 @@ class SlowSubmits:
     def __init__(self, upstream: str, delay: float) -> None:
         import requests
 
+        self.held: set[str] = set()
+        """Jobs whose submits are held until their apply hangs up: a kill then always strands them."""
+        held = self.held
+
         class Handler(BaseHTTPRequestHandler):
             def _forward(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if self.command == "POST" and self.path.rstrip("/") == "/api/jobs":
                     time.sleep(delay)
+                    while _job_of(body) in held and not _hung_up(self.connection):
+                        time.sleep(0.05)
                     if _hung_up(self.connection):
                         return  # its apply was killed: this submit never reaches Ray
                 answer = requests.request(self.command, upstream + self.path, data=body, timeout=30,
@@ -107,6 +113,12 @@ class SlowSubmits:
         self.server.server_close()
 
 
+def _job_of(body: bytes) -> str | None:
+    with contextlib.suppress(ValueError, AttributeError):
+        return json.loads(body).get("metadata", {}).get("argus.job")
+    return None
+
+
 def kill_at_a_random_point(apply: subprocess.Popen, rng: random.Random, shared: Path, workspace: str,
                            admits: bool, last: bool = False) -> None:
     """SIGKILL the apply (its whole process group) after a random delay, or, half of the time while it
@@ -133,6 +145,7 @@ def test_thirty_killed_applies_then_one_apply_runs_every_job_once_at_once(gpu_cl
     for name in ("a", "b", "c"):  # 3 GPUs, 3 jobs of one: a stale admission counted twice queues one
         held_job(ws, name, gate)
     rng, stranded, on_ray = random.Random(25), 0, set()
+    proxy.held.add("c")  # c's submits never reach Ray while applies are killed: the last kill strands one
     try:
         for kill in range(KILLS):
             kill_at_a_random_point(cli("apply", ws.root, "--auto-approve"), rng, shared, ws.name, len(on_ray) < 3,
@@ -141,6 +154,7 @@ def test_thirty_killed_applies_then_one_apply_runs_every_job_once_at_once(gpu_cl
             stranded = sum(bool(e.admitted) and e.submission_id not in on_ray
                            for e in read_ledger(str(shared), ws.name))
         assert stranded, "the last kill left no admission Ray lacks: the final apply would try nothing"
+        proxy.held.clear()
         final = cli("apply", ws.root, "--auto-approve")
         out = final.communicate(timeout=120)[0]
         assert final.returncode == 0, out
