@@ -13,12 +13,12 @@ load the next measurement; within one, each side bears the load of its own drive
 
 Where an apply of 100 new jobs goes (2026-11-24, 2 cores, each run separately): start-up to the first
 submit ~0.5 s (the CLI's and apply's imports ~0.4 s, load, observe and plan ~0.1 s; argus speaks Ray's
-Jobs REST API itself, state/jobs_api.py, and never imports Ray, whose import costs the loop 0.6-0.9 s),
+Jobs REST API itself, state/ray/jobs_api.py, and never imports Ray, whose import costs the loop 0.6-0.9 s),
 the concurrent submits ~2.8 s, the records brought up to date ~0.1 s, the interpreter's exit ~0.05 s
 (~0.2 s before what the command made was frozen out of its last collection). Eight bare concurrent
 submits of the same 100 take ~1.7 s, a bare sequential loop ~2.5-3.5 s: what argus adds to each submit
 (its records on the shared root, the status made durable before and after, the audit record) costs ~1 s
-over the batch. Audit appends are shared by the threads (state/group_commit.py: eight threads queued on
+over the batch. Audit appends are shared by the threads (state/audit/group_commit.py: eight threads queued on
 one append at a time before), copies kept for people are not fsynced, and the job list kept after the
 apply is one file linked into each run's directory. Ratios measured (apply / the loop as a script,
 median of 3): 1.41 at the start of the day, 1.11-1.16 with Ray's client imported, 0.86-0.88 without
@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from state import local  # noqa: E402
+from state.ray import local  # noqa: E402
 
 ARGUS = Path(sys.executable).with_name("argus")
 DRIVER_CPUS = 0.05

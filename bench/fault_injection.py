@@ -26,8 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from state import audit, local  # noqa: E402
-from state.audit_events import StepCarriedOut  # noqa: E402
+from state.audit import log as audit  # noqa: E402
+from state.audit.events import StepCarriedOut  # noqa: E402
+from state.ray import local  # noqa: E402
 
 ARGUS = str(Path(sys.executable).with_name("argus"))
 

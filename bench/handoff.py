@@ -32,8 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from specs.errors import ArgusError  # noqa: E402
-from state import local  # noqa: E402
-from state.ray_client import RayClient  # noqa: E402
+from state.ray import local  # noqa: E402
+from state.ray.client import RayClient  # noqa: E402
 
 INTERVAL = 60
 RUN_SECONDS = 3

@@ -24,11 +24,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from specs.loader import load_workspace  # noqa: E402
 from specs.submission import RunId, labels  # noqa: E402
-from state import audit, audit_files, records, run_index  # noqa: E402
-from state.audit_events import ApplyEnded, StepCarriedOut  # noqa: E402
-from state.audit_follow import AuditFollower  # noqa: E402
+from state.audit import files as audit_files
+from state.audit import log as audit  # noqa: E402
+from state.audit.events import ApplyEnded, StepCarriedOut  # noqa: E402
+from state.audit.follow import AuditFollower  # noqa: E402
 from state.observe import observe  # noqa: E402
 from state.observed import ClusterState, RayJob, RunRecord, RunStatus  # noqa: E402
+from state.runs import index as run_index
+from state.runs import records
 
 WS, JOBS, OTHERS = "bench", 20, 5_000
 """This workspace's jobs (each with one live run), and other workspaces' runs on the same root."""

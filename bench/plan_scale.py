@@ -19,7 +19,7 @@ those live objects (~0.5 s -> ~0.1 s).
 
 Why the 2x target is not met, and cannot be by a plan that reads every spec: the ratio's denominator
 is now mostly start-up (~0.45 s: the CLI's and planner's imports, git, one observation). Since argus
-stopped importing Ray (state/jobs_api.py, 0.6-0.9 s), a plan of 100 jobs takes ~0.5 s, and 2x that
+stopped importing Ray (state/ray/jobs_api.py, 0.6-0.9 s), a plan of 100 jobs takes ~0.5 s, and 2x that
 leaves ~0.55 s for 4,900 more jobs, ~0.11 ms each. The floor line below measures, in the same run,
 what only opening, reading, parsing (PyYAML's C loader into plain dicts, no lines, no checks) and
 validating (pydantic) the 5,000 files costs, with nothing of argus's: ~0.45 s. The secret scan, the
@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from state import local  # noqa: E402
+from state.ray import local  # noqa: E402
 
 ARGUS = [sys.executable, "-m", "reconcile.cli"]
 JOB = ("kind: Job\nname: j{i}\ncluster: local\nworkload: command\n"

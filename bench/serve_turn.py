@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reconcile.cli import main as argus  # noqa: E402
-from state import local  # noqa: E402
+from state.ray import local  # noqa: E402
 
 RUNNING = 20
 """Jobs that really ran (and finished): the rest are `state: stopped`, as most of a big workspace is."""

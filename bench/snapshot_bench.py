@@ -17,8 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from specs.models import CodeSnapshot  # noqa: E402
-from state import snapshots  # noqa: E402
-from state.sources import resolve_source  # noqa: E402
+from state.code import snapshots  # noqa: E402
+from state.code.sources import resolve_source  # noqa: E402
 
 
 def main() -> None:

@@ -12,8 +12,8 @@ from specs.base import Frozen
 from specs.diagnostics import Diagnostic
 from specs.models import Name
 from specs.submission import SUBMISSION_ID_PATTERN, Submission
-from state.failures import advice_for
 from state.observed import ACTIVE, LAYOUT, MAYBE_RUNNING, PREEMPTED, RunStatus
+from state.runs.failures import advice_for
 
 SNAPSHOT_PATH_PATTERN = r"^common/code/[a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9-]{0,62}$"
 SubmissionId = Annotated[str, StringConstraints(pattern=SUBMISSION_ID_PATTERN.pattern)]
@@ -183,7 +183,7 @@ class RunView(Frozen):
     on_ray: bool
     """False when Ray no longer knows the run (head restart, delete_job)."""
     failure: str | None = None
-    """Failure class of a failed run, when known (state.failures); "lost" for a lost run."""
+    """Failure class of a failed run, when known (state.runs.failures); "lost" for a lost run."""
     lost: bool = False
     """Neither Ray nor the run's exit.json shows an end, and the head restarted since it was seen:
     whatever it was doing died with that head."""
@@ -212,7 +212,7 @@ class RunView(Frozen):
 
     @property
     def advice(self) -> str | None:
-        """What to do about the failure class (state.failures.ADVICE)."""
+        """What to do about the failure class (state.runs.failures.ADVICE)."""
         return advice_for(self.failure)
 
     @property

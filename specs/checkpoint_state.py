@@ -1,4 +1,4 @@
-"""What a verl checkpoint directory holds, as plain data: read by state/checkpoints.py, judged by the
+"""What a verl checkpoint directory holds, as plain data: read by state/runs/checkpoints.py, judged by the
 pure planner (reconcile/plan/checkpoints.py), which may not import anything that reads files.
 
 verl's layouts (0.8.0, 0.9.0, 0.9.1 wheels; R = trainer.default_local_dir; docs/checkpoints.md):

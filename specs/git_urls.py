@@ -1,6 +1,6 @@
 """Git sources as data: the allow-list of URL forms, refs and paths a CodeSnapshot may name.
 
-Whatever passes here still reaches git only after `--` (state.safegit); this is the first wall, and
+Whatever passes here still reaches git only after `--` (state.code.safegit); this is the first wall, and
 the one that gives the pull request's author a file:line message.
 """
 

@@ -1,7 +1,7 @@
 """Which variable names may carry a secret: the run's wrapper sources them in its own shell.
 
 A secret reaches its run through `.secrets.env`, which the wrapper (a POSIX sh) sources before the
-command starts (state.run_secrets). Set in that shell, some names do harm a plain variable of Ray's
+command starts (state.runs.secrets). Set in that shell, some names do harm a plain variable of Ray's
 runtime_env never could; they are refused at file:line when the spec is loaded, and again when the
 file is written.
 """

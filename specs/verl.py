@@ -1,7 +1,7 @@
 """verl workloads: how a typed Job becomes `python3 -m verl.trainer...` (or torchrun) with Hydra overrides.
 
 Pure functions of the specs. What the snapshot's own verl makes of them (its composed config, the GPUs it
-asks for, its checks) is state/verl_checks.py's.
+asks for, its checks) is state/verl/checks.py's.
 """
 
 from __future__ import annotations

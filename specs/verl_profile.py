@@ -1,4 +1,4 @@
-"""What the snapshot's own verl makes of a job, as plain data: read by state/verl_checks.py from the
+"""What the snapshot's own verl makes of a job, as plain data: read by state/verl/checks.py from the
 composed Hydra config, used by the pure planner (demand, capacity, resume) and shown in plans."""
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, NamedTuple
 from specs.checkpoint_state import CheckpointState
 from specs.desired import DesiredState
 from specs.models import CodeSnapshot
-from state import snapshots
-from state.cache import cache_root
+from state.code import snapshots
+from state.code.cache import cache_root
+from state.code.sources import DEFAULT_FETCH_TIMEOUT, resolve_source, unresolved
 from state.observed import (
     LAYOUT,
     ClusterQueue,
@@ -28,12 +29,11 @@ from state.observed import (
     SnapshotState,
     SourceState,
 )
-from state.ray_client import ClusterAuthFailed, ClusterRequestFailed, ClusterUnreachable, RayClient
-from state.run_index import RunsRead, keep, read_runs
-from state.sources import DEFAULT_FETCH_TIMEOUT, resolve_source, unresolved
+from state.ray.client import ClusterAuthFailed, ClusterRequestFailed, ClusterUnreachable, RayClient
+from state.runs.index import RunsRead, keep, read_runs
 
 if TYPE_CHECKING:
-    from state.verl_checks import JobCheck
+    from state.verl.checks import JobCheck
 
 MAX_CONCURRENT_CLUSTERS = 8
 
@@ -80,9 +80,9 @@ def observe_runs(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedSt
 
 
 def _settled(desired: DesiredState, observed: ObservedState, runs: dict[str, RunsRead]) -> ObservedState:
-    """With what each run wrote about its own end; records of runs Ray forgot settled to it (state.settle);
+    """With what each run wrote about its own end; records of runs Ray forgot settled to it (state.runs.settle);
     runs settled by now indexed, so the next observation does not open their records again."""
-    from state.settle import settle, with_ends
+    from state.runs.settle import settle, with_ends
 
     observed = with_ends(desired, observed)
     settle(desired, observed)
@@ -95,7 +95,7 @@ def _settled(desired: DesiredState, observed: ObservedState, runs: dict[str, Run
 def read_run_records(desired: DesiredState, clusters: dict[str, ClusterState],
                      absent: tuple[str, ...]) -> dict[str, RunsRead]:
     """This workspace's records on each shared root here: the run index, the runs it marks open and
-    those Ray lists (state.run_index), never a status.json per run in history."""
+    those Ray lists (state.runs.index), never a status.json per run in history."""
     present = {root for name, root in desired.shared_roots.items() if name not in absent}
     on_ray = _on_ray(desired, clusters)
     return {root: read_runs(root, desired.workspace.name, on_ray) for root in sorted(present)}
@@ -165,7 +165,7 @@ def read_checkpoints(desired: DesiredState, absent: tuple[str, ...]) -> dict[str
     from specs import verl
     from specs.checkpoint_state import reads_path, resume_of
     from specs.submission import expand
-    from state.checkpoints import inspect_checkpoint, inspect_step
+    from state.runs.checkpoints import inspect_checkpoint, inspect_step
 
     found = {}
     for name, job in sorted(desired.jobs.items()):
@@ -183,7 +183,7 @@ def read_checkpoints(desired: DesiredState, absent: tuple[str, ...]) -> dict[str
 
 def read_queues(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, ClusterQueue]:
     """Each cluster's admission queue on its shared root: every workspace's ledger, and the quotas."""
-    from state.queue_ledger import QueueUnreadable, read_ledgers
+    from state.queue.ledger import QueueUnreadable, read_ledgers
     from state.root_key import keyed
 
     found = {}
@@ -203,13 +203,13 @@ def read_queues(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, Clu
 
 def holders_gone(root: str, entries: Iterable[LedgerEntry]) -> frozenset[str]:
     """The admitting processes proven gone, of the admitted entries not yet accepted by Ray."""
-    from state.admission_holders import gone
+    from state.queue.holders import gone
 
     return gone(root, {e.holder for e in entries if e.holder and e.admitted is not None and e.submitted is None})
 
 
 def _with_quotas(queue: ClusterQueue, root: str) -> ClusterQueue:
-    from state.quotas import QuotaFileError, load_quotas
+    from state.queue.quotas import QuotaFileError, load_quotas
 
     try:
         return queue.model_copy(update={"quotas": load_quotas(Path(root))})
@@ -234,7 +234,7 @@ def unclassified_failures(desired: DesiredState, ray: dict[str, RayClient], clus
     anyone submitted with this workspace's labels costs no request. A log Ray will not give is reported,
     never the end of the command.
     """
-    from state.failures import classify, evidence_of
+    from state.runs.failures import classify, evidence_of
 
     found, unread = {}, {}
     for name, cluster in clusters.items():
@@ -256,7 +256,7 @@ def unclassified_failures(desired: DesiredState, ray: dict[str, RayClient], clus
 
 def workload_checks(desired: DesiredState, states: dict[str, SnapshotState],
                     absent: tuple[str, ...]) -> dict[str, JobCheck]:
-    from state.verl_checks import check_job  # Hydra is imported only when there are verl jobs
+    from state.verl.checks import check_job  # Hydra is imported only when there are verl jobs
 
     return {name: check_job(desired, job, states[job.code], cache_root())
             for name, job in sorted(desired.jobs.items())

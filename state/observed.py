@@ -126,10 +126,10 @@ class RunRecord(Frozen):
     protect: bool = False
     """The job's `protect:` at submit time: still guards the run after its spec is deleted."""
     failure: str | None = None
-    """Why the run failed (state.failures), once argus has seen it finish and kept its log."""
+    """Why the run failed (state.runs.failures), once argus has seen it finish and kept its log."""
     evidence: tuple[Annotated[str, Field(max_length=1000)], ...] = Field(default=(), max_length=20)
     """The log lines (or Ray's message) that made the failure class, secret values masked. Bounded
-    generously: state.failures makes fewer and shorter lines; the bounds are for hostile records."""
+    generously: state.runs.failures makes fewer and shorter lines; the bounds are for hostile records."""
     advice: str | None = Field(default=None, max_length=2000)
     """What to do about the failure class, as argus said it when it recorded the class."""
     session_name: str | None = None
@@ -258,7 +258,7 @@ class LedgerEntry(Frozen):
     never written: without a key every entry reads unsigned, and only a signed one of another
     workspace may make this workspace's runs be preempted."""
     holder: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")] | None = None
-    """The admitting argus process's liveness lock (state.admission_holders): while Ray does not list
+    """The admitting argus process's liveness lock (state.queue.holders): while Ray does not list
     the run, its admission holds only while that process lives and the submit may still be in flight."""
     submitted: Amount | None = None
     """Epoch seconds when Ray accepted the run: from then on its demand is held until the run is known
@@ -313,7 +313,7 @@ class ObservedState(Frozen):
     observed_at: float = 0.0
     """Epoch seconds of the observation: the arrival time of a job queued now."""
     run_index_problems: dict[str, str] = {}
-    """Per cluster: why its shared root's run index (state.run_index) was not used; every record was read."""
+    """Per cluster: why its shared root's run index (state.runs.index) was not used; every record was read."""
     unread_rows: dict[str, str] = {}
     """By submission id: failed runs of this workspace whose log Ray would not give, so not classified
     (nor retried) this time, and why: reported, never the end of the command."""

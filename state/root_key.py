@@ -1,15 +1,15 @@
 """ARGUS_ROOT_KEY: the key that signs what argus writes on the shared root and later decides by.
 
 Any Ray job can write the shared root, so a file there proves nothing by being there. The entries
-argus trusts for a decision -- the admission ledgers' entries (state.queue_ledger), the serve lease
-(state.lease), the notifier's sent events and try counts (state.sent_events) -- carry an HMAC-SHA256
+argus trusts for a decision -- the admission ledgers' entries (state.queue.ledger), the serve lease
+(state.queue.lease), the notifier's sent events and try counts (state.queue.sent_events) -- carry an HMAC-SHA256
 over a canonical JSON of their fields and of the place they belong to (`kind`, and a `scope` such as
 the workspace whose ledger holds the entry): an entry is not valid in another workspace's file, and
 every signed entry holds a time, so a replayed old one lives no longer than the TTL it already had.
 
 The key is held by argus processes (every workspace and serve replica sharing a root) and by no job:
-Ray nodes are started without it (state.local strips it), and it is never printed or written. It is
-read from the environment where it is used, as ARGUS_AUDIT_KEY is (state.audit).
+Ray nodes are started without it (state.ray.local strips it), and it is never printed or written. It is
+read from the environment where it is used, as ARGUS_AUDIT_KEY is (state.audit.log).
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ from typing import TypeVar
 
 import pytest
 
-from state import audit, local
+from state.audit import log as audit
+from state.ray import local
 
 T = TypeVar("T")
 
@@ -23,7 +24,7 @@ UNSET = ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", "ARGUS_PLAN_KEY", "ARGUS_AUDIT
          *audit.CI_ACTOR_VARIABLES)
 """Would reach another cluster, seal plans, the audit log or the shared root's entries with a real key, or
 name a CI actor in audit entries. Tests that need ARGUS_ROOT_KEY set it themselves; Ray nodes never get it
-(state.local.node_env)."""
+(state.ray.local.node_env)."""
 GIT_KEPT = ("GIT_SSL_CAINFO", "GIT_SSL_CAPATH")
 """Every other GIT_* variable could point git at another repository, config or object store."""
 GITCONFIG = "[user]\n\tname = argus-tests\n\temail = tests@localhost\n"

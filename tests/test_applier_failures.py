@@ -21,19 +21,21 @@ from reconcile.model import Plan, SubmitStep
 from reconcile.plan.planner import plan
 from specs.desired import DesiredState
 from specs.loader import load_workspace
-from state import audit, ray_client, records
-from state.gitinfo import GitInfo
-from state.jobs_api import RayRefused
+from state.audit import log as audit
+from state.code.gitinfo import GitInfo
 from state.observed import ClusterState, Node, ObservedState, RunRecord, RunStatus
-from state.ray_client import ClusterRequestFailed, ClusterUnreachable, RayClient, SubmitConflict
-from state.settle import SECRETS_GRACE, settle
+from state.ray import client as ray_client
+from state.ray.client import ClusterRequestFailed, ClusterUnreachable, RayClient, SubmitConflict
+from state.ray.jobs_api import RayRefused
+from state.runs import records
+from state.runs.settle import SECRETS_GRACE, settle
 
 SECRET = "hunter2-never-print-me"
 ADDRESS = "http://127.0.0.1:9"  # never reached: the job endpoints are fake
 
 
 class FakeSdk:
-    """The dashboard's job endpoints (state.jobs_api.JobsApi) as far as RayClient uses them.
+    """The dashboard's job endpoints (state.ray.jobs_api.JobsApi) as far as RayClient uses them.
     `refuse` makes submit raise."""
 
     def __init__(self) -> None:

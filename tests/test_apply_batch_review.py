@@ -13,9 +13,9 @@ from test_apply_concurrent import JOBS, planned, submit_actions
 from reconcile.commands.common import connect, load, observe_and_plan
 from reconcile.execute import batch
 from reconcile.execute.applier import ApplyContext, apply_plan
-from state.gitinfo import GitInfo
-from state.queue_ledger import LOCK_DIR, LOCK_NAME, QueueUnreadable, read_ledger
-from state.records import config_yaml
+from state.code.gitinfo import GitInfo
+from state.queue.ledger import LOCK_DIR, LOCK_NAME, QueueUnreadable, read_ledger
+from state.runs.records import config_yaml
 
 HOSTILE = ["\x85", "a\x85b", "\u2028x", "yes", "on", "No", "~", "null", "0o17", "-0o7", "1e3", "1.5E-3", ".5",
            "0x1F", "1_000", ".inf", "12:30:00", "2021-01-01", "é€😀", "\ufeffbom", " lead", "a: b", "- x", "#c",

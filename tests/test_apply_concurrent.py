@@ -16,10 +16,10 @@ from conftest import jobs_of, sdk, wait_for
 from reconcile.commands.common import connect, load, observe_and_plan
 from reconcile.execute.applier import ApplyContext, apply_plan
 from reconcile.model import Plan, SubmitStep
-from state import audit
-from state.gitinfo import GitInfo
-from state.queue_ledger import read_ledger
-from state.ray_client import SubmitConflict
+from state.audit import log as audit
+from state.code.gitinfo import GitInfo
+from state.queue.ledger import read_ledger
+from state.ray.client import SubmitConflict
 
 MAKE_REPO = Path(__file__).resolve().parents[1] / "examples" / "multi-version" / "make-repo.sh"
 JOBS = 20

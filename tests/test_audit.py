@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import make_workspace
 
-from state import audit
-from state.audit_events import StepCarriedOut
+from state.audit import log as audit
+from state.audit.events import StepCarriedOut
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ import pytest
 from conftest import make_workspace
 
 from specs.errors import ArgusError
-from state import audit
-from state.audit_chain import anchor_hmac
-from state.audit_events import StepCarriedOut
+from state.audit import log as audit
+from state.audit.chain import anchor_hmac
+from state.audit.events import StepCarriedOut
 
 KEY = "correct-horse-battery-staple-4f1d"
 

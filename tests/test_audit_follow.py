@@ -1,4 +1,4 @@
-"""A serve loop's reader of its audit log (state.audit_follow), on real files: each turn reads what was
+"""A serve loop's reader of its audit log (state.audit.follow), on real files: each turn reads what was
 appended since the last, finds the newest apply, and still reports a log cut, edited at its end,
 deleted or replaced; an older record edited in place shows at the next full verification. No Ray."""
 
@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from state import audit, audit_files, audit_follow
-from state.audit_events import ApplyEnded, StepCarriedOut
-from state.audit_follow import AuditFollower
+from state.audit import files as audit_files
+from state.audit import follow as audit_follow
+from state.audit import log as audit
+from state.audit.events import ApplyEnded, StepCarriedOut
+from state.audit.follow import AuditFollower
 
 WS = "followed"
 

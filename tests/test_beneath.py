@@ -11,9 +11,10 @@ import pytest
 
 from specs.errors import ArgusError
 from specs.models import CodeSnapshot
-from state import beneath, snapshots
-from state.cache import cache_root
-from state.sources import resolve_source
+from state import beneath
+from state.code import snapshots
+from state.code.cache import cache_root
+from state.code.sources import resolve_source
 
 
 @pytest.fixture

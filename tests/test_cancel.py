@@ -29,7 +29,7 @@ from test_queue import serve, stop, stop_all, team
 
 from reconcile.plan.queue import decide_cluster, holds
 from state.observed import ClusterQueue, ClusterState, LedgerEntry, Node, RayJob, RunStatus
-from state.queue_ledger import read_ledger
+from state.queue.ledger import read_ledger
 
 KILLS = 30
 ACTIVE = ("PENDING", "RUNNING")
@@ -173,9 +173,9 @@ def test_thirty_killed_applies_then_one_apply_runs_every_job_once_at_once(gpu_cl
 
 GHOST = textwrap.dedent("""
     import sys, time
-    from state import admission_holders
+    from state.queue import holders as admission_holders
     from state.observed import LedgerEntry
-    from state.queue_ledger import write_ledger
+    from state.queue.ledger import write_ledger
     root = sys.argv[1]
     entry = LedgerEntry(workspace="ghost", job="big", cluster="local", submission_id="ghost.big.000000000000.1",
                         spec_hash="0" * 64, arrived=time.time(), seen=time.time(), admitted=time.time(),
@@ -243,14 +243,14 @@ def test_command_demand_gpus_are_never_oversubscribed_under_serve(gpu_cluster, s
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from state import admission_holders
+    from state.queue import holders as admission_holders
     print(admission_holders.token(sys.argv[1]), flush=True)
     time.sleep(600)
 """)
 
 
 def test_a_holder_is_alive_while_its_process_lives_and_gone_the_moment_it_is_killed(tmp_path):
-    from state import admission_holders
+    from state.queue import holders as admission_holders
 
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True,
                               cwd=Path(__file__).resolve().parents[1])

@@ -1,5 +1,5 @@
 """Checkpoints laid out on disk as each supported verl writes them (0.8.0, 0.9.0, 0.9.1 wheels), and the
-hostile variants a shared root can hold; read by state/checkpoints.py, judged by the planner."""
+hostile variants a shared root can hold; read by state/runs/checkpoints.py, judged by the planner."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from test_checkpoints import save_step
 from specs.checkpoint_state import CheckpointState
 from specs.desired import DesiredState, Source
 from specs.models import Cluster, Job, Workspace
-from state import checkpoints
-from state.checkpoints import inspect_checkpoint, inspect_step
 from state.observe import read_checkpoints
+from state.runs import checkpoints
+from state.runs.checkpoints import inspect_checkpoint, inspect_step
 
 TRACKER = "latest_checkpointed_iteration.txt"
 MANIFEST = "ckpt_contents.json"

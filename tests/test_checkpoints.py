@@ -9,8 +9,8 @@ import pytest
 from test_checkpoint_resume import errors_for
 
 from specs.checkpoint_state import CheckpointState
-from state import checkpoints
-from state.checkpoints import MAX_ENTRIES, inspect_checkpoint
+from state.runs import checkpoints
+from state.runs.checkpoints import MAX_ENTRIES, inspect_checkpoint
 
 KINDS = ("model", "optim", "extra_state")
 

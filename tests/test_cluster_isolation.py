@@ -18,8 +18,9 @@ from specs.desired import DesiredState, Source
 from specs.diagnostics import Where
 from specs.models import Cluster, Job, Workspace
 from specs.submission import resolve, spec_hash, submission_id
-from state import local, records
 from state.observed import ClusterState, ObservedState, RayJob, RunRecord
+from state.ray import local
+from state.runs import records
 
 # -- the planner, on plain data -------------------------------------------------------------------
 

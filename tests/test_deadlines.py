@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from state.ray_client import ClusterUnreachable, RayClient
+from state.ray.client import ClusterUnreachable, RayClient
 
 TIMEOUT = 1.0
 SLACK = 0.5

@@ -291,7 +291,7 @@ def test_the_demo_port_is_the_preferred_one_while_free_else_another_free_one():
 
 def test_local_up_takes_its_port_from_argus_local_port_and_0_means_any(tmp_path: Path, argus,
                                                                       monkeypatch: pytest.MonkeyPatch):
-    from state import local
+    from state.ray import local
 
     asked: list[int] = []
 

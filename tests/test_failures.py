@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from state.failures import (
+from state.runs.failures import (
     ADVICE,
     FAILURE_CLASSES,
     MAX_EVIDENCE_CHARS,

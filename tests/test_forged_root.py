@@ -21,8 +21,8 @@ import pytest
 from conftest import Workspace, jobs_of, until, wait_for
 from test_queue import active, gpu_job, stop_all, team
 
-from state.lease import lease_path
-from state.queue_ledger import ledger_path
+from state.queue.lease import lease_path
+from state.queue.ledger import ledger_path
 
 KEY = "forged-root-test-key-0123456789abcdef"
 SLEEP = "import time; time.sleep(300)"

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from specs.models import CodeSnapshot, GitSource
-from state import sources
-from state.gitinfo import desired_commit
-from state.sources import resolve_source
+from state.code import sources
+from state.code.gitinfo import desired_commit
+from state.code.sources import resolve_source
 
 URL_INJECTIONS = [
     "--upload-pack=touch MARKER;true ://x",
@@ -428,7 +428,7 @@ def test_a_fetch_that_never_answers_is_stopped_at_the_deadline(command, workspac
 
 def test_a_tree_bomb_is_refused_not_walked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Twelve objects, a million files: nested trees of ten entries each, reading all would never end."""
-    from state import safegit
+    from state.code import safegit
 
     repo = tmp_path / "bomb"
     repo.mkdir()

@@ -20,7 +20,7 @@ from git_https import GitHttps, make_certificate, serve
 from specs.errors import SpecError
 from specs.git_urls import token_scope, token_variable
 from specs.loader import load_workspace
-from state import safegit
+from state.code import safegit
 
 TOKEN = "tok" + secrets.token_hex(16)
 
@@ -161,7 +161,7 @@ def test_a_pull_request_cannot_send_the_token_elsewhere(tmp_path: Path, https_gi
     own, attacker = https_git
     variable = token_variable(own.url("repo.git"))
     monkeypatch.setenv(variable, TOKEN)
-    from state.sources import resolve_source
+    from state.code.sources import resolve_source
 
     elsewhere = _snapshot_ws(tmp_path / "a", "http://127.0.0.1:9", attacker.url("repo.git", "localhost"),
                              f"  token: ${{env:{variable}}}\n")

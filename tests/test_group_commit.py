@@ -1,4 +1,4 @@
-"""state.group_commit: concurrent callers share writes, each returns only once its own item is
+"""state.audit.group_commit: concurrent callers share writes, each returns only once its own item is
 written, and a failed write raises in exactly the callers whose items it carried."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 import pytest
 
 from specs.errors import ArgusError
-from state.group_commit import GroupCommit
+from state.audit.group_commit import GroupCommit
 
 THREADS, EACH = 8, 25
 

@@ -10,7 +10,8 @@ import shlex
 
 from conftest import QUICK, SLEEP, gated, jobs_of, make_workspace, start_cluster, wait_for
 
-from state import local, records
+from state.ray import local
+from state.runs import records
 
 
 def test_runs_survive_a_head_restart_as_forgotten_or_lost(tmp_path, argus):

@@ -18,8 +18,8 @@ import pytest
 
 from reconcile.serve.report import TurnReport
 from reconcile.views.html import render_page
-from state.http_deadline import MAX_ANSWER_BYTES
-from state.ray_client import ClusterRequestFailed, RayClient
+from state.ray.client import ClusterRequestFailed, RayClient
+from state.ray.deadline import MAX_ANSWER_BYTES
 from tests.conftest import QUICK, make_workspace, sdk, wait_for
 from tests.hostile_dashboard import HostileDashboard, endless
 

@@ -216,9 +216,9 @@ def listing(root: Path) -> dict[str, tuple[int, int, int]]:
 # The shared root: argus's output, never its input.
 
 def write_records(ws: Workspace, shared: Path, state_dir: bool) -> None:
-    """What an apply leaves under the shared root: the dumps of the very specs, as state/records.py writes them."""
-    from state import records
+    """What an apply leaves under the shared root: the dumps of the very specs, as state/runs/records.py writes them."""
     from state.observed import RunRecord
+    from state.runs import records
 
     desired = load_workspace(ws.root)
     record = RunRecord(submission_id="team-train-0123abcd-1", workspace="team", job="train", cluster="h20",

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from conftest import GIT_KEPT, UNSET
 
-from state import audit
-from state.cache import cache_root
+from state.audit import log as audit
+from state.code.cache import cache_root
 
 
 def test_nothing_reaches_a_cluster_or_names_a_ci_actor():

@@ -1,4 +1,4 @@
-"""state.jobs_api: Ray's Jobs REST API spoken without importing Ray.
+"""state.ray.jobs_api: Ray's Jobs REST API spoken without importing Ray.
 
 Against a real HTTP receiver on loopback that records what arrives (paths, headers, bodies), and
 against the session's real Ray cluster for the calls argus makes, the log websocket included. The
@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from state.jobs_api import AuthRefused, JobsApi, RayRefused
-from state.ray_client import ClusterAuthFailed, ClusterRequestFailed, ClusterUnreachable, RayClient, SubmitConflict
+from state.ray.client import ClusterAuthFailed, ClusterRequestFailed, ClusterUnreachable, RayClient, SubmitConflict
+from state.ray.jobs_api import AuthRefused, JobsApi, RayRefused
 from tests.conftest import sdk, wait_for
 
 
@@ -310,7 +310,7 @@ def test_the_real_job_server_round_trip_and_its_log_websocket(ray_cluster) -> No
 
 def test_argus_plan_never_imports_ray(tmp_path) -> None:
     """Importing Ray costs more than everything else a command imports: the CLI's Ray adapter needs none of it."""
-    code = ("import sys, reconcile.cli, reconcile.commands.plan, reconcile.commands.apply, state.ray_client, "
+    code = ("import sys, reconcile.cli, reconcile.commands.plan, reconcile.commands.apply, state.ray.client, "
             "state.observe\nprint(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
@@ -318,7 +318,7 @@ def test_argus_plan_never_imports_ray(tmp_path) -> None:
 
 @pytest.fixture
 def unused_tcp_port() -> int:
-    from state.local import _free_port
+    from state.ray.local import _free_port
 
     return _free_port()
 

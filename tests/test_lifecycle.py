@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import QUICK, SLEEP, jobs_of, sdk, wait_for
 
-from state import audit
+from state.audit import log as audit
 
 NOT_FAILED = {"failure": None, "advice": None, "evidence": []}
 """What `argus status --format json` says of a job whose current run did not fail."""
@@ -139,7 +139,7 @@ def test_jobs_of_others_are_never_touched(workspace, argus, tmp_path):
 def test_apply_twice_submits_once_and_submit_is_idempotent(workspace, argus):
     from reconcile.commands.common import connect, load, observe_and_plan
     from reconcile.execute.applier import ApplyContext, apply_plan
-    from state.gitinfo import GitInfo
+    from state.code.gitinfo import GitInfo
 
     workspace.job("once", SLEEP)
     desired = load(workspace.root)
@@ -210,7 +210,7 @@ def _row(table: str, address: str) -> list[str]:
 
 
 def _nodes(address: str):
-    from state.ray_client import RayClient
+    from state.ray.client import RayClient
 
     return RayClient("local", address).alive_nodes()
 

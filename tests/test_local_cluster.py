@@ -8,7 +8,7 @@ import time
 
 from conftest import SLEEP, jobs_of, make_workspace, wait_for
 
-from state import local
+from state.ray import local
 
 
 def test_local_up_status_down_kills_only_its_own_processes(tmp_path, argus, monkeypatch):

@@ -11,8 +11,8 @@ import json
 import pytest
 from conftest import make_workspace
 
-from state import local
-from state.ray_client import RayClient
+from state.ray import local
+from state.ray.client import RayClient
 
 
 def test_local_up_starts_a_worker_of_the_shape_asked_for(tmp_path, argus, monkeypatch, verl_repo):

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from conftest import QUICK, SLEEP, jobs_of
 
-from state import audit, lock
+from state.audit import log as audit
+from state.queue import lock
 
 
 def test_a_second_apply_is_refused_naming_the_holder(workspace, argus):

@@ -20,7 +20,7 @@ from reconcile.serve.channels import NotifyError, channels, scrub
 from reconcile.serve.messages import PAYLOAD_VERSION, body, payload, title
 from reconcile.serve.notify import MAX_TRIES, Notifier
 from reconcile.serve.report import Event
-from state.sent_events import SentLedger, key_hash
+from state.queue.sent_events import SentLedger, key_hash
 
 SECRET = "hunter2-s3cret-t0ken"
 EVIDENCE = ("[rank0]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE)",

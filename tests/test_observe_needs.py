@@ -18,7 +18,8 @@ from conftest import jobs_of, wait_for
 ROOT = Path(__file__).resolve().parents[1]
 MAKE_REPO = ROOT / "examples" / "multi-version" / "make-repo.sh"
 NOT_FAILED = {"failure": None, "advice": None, "evidence": []}
-SOURCES_AND_CHECKS = ("state.sources", "state.safegit", "state.workcopy", "state.gitinfo", "state.verl_checks")
+SOURCES_AND_CHECKS = ("state.code.sources", "state.code.safegit", "state.code.workcopy", "state.code.gitinfo",
+                      "state.verl.checks")
 PPO = """
     kind: Job
     name: ppo

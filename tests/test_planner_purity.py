@@ -31,9 +31,10 @@ IO_ATTRIBUTES = {"write_text", "write_bytes", "read_text", "read_bytes", "open",
                  "submit_job", "stop_job", "delete_job", "system", "popen", "Popen", "check_output",
                  "getenv", "environ", "import_module", "now", "utcnow", "today", "sleep"}
 """Files, processes, Ray, the environment, the clock: the planner decides from (desired, observed) alone."""
-EFFECTFUL = ("ray", "git", "requests", "urllib3", "hydra", "state.ray_client", "state.records",
-             "state.audit", "state.files", "state.observe", "state.local", "state.gitinfo", "state.sources",
-             "state.snapshots", "state.lock", "reconcile.execute", "reconcile.commands", *REFUSED)
+EFFECTFUL = ("ray", "git", "requests", "urllib3", "hydra", "state.ray.client", "state.runs.records",
+             "state.audit.log", "state.files", "state.observe", "state.ray.local", "state.code.gitinfo",
+             "state.code.sources", "state.code.snapshots", "state.queue.lock", "reconcile.execute",
+             "reconcile.commands", *REFUSED)
 """Never loaded, even indirectly (subprocess is absent: the standard library's asyncio loads it)."""
 
 
@@ -55,12 +56,12 @@ def test_the_check_fails_when_a_planner_module_writes_a_file(tmp_path: Path):
     assert problems_in(copy) == []
     (copy / "leak.py").write_text(
         "from pathlib import Path\n"
-        "from state.records import write_status\n\n\n"
+        "from state.runs.records import write_status\n\n\n"
         "def plan_leak(root):\n"
         "    import os\n"
         "    Path(root, 'x').write_text(os.environ['HOME'])\n"
         "    write_status(root, None)\n")
-    assert problems_in(copy) == ["leak.py:1: imports pathlib", "leak.py:2: imports state.records",
+    assert problems_in(copy) == ["leak.py:1: imports pathlib", "leak.py:2: imports state.runs.records",
                                  "leak.py:6: imports os", "leak.py:7: calls .write_text", "leak.py:7: calls .environ"]
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import Workspace, jobs_of, sdk, until
 
-from state import local
+from state.ray import local
 
 RUN_SECONDS = 2
 
@@ -211,7 +211,7 @@ def test_admission_waits_for_a_lock_held_by_another_admission(gpu_cluster, share
     gpu_job(ws, shared, "j", gpus=1)
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
-        from state.queue_ledger import admission_lock
+        from state.queue.ledger import admission_lock
         with admission_lock({str(shared)!r}):
             print('held', flush=True)
             time.sleep(3)

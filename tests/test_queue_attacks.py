@@ -152,7 +152,7 @@ def test_a_command_demand_cannot_leave_out_the_drivers_gpus():
 def test_a_deeply_nested_ledger_does_not_crash_every_workspace(tmp_path):
     """400 KB of brackets (under the 512 KiB cap): json raises RecursionError, which read_ledger does
     not catch, so every plan, apply and serve turn on this shared root crashes."""
-    from state.queue_ledger import read_ledgers
+    from state.queue.ledger import read_ledgers
 
     folder = tmp_path / ".argus" / "queue"
     folder.mkdir(parents=True)
@@ -163,7 +163,7 @@ def test_a_deeply_nested_ledger_does_not_crash_every_workspace(tmp_path):
 def test_junk_ledger_files_cannot_hide_the_real_ones(tmp_path):
     """Only the first MAX_LEDGERS names (sorted) are read: 1,000 empty files named 0000.json.. push
     every real workspace's ledger out, and their admitted-but-unallocated demand is counted by nobody."""
-    from state.queue_ledger import MAX_LEDGERS, QueueUnreadable, read_ledgers, write_ledger
+    from state.queue.ledger import MAX_LEDGERS, QueueUnreadable, read_ledgers, write_ledger
 
     write_ledger(str(tmp_path), "team", [ledger("team", "j", "team.j.aaaaaaaaaaaa.1", admitted=NOW)])
     folder = tmp_path / ".argus" / "queue"
@@ -180,7 +180,7 @@ def test_junk_ledger_files_cannot_hide_the_real_ones(tmp_path):
 def test_a_symlinked_queue_directory_is_not_followed(tmp_path):
     """Quotas refuse a symlink anywhere below the root; the queue follows `.argus/queue` wherever it
     points (to a host-local /tmp, each workspace sees only its own queue: no shared queue at all)."""
-    from state.queue_ledger import QueueUnreadable, read_ledgers, write_ledger
+    from state.queue.ledger import QueueUnreadable, read_ledgers, write_ledger
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -195,7 +195,7 @@ def test_a_symlinked_queue_directory_is_not_followed(tmp_path):
 def test_a_symlinked_locks_directory_is_not_followed(tmp_path):
     """O_NOFOLLOW guards only the lock file's last component: with `.argus/locks` a symlink to a host-local
     directory, two hosts lock two different files and admit at the same time."""
-    from state.queue_ledger import admission_lock
+    from state.queue.ledger import admission_lock
 
     local = tmp_path / "host-local"
     local.mkdir()
@@ -227,7 +227,7 @@ def test_a_preempting_stop_is_decided_again_before_it_stops_anything(tmp_path, m
     runs = SimpleNamespace(get=lambda _sid: record, update=lambda *a, **k: None)
     world = SimpleNamespace(clients={"c": client}, runs=runs, journal=SimpleNamespace(touched=set()),
                             stop_timeout=1.0, echo=lambda *_: None, roots={"c": str(tmp_path)}, workspace="team")
-    from state.queue_ledger import write_ledger
+    from state.queue.ledger import write_ledger
 
     write_ledger(str(tmp_path), "team", [ledger("team", "j", sid, admitted=NOW, preemptible=True, gpus=4.0)])
     step = StopStep(cluster="c", submission_id=sid, preempted_for="other/gone")
@@ -277,7 +277,7 @@ def test_serve_without_sync_auto_does_not_replace_a_run_on_a_forged_waiting_entr
 
 def test_ledger_write_goes_through_a_symlinked_queue_directory(tmp_path):
     """The write side of the symlinked ledger directory: write_ledger follows `.argus/queue`."""
-    from state.queue_ledger import QueueUnreadable, write_ledger
+    from state.queue.ledger import QueueUnreadable, write_ledger
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -315,7 +315,7 @@ def test_admission_at_apply_respects_this_workspaces_own_higher_priority_waiting
     from reconcile.model import Ask, SubmitStep
     from specs.submission import Submission
     from state.observed import RayJob
-    from state.queue_ledger import write_ledger
+    from state.queue.ledger import write_ledger
 
     now = __import__("time").time()
     root = str(tmp_path)
@@ -349,7 +349,7 @@ def test_a_planted_symlink_as_the_lock_file_is_an_argus_error_not_a_crash(tmp_pa
     """Any Ray job can replace `.argus/locks/admission.lock` with a symlink: O_NOFOLLOW then raises a
     bare OSError (ELOOP), which the boundary reports as an argus bug (exit 3), for every workspace."""
     from specs.errors import ArgusError
-    from state.queue_ledger import admission_lock
+    from state.queue.ledger import admission_lock
 
     (tmp_path / ".argus" / "locks").mkdir(parents=True)
     (tmp_path / ".argus" / "locks" / "admission.lock").symlink_to(tmp_path / "elsewhere")

@@ -10,7 +10,7 @@ from pathlib import Path
 from reconcile.execute.admit import refresh
 from reconcile.plan.queue import held, waiting
 from state.observed import ClusterQueue, ClusterState, LedgerEntry, RayJob
-from state.queue_ledger import ledger_path, read_ledgers, write_ledger
+from state.queue.ledger import ledger_path, read_ledgers, write_ledger
 
 HASH = "a" * 64
 

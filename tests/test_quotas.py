@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from specs.errors import ArgusError
-from state.quotas import MAX_QUOTA_BYTES, QUOTA_FILE, QuotaFileError, load_quotas
+from state.queue.quotas import MAX_QUOTA_BYTES, QUOTA_FILE, QuotaFileError, load_quotas
 
 EXAMPLE = """\
 # GPUs and other Ray resources each workspace may hold at once on this cluster

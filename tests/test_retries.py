@@ -6,8 +6,8 @@ import json
 
 from conftest import jobs_of, sdk, wait_for
 
-from state import audit
-from state.failures import ADVICE
+from state.audit import log as audit
+from state.runs.failures import ADVICE
 
 NCCL = ("import sys; print('[rank0]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
         "OpType=ALLREDUCE) ran for 600012 milliseconds before timing out.'); sys.exit(1)")

@@ -15,11 +15,12 @@ from test_queue_attacks import NOW, ledger, observed_with
 from reconcile.model import Action
 from reconcile.plan.planner import plan
 from reconcile.serve.notify import MAX_TRIES, Notifier
-from state import lease as lease_module
-from state import local, root_key
-from state.lease import Lease, lease_path
-from state.queue_ledger import ledger_path, read_ledger, read_ledgers, write_ledger
-from state.sent_events import SentLedger, key_hash
+from state import root_key
+from state.queue import lease as lease_module
+from state.queue.lease import Lease, lease_path
+from state.queue.ledger import ledger_path, read_ledger, read_ledgers, write_ledger
+from state.queue.sent_events import SentLedger, key_hash
+from state.ray import local
 
 KEY = "unit-test-root-key-0123456789abcdef"
 CHANNEL = "0123456789abcdef"

@@ -1,4 +1,4 @@
-"""The run index (state.run_index): a plan opens the index and the open runs' records, never one
+"""The run index (state.runs.index): a plan opens the index and the open runs' records, never one
 file per run in history; a hostile index is never used and never makes argus submit a run twice."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import jobs_of, sdk, wait_for
 
-from state import records, run_index
 from state.observed import RunRecord, RunStatus
-from state.run_index import keep, read_runs
+from state.runs import index as run_index
+from state.runs import records
+from state.runs.index import keep, read_runs
 from tests.test_runs import PREVIOUS_VERSION_RECORD
 
 WS = "team"

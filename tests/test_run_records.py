@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conftest import jobs_of, sdk, until, wait_for
 
-from state.records import job_dir, read_end, read_record
+from state.runs.records import job_dir, read_end, read_record
 
 
 def test_a_stop_reaches_the_wrapped_command(workspace, argus, tmp_path):
@@ -116,7 +116,7 @@ def _supervisor_of(pid: int) -> int:
 
 
 def test_one_debug_text_for_many_runs_is_written_once_and_a_planted_link_is_replaced_not_followed(tmp_path):
-    from state.records import write_debug_to_all
+    from state.runs.records import write_debug_to_all
 
     shared, outside = tmp_path / "shared", tmp_path / "outside.txt"
     outside.write_text("not argus's\n")

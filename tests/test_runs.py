@@ -12,9 +12,9 @@ from reconcile.plan.planner import plan
 from reconcile.views.human import render_status
 from reconcile.views.machine import plan_json, status_json
 from specs.submission import RunId, labels, parse_labels, resolve, spec_hash
-from state import records
-from state.failures import ADVICE
 from state.observed import ACTIVE, MAYBE_RUNNING, TERMINAL, UNCONFIRMED, RayJob, RunRecord, RunStatus
+from state.runs import records
+from state.runs.failures import ADVICE
 from tests.test_planner import CLUSTER, WS, desired, job, observed, record_of, run_of
 
 PPO_HASH = "0d3b16c73fd55c16655400e4cfcbfab58a991750bade31697736e7ac830ee3f0"

@@ -22,8 +22,8 @@ import pytest
 from conftest import QUICK, jobs_of, until, wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
-from state import audit
-from state.lease import lease_path
+from state.audit import log as audit
+from state.queue.lease import lease_path
 
 # Attempt 1 saves a checkpoint and dies of an NCCL timeout; the next attempt resumes from it.
 RESUMING = ("import os, sys; d = sys.argv[1]; os.makedirs(d, exist_ok=True); p = os.path.join(d, 'step'); "

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta, timezone
 
-from state import audit, lock
+from state.audit import log as audit
+from state.queue import lock
 
 
 def planted(root, user: str, minutes_ago: float, host: str = "other-host") -> lock.LockInfo:

@@ -25,8 +25,8 @@ from conftest import Workspace, jobs_of, make_workspace, until
 
 from reconcile.serve.loop import MIN_GAP
 from reconcile.serve.watch import MAX_BACKOFF, Watch, ended, freed
-from state import local
-from state.ray_client import RayClient
+from state.ray import local
+from state.ray.client import RayClient
 
 RUN_SECONDS = 3
 INTERVAL = "60"

@@ -25,10 +25,18 @@ from typing import Any
 import pytest
 
 from specs.errors import ArgusError
-from state import audit_files, beneath, lock, queue_ledger, records, run_activity, run_index, run_logs, snapshots, usage
-from state.lease import Lease
-from state.quotas import QuotaFileError, load_quotas
-from state.sent_events import SentLedger, key_hash
+from state import beneath
+from state.audit import files as audit_files
+from state.code import snapshots
+from state.queue import ledger as queue_ledger
+from state.queue import lock, usage
+from state.queue.lease import Lease
+from state.queue.quotas import QuotaFileError, load_quotas
+from state.queue.sent_events import SentLedger, key_hash
+from state.runs import activity as run_activity
+from state.runs import index as run_index
+from state.runs import logs as run_logs
+from state.runs import records
 
 WS = "team"
 SID = "team.train.0123456789ab.1"

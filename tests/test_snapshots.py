@@ -12,14 +12,15 @@ from pathlib import Path
 
 from conftest import jobs_of, sdk, until, wait_for
 
-from state import audit, snapshots
+from state.audit import log as audit
+from state.code import snapshots
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "multi-version"
 PAUSED_APPLY = """
 import sys, threading
 from reconcile.cli import main
-from state import snapshots
+from state.code import snapshots
 
 stored, link = [0], snapshots._link_or_copy
 
@@ -220,6 +221,6 @@ def _wait_log(argus, root: Path, job: str, text: str, timeout: float = 30) -> st
 
 
 def _worker_node_ids(address: str) -> set[str]:
-    from state.ray_client import RayClient
+    from state.ray.client import RayClient
 
     return {n.node_id for n in RayClient("local", address).alive_nodes() if "worker_node" in n.resources}

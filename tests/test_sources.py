@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from specs.models import CodeSnapshot
-from state import snapshots, sources
-from state.cache import cache_root
-from state.sources import resolve_source
+from state.code import snapshots, sources
+from state.code.cache import cache_root
+from state.code.sources import resolve_source
 
 
 def git(repo: Path, *args: str) -> str:
@@ -153,7 +153,7 @@ def test_the_git_cache_is_kept_between_fetches(repo: Path, tmp_path: Path):
 
 
 def test_the_workspace_commit_looks_only_at_the_workspace_directory(repo: Path):
-    from state.gitinfo import desired_commit
+    from state.code.gitinfo import desired_commit
 
     workspace = repo / "pkg"
     assert desired_commit(str(workspace)) == desired_commit(str(repo))

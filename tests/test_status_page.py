@@ -19,9 +19,9 @@ from reconcile.serve.http import StatusServer
 from reconcile.serve.metrics import Metrics
 from reconcile.serve.report import TurnReport
 from reconcile.views.html import render_page
-from state import run_logs
 from state.observed import RunStatus
-from state.records import job_dir
+from state.runs import logs as run_logs
+from state.runs.records import job_dir
 
 CHROMIUM = "/usr/bin/chromium"
 HOSTILE = "<script>document.title='owned'</script>"

@@ -53,7 +53,8 @@ class Costs:
 
         import ray.job_submission  # noqa: F401 - imported before Popen is wrapped: ray subclasses Popen
 
-        from state import jobs_api, snapshots
+        from state.code import snapshots
+        from state.ray import jobs_api
 
         self.requests: Counter[str] = Counter()
         self.git: Counter[str] = Counter()

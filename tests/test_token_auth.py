@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import QUICK, Result, Workspace, make_workspace, until
 
-from state import local
-from state.cluster_auth import MAX_TOKEN_FILE, TokenUnavailable, token_of
-from state.ray_client import ClusterAuthFailed, RayClient
+from state.ray import local
+from state.ray.auth import MAX_TOKEN_FILE, TokenUnavailable, token_of
+from state.ray.client import ClusterAuthFailed, RayClient
 
 TOKEN_VARIABLE = "ARGUS_TEST_RAY_TOKEN"
 

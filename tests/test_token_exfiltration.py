@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import QUICK, make_workspace
 
-from state.cluster_auth import TOKEN_HOSTS
+from state.ray.auth import TOKEN_HOSTS
 
 SECRET = "ghp_" + secrets.token_hex(18)
 

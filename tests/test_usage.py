@@ -10,11 +10,12 @@ from pathlib import Path
 from conftest import make_workspace
 
 from specs.submission import Submission
-from state import audit, records
-from state.audit_events import ApplyStarted
+from state.audit import log as audit
+from state.audit.events import ApplyStarted
 from state.files import write_json
 from state.observed import RunEnd, RunRecord, RunStatus
-from state.usage import Run, Usage, read_runs, run_gpus, summarize
+from state.queue.usage import Run, Usage, read_runs, run_gpus, summarize
+from state.runs import records
 
 S, F, X, R = RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.STOPPED, RunStatus.RUNNING
 NOW = datetime(2026, 1, 2, tzinfo=timezone.utc)

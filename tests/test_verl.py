@@ -16,7 +16,7 @@ from ruamel.yaml import YAML
 
 from specs.loader import load_workspace
 from specs.submission import expand, resolve
-from state.failures import ADVICE
+from state.runs.failures import ADVICE
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "h20"
@@ -210,7 +210,7 @@ def test_hydra_settings_and_search_paths_are_never_composed(h20: Path, argus):
 
 
 def test_a_second_check_does_not_compose_again(h20: Path, argus, monkeypatch: pytest.MonkeyPatch):
-    from state import verl_compose
+    from state.verl import compose as verl_compose
 
     assert argus("validate", "--deep", h20).code == 0
 
@@ -226,7 +226,7 @@ def test_a_second_check_does_not_compose_again(h20: Path, argus, monkeypatch: py
                                   "file://missing"])
 def test_a_search_path_leading_outside_the_snapshot_is_not_composed(tmp_path: Path, path: str, capsys):
     """pkg:// imports an installed package to find configs; file:// outside the snapshot reads anything."""
-    from state.verl_entry import EntryProblem, _searchpath
+    from state.verl.entry import EntryProblem, _searchpath
 
     code = tmp_path / "code"
     primary = code / "recipe" / "config" / "trainer.yaml"
@@ -239,7 +239,7 @@ def test_a_search_path_leading_outside_the_snapshot_is_not_composed(tmp_path: Pa
 
 
 def test_a_recipes_search_path_is_pinned_to_the_snapshots_folders(tmp_path: Path):
-    from state.verl_entry import _searchpath
+    from state.verl.entry import _searchpath
 
     code = tmp_path / "code"
     primary = code / "recipe" / "config" / "trainer.yaml"
@@ -259,7 +259,7 @@ def test_a_config_that_is_a_symlink_is_never_composed_nor_quoted(tmp_path: Path,
     """A snapshot on the shared root can be written by any job: a config linked to another file (a secret)
     must not reach Hydra, whose errors quote the lines they cannot parse."""
     from specs.models import Job
-    from state.verl_entry import EntryProblem, resolve_entry
+    from state.verl.entry import EntryProblem, resolve_entry
 
     code = tmp_path / "code"
     code.mkdir()

@@ -14,9 +14,9 @@ import pytest
 from conftest import make_workspace
 
 from specs.loader import load_workspace
+from state.code.sources import resolve_source
 from state.observed import SnapshotState
-from state.sources import resolve_source
-from state.verl_checks import JobCheck, check_job
+from state.verl.checks import JobCheck, check_job
 
 GRPO = """kind: Job
 name: {name}

@@ -176,8 +176,8 @@ def test_a_resume_path_finding_is_located_at_the_override_that_named_the_path(tm
     from reconcile.plan.verl import resume_diagnostics
     from specs.loader import load_workspace
     from specs.submission import resolve
-    from state.checkpoints import inspect_step
     from state.observed import ObservedState
+    from state.runs.checkpoints import inspect_step
 
     ws = make_workspace(tmp_path / "ws", "resume-where", "http://127.0.0.1:9")
     step = save_fsdp_checkpoint(ws.shared / "old" / "run-1", step=10, world_size=4)

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from specs.models import Entry, Job, Trainer
-from state import verl_pools, verl_rules
+from state.verl import pools as verl_pools
+from state.verl import rules as verl_rules
 
 A = "actor_rollout_ref"
 

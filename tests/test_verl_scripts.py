@@ -17,9 +17,9 @@ from conftest import make_workspace
 from reconcile.plan.demand import demand_of
 from specs.loader import load_workspace
 from specs.submission import driver_needs, resolve
+from state.code.sources import resolve_source
 from state.observed import SnapshotState
-from state.sources import resolve_source
-from state.verl_checks import JobCheck, check_job
+from state.verl.checks import JobCheck, check_job
 
 SCRIPTS = Path(__file__).resolve().parent / "verl_scripts"
 VERSIONS = ("0.8.0", "0.9.1")
@@ -146,7 +146,7 @@ def test_a_recipe_composes_its_own_config_through_the_snapshots_search_path(scri
 
 def test_a_recipe_whose_config_cannot_be_read_from_its_module_must_name_it(tmp_path: Path):
     from specs.models import Entry, Job
-    from state.verl_entry import EntryProblem, resolve_entry
+    from state.verl.entry import EntryProblem, resolve_entry
 
     code = tmp_path / "code"
     (code / "recipe" / "odd").mkdir(parents=True)

@@ -14,7 +14,7 @@ import pytest
 from conftest import until
 
 from reconcile.execute.wrapper import wrapped
-from state.records import read_end
+from state.runs.records import read_end
 
 
 def start(command: str, job_dir: Path, has_secrets: bool = False, **env: str) -> subprocess.Popen:
@@ -133,7 +133,7 @@ def test_an_exit_json_planted_by_a_job_is_not_believed_unless_it_is_one(tmp_path
 
 
 def test_secrets_reach_the_command_from_a_file_that_is_gone_before_it_starts(tmp_path):
-    from state import run_secrets
+    from state.runs import secrets as run_secrets
 
     job = tmp_path / "job"
     job.mkdir()
@@ -148,7 +148,7 @@ def test_secrets_reach_the_command_from_a_file_that_is_gone_before_it_starts(tmp
 
 
 def test_a_secrets_file_the_run_cannot_read_fails_it_with_the_reason(tmp_path):
-    from state import run_secrets
+    from state.runs import secrets as run_secrets
 
     job = tmp_path / "job"
     job.mkdir()
@@ -164,7 +164,7 @@ def test_a_secrets_file_the_run_cannot_read_fails_it_with_the_reason(tmp_path):
 def test_a_secret_named_like_the_wrappers_own_variables_is_refused(tmp_path):
     import pytest
 
-    from state import run_secrets
+    from state.runs import secrets as run_secrets
 
     job = tmp_path / "job"
     job.mkdir()
@@ -176,7 +176,7 @@ def test_a_secret_named_like_the_wrappers_own_variables_is_refused(tmp_path):
 
 
 def _secret_run(tmp_path: Path, values: dict[str, str], command: str) -> tuple[int, bytes, Path]:
-    from state import run_secrets
+    from state.runs import secrets as run_secrets
 
     job = tmp_path / "job"
     job.mkdir(exist_ok=True)
@@ -202,7 +202,7 @@ def test_no_secret_value_runs_as_code_and_each_reaches_the_command_byte_for_byte
 @pytest.mark.parametrize("name", ["IFS", "PS4", "ENV", "OPTIND", "PPID", "UID", "EUID", "SHELLOPTS",
                                   "BASH_VERSINFO", "TOKEN\n", "d", "k"])
 def test_a_secret_named_like_a_shell_or_wrapper_variable_is_refused(tmp_path, name):
-    from state import run_secrets
+    from state.runs import secrets as run_secrets
 
     job = tmp_path / "job"
     job.mkdir()

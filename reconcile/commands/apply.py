@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from reconcile.execute.batch import Display
     from reconcile.saved import SavedPlan
     from state.observed import ObservedState
-    from state.ray_client import RayClient
+    from state.ray.client import RayClient
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class ApplyOptions:
 
 def run(directory: Path, options: ApplyOptions) -> int:
     """Lock first, then observe and plan: a plan made before another apply finished is never run."""
-    from state import lock
+    from state.queue import lock
 
     desired = load(directory)
     check_addresses(desired, options.plan)
@@ -61,9 +61,9 @@ def run_saved(plan_file: Path, directory: Path, options: ApplyOptions) -> int:
     """Apply what was reviewed: plan again, and execute the fresh steps only if no decision changed."""
     from reconcile import saved
     from reconcile.plan.planner import plan
-    from state import lock
+    from state.code.sources import DEFAULT_FETCH_TIMEOUT
     from state.observe import observe
-    from state.sources import DEFAULT_FETCH_TIMEOUT
+    from state.queue import lock
 
     stored = saved.read(plan_file)
     desired = load(directory)
@@ -138,7 +138,7 @@ def _content_note(stored: SavedPlan, desired: DesiredState) -> str:
 
 def _context(desired: DesiredState, ray: dict[str, RayClient], observed: ObservedState, plan_id: str,
              options: ApplyOptions, reviewed: dict[str, str] | None = None) -> ApplyContext:
-    from state.gitinfo import desired_commit
+    from state.code.gitinfo import desired_commit
 
     return ApplyContext(desired, ray, desired_commit(desired.root), plan_id, observed=observed, echo=typer.echo,
                         stop_timeout=options.stop_timeout, keep_finished=options.keep_finished,

@@ -13,7 +13,7 @@ from reconcile.commands.common import load
 
 
 def verify(directory: Path) -> int:
-    from state import audit
+    from state.audit import log as audit
 
     desired = load(directory)
     failed = False
@@ -36,7 +36,7 @@ def verify(directory: Path) -> int:
 def show(directory: Path, as_json: bool, job: str | None, since: str | None) -> int:
     """The records every log holds, oldest first; lines no record can be read from are named on
     stderr (exit 1 when no crash explains them)."""
-    from state import audit
+    from state.audit import log as audit
 
     desired = load(directory)
     entries, tampered = [], False

@@ -12,7 +12,7 @@ from specs.loader import load_workspace
 from state.observed import ObservedState
 
 if TYPE_CHECKING:
-    from state.ray_client import RayClient
+    from state.ray.client import RayClient
 
 
 def load(directory: Path) -> DesiredState:
@@ -23,8 +23,8 @@ def connect(desired: DesiredState, timeout: float) -> dict[str, RayClient]:
     """One client per cluster, bound to the address its spec names and carrying the token its
     auth_token points to. Building one sends no request; a token that cannot be read stops the
     command here, before anything is observed or submitted."""
-    from state.cluster_auth import token_of
-    from state.ray_client import RayClient  # imports ray: only commands that talk to clusters pay
+    from state.ray.auth import token_of
+    from state.ray.client import RayClient  # imports ray: only commands that talk to clusters pay
 
     return {name: RayClient(name, c.address, timeout, token_of(c)) for name, c in sorted(desired.clusters.items())}
 
@@ -32,8 +32,8 @@ def connect(desired: DesiredState, timeout: float) -> dict[str, RayClient]:
 def observe_and_plan(desired: DesiredState, ray: dict[str, RayClient], options: PlanOptions | None = None,
                      verify_snapshots: bool = False, fetch_timeout: float | None = None) -> tuple[ObservedState, Plan]:
     from reconcile.plan.planner import plan
+    from state.code.sources import DEFAULT_FETCH_TIMEOUT
     from state.observe import observe
-    from state.sources import DEFAULT_FETCH_TIMEOUT
 
     observed = observe(desired, ray, verify_snapshots, fetch_timeout or DEFAULT_FETCH_TIMEOUT)
     return observed, plan(desired, observed, options)

@@ -21,7 +21,7 @@ from pathlib import Path
 import typer
 
 from specs.errors import ArgusError
-from state import local
+from state.ray import local
 
 DEMO_PORT_VARIABLE = "ARGUS_DEMO_PORT"
 DEFAULT_PORT = 8265

@@ -20,13 +20,13 @@ from reconcile.commands.common import connect, load
 from reconcile.model import RunView
 from specs.desired import DesiredState
 from specs.errors import ArgusError
-from state import run_logs
 from state.observed import TERMINAL
-from state.records import driver_log
+from state.runs import logs as run_logs
+from state.runs.records import driver_log
 
 if TYPE_CHECKING:
     from state.observed import ObservedState
-    from state.ray_client import RayClient
+    from state.ray.client import RayClient
 
 RAY_CHECK_EVERY = 5.0
 """Seconds between asking Ray whether a followed run ended without writing its exit.json."""
@@ -124,7 +124,7 @@ def _no_log(job: str, run_: RunView, observed: ObservedState) -> str:
 def _ray_says_ended(ray: dict[str, RayClient], run_: RunView) -> Callable[[], bool]:
     """For follow: True once Ray says the run ended (or forgot it), asked every few seconds. A
     wrapper SIGKILLed by a stop writes no exit.json; this ends the follow then."""
-    from state.ray_client import ClusterRequestFailed, ClusterUnreachable
+    from state.ray.client import ClusterRequestFailed, ClusterUnreachable
 
     client, next_check = ray[run_.cluster], [time.monotonic() + RAY_CHECK_EVERY]
 

@@ -61,8 +61,8 @@ def save(path: Path, desired: DesiredState, plan: Plan) -> None:
     """What was reviewed: the plan, the desired state's content digest, and (for the audit trail) the commit."""
     from reconcile import saved
     from specs.content import desired_digest
-    from state.gitinfo import desired_commit
-    from state.records import now
+    from state.code.gitinfo import desired_commit
+    from state.runs.records import now
 
     saved.write(path, saved.SavedPlan(
         format_version=saved.FORMAT_VERSION, argus_version=saved.argus_version(), workspace=plan.workspace,

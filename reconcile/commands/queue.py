@@ -21,7 +21,7 @@ from specs.desired import DesiredState
 from state.observed import ObservedState
 
 if TYPE_CHECKING:
-    from state.ray_client import RayClient
+    from state.ray.client import RayClient
 
 
 def run(directory: Path, timeout: float, as_json: bool) -> int:

@@ -26,7 +26,7 @@ class ServeOptions:
 
 
 def run(directory: Path, options: ServeOptions) -> int:
-    from state import audit
+    from state.audit import log as audit
 
     if 0 < options.watch < MIN_WATCH:
         raise ArgusError(f"--watch {options.watch:g}: give 0 (no watch) or at least {MIN_WATCH:g} seconds "
@@ -50,7 +50,7 @@ def run(directory: Path, options: ServeOptions) -> int:
 
 
 def _pull_first(directory: Path) -> None:
-    from state import checkout, safegit
+    from state.code import checkout, safegit
 
     try:
         pulled = checkout.pull(directory)

@@ -20,12 +20,12 @@ from reconcile.views.human import Unseen, render_status
 from specs.desired import DesiredState
 
 if TYPE_CHECKING:
-    from state.ray_client import RayClient
+    from state.ray.client import RayClient
 
 
 def run(directory: Path, timeout: float, output_format: str = "human", watch: float | None = None) -> int:
     desired = load(directory)
-    while True:  # each refresh connects anew: its own --timeout budget per dashboard (state.ray_client)
+    while True:  # each refresh connects anew: its own --timeout budget per dashboard (state.ray.client)
         plan, unseen, held = observe(desired, connect(desired, timeout))
         if watch and is_tty():
             typer.clear()

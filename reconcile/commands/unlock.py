@@ -12,8 +12,9 @@ from specs.errors import ArgusError
 
 
 def run(directory: Path, lock_id: str) -> int:
-    from state import audit, lock
-    from state.audit_events import LockBroken
+    from state.audit import log as audit
+    from state.audit.events import LockBroken
+    from state.queue import lock
 
     desired = load(directory)
     broken = [(root, info) for root in sorted(set(desired.shared_roots.values()))

@@ -15,7 +15,7 @@ import typer
 from reconcile.boundary import EXIT_OK
 from reconcile.commands.common import load
 from specs.errors import ArgusError
-from state.usage import Key, Usage, parse_time, read_runs, readable, summarize
+from state.queue.usage import Key, Usage, parse_time, read_runs, readable, summarize
 
 COLUMNS = ("runs", "succeeded", "failed", "refused")
 

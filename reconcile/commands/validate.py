@@ -37,8 +37,8 @@ def run(directory: Path, deep: bool = False, fetch_timeout: float | None = None,
 
 
 def _deep(desired: DesiredState, fetch_timeout: float | None) -> dict[str, tuple[Diagnostic, ...]]:
-    from state.cache import cache_root
-    from state.verl_checks import offline_checks
+    from state.code.cache import cache_root
+    from state.verl.checks import offline_checks
 
     return offline_checks(desired, cache_root(), fetch_timeout)
 

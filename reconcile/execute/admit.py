@@ -27,11 +27,11 @@ from reconcile.execute.world import Done, Outcome, World
 from reconcile.model import Ask, EnqueueStep, Plan, StopStep, SubmitStep
 from reconcile.plan.queue import Want, decide_cluster, holds
 from specs.desired import DesiredState
-from state import admission_holders
 from state.observe import holders_gone
 from state.observed import MAYBE_RUNNING, ClusterQueue, ClusterState, LedgerEntry, ObservedState, RayJob
-from state.queue_ledger import admission_lock, read_ledger, read_ledgers, write_ledger
-from state.quotas import load_quotas
+from state.queue import holders as admission_holders
+from state.queue.ledger import admission_lock, read_ledger, read_ledgers, write_ledger
+from state.queue.quotas import load_quotas
 
 
 def enqueue(step: EnqueueStep, world: World) -> Done:

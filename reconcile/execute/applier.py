@@ -22,11 +22,11 @@ from reconcile.model import Change, Plan, SubmitStep
 from specs.desired import DesiredState
 from specs.errors import ArgusError
 from specs.submission import secret_refs
-from state import records
-from state.audit_events import ApplyEnded, ApplyStarted, StepCarriedOut
-from state.gitinfo import GitInfo
+from state.audit.events import ApplyEnded, ApplyStarted, StepCarriedOut
+from state.code.gitinfo import GitInfo
 from state.observed import ObservedState, RunRecord
-from state.ray_client import RayClient
+from state.ray.client import RayClient
+from state.runs import records
 
 
 @dataclass

@@ -14,10 +14,10 @@ from pathlib import Path
 from specs.desired import DesiredState
 from specs.errors import ArgusError
 from specs.submission import CodeRef, expand
-from state import snapshots
-from state.cache import cache_root
+from state.code import snapshots
+from state.code.cache import cache_root
+from state.code.sources import DEFAULT_FETCH_TIMEOUT, resolve_source
 from state.observed import SourceState
-from state.sources import DEFAULT_FETCH_TIMEOUT, resolve_source
 
 
 class CodeShelf:

@@ -7,7 +7,7 @@ from pathlib import Path
 from reconcile.execute.world import Done, Outcome, World
 from reconcile.model import DeleteSnapshotStep, MkdirStep, SnapshotStep
 from specs.errors import ArgusError
-from state import snapshots
+from state.code import snapshots
 
 
 def make_dir(step: MkdirStep, world: World) -> Done:

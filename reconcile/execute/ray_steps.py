@@ -11,11 +11,12 @@ from reconcile.execute.wrapper import wrapped
 from reconcile.model import StopStep, SubmitStep
 from specs.errors import ArgusError
 from specs.submission import expand, secret_refs
-from state import records, run_secrets
-from state.failures import PREEMPTED
 from state.observed import RunStatus
-from state.ray_client import ClusterUnreachable
-from state.records import job_dir
+from state.ray.client import ClusterUnreachable
+from state.runs import records
+from state.runs import secrets as run_secrets
+from state.runs.failures import PREEMPTED
+from state.runs.records import job_dir
 
 
 def submit(step: SubmitStep, world: World) -> Done:
@@ -98,7 +99,7 @@ def stop(step: StopStep, world: World) -> Done:
 
 def payload_of(step: SubmitStep, shared_root: str, labels: dict[str, str]) -> dict[str, Any]:
     """What goes to Ray, which is also what is written to NFS: no `${env:NAME}` variable is in it, the
-    wrapper gets those from a file (state.run_secrets). The entrypoint runs inside the wrapper that keeps
+    wrapper gets those from a file (state.runs.secrets). The entrypoint runs inside the wrapper that keeps
     the run's log and end on NFS (execute.wrapper)."""
     sub = step.submission
     secret = secret_refs(sub.env_vars)

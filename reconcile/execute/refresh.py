@@ -17,11 +17,12 @@ from specs.address import Address
 from specs.diagnostics import printable
 from specs.errors import ArgusError
 from specs.submission import held_secrets
-from state import debug, records, run_secrets
-from state.audit_events import RunFinished
-from state.failures import PREEMPTED, Evidence, advice_for, classify, evidence_of, matched_lines
+from state.audit.events import RunFinished
 from state.observed import TERMINAL, ClusterState, RayJob, RunRecord, RunStatus
-from state.settle import SECRETS_GRACE
+from state.runs import debug, records
+from state.runs import secrets as run_secrets
+from state.runs.failures import PREEMPTED, Evidence, advice_for, classify, evidence_of, matched_lines
+from state.runs.settle import SECRETS_GRACE
 
 
 def refresh_records(world: World, observed: Mapping[str, ClusterState], keep_finished: int = 3) -> int:

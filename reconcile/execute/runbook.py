@@ -16,9 +16,10 @@ from reconcile.plan.runs import outran_ray
 from specs.desired import DesiredState
 from specs.errors import ArgusError
 from specs.submission import RunId, labels
-from state import debug, records, run_index
 from state.observed import ClusterState, RunRecord, RunStatus
-from state.ray_client import ClusterUnreachable
+from state.ray.client import ClusterUnreachable
+from state.runs import debug, records
+from state.runs import index as run_index
 
 
 class RunBook:
@@ -44,7 +45,7 @@ class RunBook:
         return self._known.get(submission_id)
 
     def known(self) -> list[RunRecord]:
-        """Every record the plan's observation read or this apply wrote (a bounded set: state.run_index)."""
+        """Every record the plan's observation read or this apply wrote (a bounded set: state.runs.index)."""
         return list(self._known.values())
 
     def labels(self, step: SubmitStep) -> dict[str, str]:
@@ -94,7 +95,7 @@ class RunBook:
     def _never_unseen(self, root: str, submission_id: str) -> None:
         """A record of this very run that the plan did not see (its run index edited or removed, or an
         argus of an earlier version wrote it): submitting would run it a second time once Ray forgot it.
-        The index is dropped, so the next plan reads every record and sees it (state.run_index)."""
+        The index is dropped, so the next plan reads every record and sees it (state.runs.index)."""
         seen, on_disk = self._known.get(submission_id), records.read_record(root, submission_id)
         # a run sent again (refused, or never reached Ray) only when its record still says so: an index
         # entry saying refused of a run whose record says it ran must not send it twice

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from specs.errors import ArgusError
 from specs.submission import secret_refs
-from state import audit
-from state.audit_events import AuditEvent
-from state.group_commit import GroupCommit
+from state.audit import log as audit
+from state.audit.events import AuditEvent
+from state.audit.group_commit import GroupCommit
 
 if TYPE_CHECKING:
     from reconcile.execute.code import CodeShelf
     from reconcile.execute.runbook import RunBook
-    from state.ray_client import RayClient
+    from state.ray.client import RayClient
 
 DEFAULT_STOP_TIMEOUT = 120.0
 
@@ -114,7 +114,7 @@ class AuditTrail:
     _logs: dict[str, GroupCommit[AuditEvent]] = field(default_factory=dict, compare=False, repr=False)
     """One writer per shared root. The log's own lock is a POSIX record lock, the process's: it does not
     keep this process's threads (concurrent submits) from appending at once and forking the hash
-    chain; this does, and it writes the records they queue meanwhile together (state.group_commit)."""
+    chain; this does, and it writes the records they queue meanwhile together (state.audit.group_commit)."""
     _opening: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     def append(self, cluster: str, event: AuditEvent) -> None:

@@ -18,7 +18,7 @@ How it keeps the job's behaviour:
 - The FIFO lives in a directory of its own from mktemp: one named by the wrapper's pid collided with
   what a SIGKILLed wrapper had left, and that later run went unrecorded.
 - Before anything else, a run that has secrets (a third argument) reads them from `.secrets.env` in
-  its job directory into its environment and removes the file (state.run_secrets): the command's
+  its job directory into its environment and removes the file (state.runs.secrets): the command's
   environment has them, Ray never had them. A file that is missing (a node without the shared root at
   the same path) or unreadable fails the run with a message saying why, rather than running without.
   A run without secrets never reads such a file, whoever put it there.

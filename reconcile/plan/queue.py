@@ -26,7 +26,7 @@ from state.observed import ACTIVE, ClusterQueue, ClusterState, LedgerEntry, Obse
 WANTS_TO_START = (Action.SUBMIT, Action.REPLACE, Action.RETRY)
 ADMIT_GRACE = 600.0
 """Seconds at most an admitted run that Ray has not accepted holds its demand: a submit in flight. Its
-apply proven gone (state.admission_holders) releases it at once."""
+apply proven gone (state.queue.holders) releases it at once."""
 QUEUE_TTL = 3600.0
 """Seconds a waiting entry keeps its place without its workspace confirming it (serve does every turn)."""
 CLOCK_SKEW = 300.0
@@ -115,7 +115,7 @@ def holds(entry: LedgerEntry, job: RayJob | None, now: float, gone: frozenset[st
       (a forged end record never frees a run Ray lists as active); or the cluster answers with another
       `session` than the run's (its head restarted: the run died with it; "" when not read);
     - before, it holds while the process that admitted it may still submit it: not proven `gone` (its
-      liveness lock, state.admission_holders), and at most ADMIT_GRACE after admission."""
+      liveness lock, state.queue.holders), and at most ADMIT_GRACE after admission."""
     if entry.admitted is None:
         return False
     if job is not None:

@@ -25,7 +25,7 @@ from reconcile.serve.report import TurnReport
 from reconcile.views.html import render_page
 from specs.errors import ArgusError
 from specs.submission import SUBMISSION_ID_PATTERN
-from state import run_logs
+from state.runs import logs as run_logs
 
 HEALTHY_INTERVALS = 3
 """/healthz fails when no turn has succeeded for this many intervals."""

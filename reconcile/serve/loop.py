@@ -53,7 +53,7 @@ class Loop:
     def __init__(self, directory: Path, shared_root: str, workspace: str, settings: LoopSettings,
                  loaded: object | None = None):
         """`loaded`: the desired state the command read at start-up, reused by the first turn."""
-        from state.lease import Lease
+        from state.queue.lease import Lease
 
         self.directory, self.settings, self.loaded = directory, settings, loaded
         interval = settings.turn.interval

@@ -1,6 +1,6 @@
 """The loop's events to people and programs, through apprise: each event to each channel once.
 
-A channel is one `--notify` URL. The ledger (state.sent_events) is kept per channel, so a Slack
+A channel is one `--notify` URL. The ledger (state.queue.sent_events) is kept per channel, so a Slack
 that is down does not make a working webhook hear an event twice; it is on the shared root, so
 a restarted loop, or a standby that takes over, does not send again what was sent. A try is
 counted before it is made; after MAX_TRIES failed tries an event is given up on that channel.
@@ -28,7 +28,7 @@ import apprise
 from reconcile.serve.channels import CAPTURE, STRUCTURED, Channel, channels, quiet_apprise, scrub
 from reconcile.serve.messages import SEVERITY, body, payload_text, title
 from reconcile.serve.report import Event
-from state.sent_events import SentLedger
+from state.queue.sent_events import SentLedger
 
 BUDGET = 5.0
 """Seconds a turn waits for its notifications, whatever the services do."""

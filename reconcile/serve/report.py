@@ -34,7 +34,7 @@ class Event(Frozen):
     attempt: int | None = None
     max_attempts: int | None = None
     failure: str | None = None
-    """The failure class (state.failures), for failed/lost/retried."""
+    """The failure class (state.runs.failures), for failed/lost/retried."""
     evidence: tuple[str, ...] = ()
     """The log lines that made the class."""
     advice: str | None = None

@@ -20,7 +20,7 @@ from reconcile.serve import events as ev
 from reconcile.serve.report import Event, TurnReport
 from specs.desired import DesiredState
 from specs.errors import ArgusError
-from state.audit_follow import AuditFollower
+from state.audit.follow import AuditFollower
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callabl
                loaded: DesiredState | None, seen: Callable[[DesiredState], None] | None = None) -> None:
     from reconcile.commands.common import connect, load, observe_and_plan
     from reconcile.execute.admit import confirm_queue
-    from state.gitinfo import desired_commit
+    from state.code.gitinfo import desired_commit
 
     reviewed = _pulled(directory, options, out)
     desired = out.desired = loaded if loaded is not None and not options.git_pull else load(directory)
@@ -151,7 +151,7 @@ def _pulled(directory: Path, options: TurnOptions, out: Outcome) -> bool:
     """With --git-pull: fast-forward first; a checkout someone works in is reported, never applied."""
     if not options.git_pull:
         return True
-    from state import checkout, safegit
+    from state.code import checkout, safegit
 
     try:
         pulled = checkout.pull(directory)
@@ -167,7 +167,7 @@ def _all_tracked(directory: Path, desired: DesiredState, options: TurnOptions, o
     """With --git-pull: every spec file argus read is one git tracks (an ignored file is not)."""
     if not options.git_pull:
         return True
-    from state import checkout, safegit
+    from state.code import checkout, safegit
 
     files = sorted({source.file for source in desired.sources.values()})
     try:
@@ -193,7 +193,7 @@ def _carry_out(desired: DesiredState, ray, options: TurnOptions, may_sync: bool,
     again and execute what the loop may; then bring the records up to date."""
     from reconcile.commands.common import observe_and_plan
     from reconcile.execute.admit import confirm_queue
-    from state import lock
+    from state.queue import lock
 
     plan_id = uuid.uuid4().hex[:12]
     try:
@@ -241,7 +241,7 @@ def _execute(desired, ray, observed, plan: Plan, chosen: list[Change], plan_id: 
 
 def _context(desired, ray, observed, plan_id: str, options: TurnOptions, say: Callable[[str], None]):
     from reconcile.execute.applier import ApplyContext
-    from state.gitinfo import desired_commit
+    from state.code.gitinfo import desired_commit
 
     return ApplyContext(desired, ray, desired_commit(desired.root), plan_id, observed=observed, echo=say,
                         stop_timeout=options.stop_timeout, keep_finished=options.keep_finished)
@@ -263,7 +263,7 @@ def _events(desired: DesiredState, observed, plan: Plan, out: Outcome, options: 
 
 
 def _log_activity(desired: DesiredState, runs: dict) -> dict[str, float]:
-    from state.run_activity import log_changed_at
+    from state.runs.activity import log_changed_at
 
     running = [(r.cluster, r.submission_id) for views in runs.values() for r in views if r.status == "RUNNING"]
     return log_changed_at(desired.shared_roots, running)
@@ -273,7 +273,7 @@ def _with_record(desired: DesiredState, event: Event) -> Event:
     """Evidence and advice from the run's record, which this turn's refresh may just have written."""
     if event.evidence or not event.submission_id or event.cluster not in desired.shared_roots:
         return event
-    from state.records import read_record
+    from state.runs.records import read_record
 
     record = read_record(desired.shared_roots[event.cluster], event.submission_id)
     evidence = tuple(getattr(record, "evidence", ()) or ()) if record else ()
@@ -288,7 +288,7 @@ def _clock(options: TurnOptions) -> ev.Clock:
 
 def _audit_view(desired: DesiredState) -> dict:
     """The newest apply and whether the log verifies, from the first shared root's audit log: only what
-    was appended since the last turn is read (state.audit_follow), the whole log now and then."""
+    was appended since the last turn is read (state.audit.follow), the whole log now and then."""
     if not desired.shared_roots:
         return {}
     root = desired.shared_roots[sorted(desired.shared_roots)[0]]

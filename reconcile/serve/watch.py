@@ -57,7 +57,7 @@ def freed(before: Mapping[str, float], after: Mapping[str, float], names: frozen
 def waiting_resources(report: TurnReport) -> dict[str, frozenset[str]]:
     """By cluster: the resources this workspace's waiting jobs ask for, as Ray's usage report names them."""
     from reconcile.views.queue import queued
-    from state.ray_client import camel
+    from state.ray.client import camel
 
     found: dict[str, set[str]] = {}
     for _job, info in queued(report.plan):
@@ -71,7 +71,7 @@ def waiting_resources(report: TurnReport) -> dict[str, frozenset[str]]:
 @dataclass
 class _Cluster:
     client: Any
-    """state.ray_client.RayClient"""
+    """state.ray.client.RayClient"""
     statuses: dict[str, str] | None = None
     """The last job table read; None until the first read (which wakes nothing)."""
     used: dict[str, float] | None = None
@@ -102,7 +102,7 @@ class Watch:
         self.follow_clients(clients)
 
     def follow_clients(self, clients: Mapping[str, Any]) -> None:
-        """state.ray_client.RayClient by cluster name."""
+        """state.ray.client.RayClient by cluster name."""
         old = self._clusters
         self._clusters = {(name, c.address): old.get((name, c.address)) or _Cluster(c)
                           for name, c in clients.items()}

@@ -21,11 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from specs.errors import ArgusError
-from state import audit_chain as chain
-from state import audit_files as files
-from state.audit_chain import GENESIS, Verification, record_hash
-from state.audit_events import AnchorMismatch, AuditEvent, Recovered
-from state.records import now
+from state.audit import chain, files
+from state.audit.chain import GENESIS, Verification, record_hash
+from state.audit.events import AnchorMismatch, AuditEvent, Recovered
+from state.runs.records import now
 
 # CI systems name the person behind a run in these variables; the first one set wins.
 CI_ACTOR_VARIABLES = ("GITHUB_ACTOR", "GITLAB_USER_LOGIN", "BUILDKITE_BUILD_CREATOR", "ARGUS_ACTOR")

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from state.beneath import read_regular, unlink_beneath
 from state.files import write_beneath
-from state.records import now
 from state.root_key import keyed, sign, verify
+from state.runs.records import now
 
 SIGNED_AS = "serve-lease"
 MAX_TTL = 3600.0

@@ -16,8 +16,8 @@ from typing import Any
 from specs import verl
 from specs.models import Job, Trainer
 from specs.verl_profile import Pool, Resume, VerlProfile
-from state.verl_rules import A, Problem, get
-from state.verl_version import at_least
+from state.verl.rules import A, Problem, get
+from state.verl.version import at_least
 
 LEGACY_KEYS = (("reward_model.enable", "reward.reward_model.enable"),
                ("reward_model.enable_resource_pool", "reward.reward_model.enable_resource_pool"),

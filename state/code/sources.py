@@ -4,7 +4,7 @@ The digest covers sorted (path, git mode, sha256 of content) and is the same whe
 git objects (at plan time, before anything is exported) or from a directory on disk (to verify a
 snapshot), so a plan can name the exact content a job will run.
 
-Specs are data and the shared filesystem is hostile: git runs only as state.safegit runs it, and
+Specs are data and the shared filesystem is hostile: git runs only as state.code.safegit runs it, and
 argus's git cache on the shared root is used only while it looks exactly as argus made it.
 """
 
@@ -27,9 +27,8 @@ from specs.address import Address
 from specs.diagnostics import Diagnostic
 from specs.errors import ArgusError
 from specs.models import CodeSnapshot, GitSource
-from state import safegit
-from state.observed import SourceState
-from state.workcopy import (
+from state.code import safegit
+from state.code.workcopy import (
     SMALL,
     NotAWorkingCopy,
     disk_entry,
@@ -39,6 +38,7 @@ from state.workcopy import (
     read_regular,
     working_files,
 )
+from state.observed import SourceState
 
 DEFAULT_FETCH_TIMEOUT = 300.0
 """Seconds a fetch may take: a first clone of a large repository needs minutes."""

@@ -1,4 +1,4 @@
-"""The Ray adapter: Ray's Jobs REST API (state.jobs_api) at a fixed address, with timeouts and clear errors."""
+"""The Ray adapter: Ray's Jobs REST API (state.ray.jobs_api) at a fixed address, with timeouts and clear errors."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 from specs.diagnostics import plain
 from specs.errors import ArgusError
 from specs.submission import parse_labels
-from state.http_deadline import AnswerTooLarge, Budget
-from state.jobs_api import AuthRefused, JobsApi, MalformedAnswer
 from state.observed import TERMINAL, ClusterState, Node, RayJob
+from state.ray.deadline import AnswerTooLarge, Budget
+from state.ray.jobs_api import AuthRefused, JobsApi, MalformedAnswer
 
 DEFAULT_TIMEOUT = 10.0
 PROGRESS_EVERY = 5.0
@@ -51,7 +51,7 @@ class RayClient:
     """One Ray cluster, reached only at the address its spec names."""
 
     def __init__(self, name: str, address: str, timeout: float = DEFAULT_TIMEOUT, token: str | None = None):
-        """`token`: the cluster's own dashboard token (state.cluster_auth reads it), sent on every request;
+        """`token`: the cluster's own dashboard token (state.ray.auth reads it), sent on every request;
         without one no Authorization header is sent, whatever this process's RAY_AUTH_* variables say."""
         self.name = name
         self.address = address.rstrip("/")
@@ -333,7 +333,7 @@ class RayClient:
 
 def _make_api(address: str, timeout: float, token: str | None) -> JobsApi:
     """The dashboard's job endpoints at `address` alone, with exactly the token's header or none: the
-    cluster's own token (state.cluster_auth reads it), never this process's RAY_AUTH_TOKEN or
+    cluster's own token (state.ray.auth reads it), never this process's RAY_AUTH_TOKEN or
     ~/.ray/auth_token, since one cluster's token must not travel to another."""
     return JobsApi(address, timeout, {} if token is None else {"Authorization": f"Bearer {token}"})
 

@@ -123,7 +123,7 @@ ADVICE: dict[str, str] = {
     "stopped": "The run was stopped: by argus (`state: stopped`, a replace, --prune), by `ray job stop`, or by a "
                "signal to its driver. Nothing to fix; `argus plan` shows whether argus starts it again.",
     "unknown": "No failure rule matched: the log's last lines are below. Read the whole log (`argus logs JOB`) "
-               "and Ray's job page; a cause that recurs deserves its own rule in state/failures.py. "
+               "and Ray's job page; a cause that recurs deserves its own rule in state/runs/failures.py. "
                "`retry: {on: [unknown]}` retries what is not classified.",
     "lost": "The cluster's head restarted while the run was underway, and neither Ray nor the run's exit.json "
             "recorded an end: the run died with the head. Find why the head went down (its logs, `ray status`); "

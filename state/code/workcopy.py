@@ -3,7 +3,7 @@
 The working copy may sit on the shared filesystem, where any Ray job can write: its `.git/config`
 may set core.fsmonitor or a clean filter that `git status` would run. So nothing here runs git in
 it: HEAD and refs are read as files, and the file list comes from `git ls-files` in a quarantine
-(state.safegit) that borrows only the working copy's objects, index and ignore rules.
+(state.code.safegit) that borrows only the working copy's objects, index and ignore rules.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from state import safegit
+from state.code import safegit
 
 SMALL = 1 << 16
 """HEAD, a .git file, a ref: anything larger was not written by git."""
@@ -105,7 +105,7 @@ def working_files(copy: WorkingCopy, quarantine: Path, under: str = "") -> Itera
 
 @contextlib.contextmanager
 def quarantined(copy: WorkingCopy) -> Iterator[Path]:
-    """A quarantine (state.safegit) borrowing the working copy's objects and ignore rules, nothing else."""
+    """A quarantine (state.code.safegit) borrowing the working copy's objects and ignore rules, nothing else."""
     with safegit.quarantine(Path(os.path.abspath(copy.common_dir / "objects")), borrow=True,
                             exclude=_exclude_rules(copy)) as repo:
         yield repo

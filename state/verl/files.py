@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from specs.models import Job
-from state.verl_rules import A, get
+from state.verl.rules import A, get
 
 DATA_KEYS = ("data.train_files", "data.val_files")
 DATA_SUFFIXES = (".parquet", ".json", ".jsonl")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from state.workcopy import WorkingCopy
+    from state.code.workcopy import WorkingCopy
 
 
 @dataclass(frozen=True)
@@ -23,9 +23,9 @@ def desired_commit(root: str) -> GitInfo:
     """HEAD of the repository holding the workspace, and whether the workspace's files differ from it.
 
     The workspace may be anyone's checkout (on the shared filesystem, too): git never runs in it,
-    so its config cannot hook fsmonitor or clean filters (state.workcopy says how).
+    so its config cannot hook fsmonitor or clean filters (state.code.workcopy says how).
     """
-    from state import workcopy  # imported here: validate and --help must not pay for it
+    from state.code import workcopy  # imported here: validate and --help must not pay for it
 
     copy = workcopy.find_working_copy(root)
     if copy is None:
@@ -40,7 +40,7 @@ def desired_commit(root: str) -> GitInfo:
 
 def _differs(copy: WorkingCopy, commit: str, under: str) -> bool:
     """The workspace's working files against HEAD's, by content; what cannot be read counts as dirty."""
-    from state import safegit, workcopy
+    from state.code import safegit, workcopy
 
     try:
         with workcopy.quarantined(copy) as repo, safegit.ObjectReader(repo) as reader:

@@ -14,7 +14,7 @@ jobs Ray still lists: a bounded number of files, whatever the history.
 
 Settled: the record says a final status (SUCCEEDED, STOPPED, FAILED with its class, or SUBMIT_FAILED),
 and Ray, answering, no longer lists the run. Nothing rewrites such a record (execute.refresh only
-touches runs Ray lists, state.settle only unfinished ones), but a submit Ray refused, which the next
+touches runs Ray lists, state.runs.settle only unfinished ones), but a submit Ray refused, which the next
 apply sends again under the same id: it is marked open again first, and a marked run's status.json
 outranks its index entry. The newest settled run of each job keeps its whole record (the plan's
 `before`, the status page's evidence); older ones keep what the planner decides from (status,
@@ -56,7 +56,7 @@ from specs.submission import SUBMISSION_ID_PATTERN
 from state.beneath import NotBeneath, Refused, names_in, opened_dir
 from state.files import replace_in
 from state.observed import TERMINAL, Frozen, RunRecord, RunStatus
-from state.records import read_record, read_records, read_small
+from state.runs.records import read_record, read_records, read_small
 
 RUNS_DIR = ".argus/runs"
 MAX_INDEX_BYTES = 64 * 1024 * 1024

@@ -21,7 +21,7 @@ from pathlib import PurePosixPath
 
 from specs.errors import ArgusError
 from state.beneath import Refused, open_regular
-from state.records import read_small
+from state.runs.records import read_small
 
 LOG_DIR, ANCHOR_DIR = ".argus/audit", ".argus/anchors"
 LOCK_WAIT = 30.0
@@ -84,7 +84,7 @@ def read_log(shared_root: str, workspace: str) -> tuple[bytes | None, str | None
 
 def read_log_since(shared_root: str, workspace: str, offset: int) -> tuple[os.stat_result | None, bytes]:
     """The log's identity and size (None: no log, or not a regular file) and its bytes from offset on:
-    what a reader that verified the rest already needs (state.audit_follow)."""
+    what a reader that verified the rest already needs (state.audit.follow)."""
     try:
         with _directory(shared_root, LOG_DIR, create=False) as folder:
             if folder is None:

@@ -1,7 +1,7 @@
 """A long-running reader of one audit log (`argus serve`): the newest apply and whether the log
 verifies, each turn, reading what was appended since the turn before, not the whole log.
 
-The first turn verifies the whole log as `argus audit verify` does (state.audit.check) and remembers
+The first turn verifies the whole log as `argus audit verify` does (state.audit.log.check) and remembers
 where its last whole record ends, that record's line, its hash and the count. A later turn reads
 from the start of that line on: the line must be unchanged, the records after it must go on from
 its hash (with their HMACs, when ARGUS_AUDIT_KEY is set), and the anchor must name the newest of
@@ -19,8 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from state import audit, audit_chain, audit_files
-from state.audit_chain import GENESIS, Layout
+from state.audit import chain as audit_chain
+from state.audit import files as audit_files
+from state.audit import log as audit
+from state.audit.chain import GENESIS, Layout
 
 FULL_EVERY = 100
 """Turns between two full verifications."""

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from state.beneath import opened_regular
-from state.records import driver_log_rel, read_end
+from state.runs.records import driver_log_rel, read_end
 
 CHUNK = 64 * 1024
 POLL = 0.5

@@ -22,12 +22,15 @@ from specs.diagnostics import Diagnostic, Severity
 from specs.models import Job, Trainer
 from specs.submission import expand
 from specs.verl_profile import VerlProfile
-from state import verl_files, verl_pools, verl_rules, verl_version
+from state.code.sources import entries
 from state.files import write_json
 from state.observed import SnapshotState
-from state.sources import entries
-from state.verl_compose import Composed, compose_job
-from state.verl_entry import EntryProblem, resolve_entry
+from state.verl import files as verl_files
+from state.verl import pools as verl_pools
+from state.verl import rules as verl_rules
+from state.verl import version as verl_version
+from state.verl.compose import Composed, compose_job
+from state.verl.entry import EntryProblem, resolve_entry
 
 FAKE_ID = "SUBMISSION_ID"
 CODE_CACHE = "verl-code-v2"
@@ -178,8 +181,8 @@ def offline_checks(desired: DesiredState, cache_root: str,
 
     Keyed by address: code.NAME for a source that does not resolve, job.NAME for the job's checks.
     """
+    from state.code.sources import DEFAULT_FETCH_TIMEOUT, resolve_source
     from state.observed import SnapshotState
-    from state.sources import DEFAULT_FETCH_TIMEOUT, resolve_source
 
     used = {job.code for job in desired.jobs.values() if job.workload != "command" and job.code}
     sources = {name: resolve_source(desired.snapshots[name], desired.root, cache_root,

@@ -33,8 +33,8 @@ from specs.models import NAME_PATTERN
 from state.beneath import NotBeneath, Refused, names_in, opened_dir
 from state.files import replace_in
 from state.observed import LedgerEntry
-from state.records import read_small
 from state.root_key import keyed, sign, verify
+from state.runs.records import read_small
 
 QUEUE_DIR = ".argus/queue"
 LOCK_DIR = ".argus/locks"

@@ -24,11 +24,11 @@ from pydantic import ValidationError
 from specs.errors import ArgusError
 from specs.models import CodeSnapshot
 from state import beneath
-from state.audit import actor
-from state.cache import cache_root
+from state.audit.log import actor
+from state.code.cache import cache_root
+from state.code.sources import digest_of, directory_entries, entries
 from state.observed import Manifest, SourceState
-from state.records import now
-from state.sources import digest_of, directory_entries, entries
+from state.runs.records import now
 
 MANIFEST = ".argus-snapshot.json"
 

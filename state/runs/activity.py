@@ -6,7 +6,7 @@ import stat
 from collections.abc import Iterable, Mapping
 
 from state.beneath import stat_beneath
-from state.records import driver_log_rel
+from state.runs.records import driver_log_rel
 
 
 def log_changed_at(roots: Mapping[str, str], runs: Iterable[tuple[str, str]]) -> dict[str, float]:

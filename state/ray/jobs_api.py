@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
 
-from state.http_deadline import Budget, request_within
+from state.ray.deadline import Budget, request_within
 
 AUTH_STATUSES = (401, 403)
 """What Ray's token middleware answers: 401 when no token came, 403 when it is wrong."""

@@ -20,9 +20,9 @@ from pydantic import ValidationError
 
 from specs.base import Frozen
 from specs.errors import ArgusError
-from state.audit import actor
+from state.audit.log import actor
 from state.beneath import made_dir, read_regular, unlink_beneath
-from state.records import now
+from state.runs.records import now
 
 
 class LockInfo(Frozen):
@@ -125,8 +125,8 @@ def break_abandoned_loop_lock(shared_root: str, workspace: str, older_than: floa
         return None
     if break_lock(shared_root, workspace, holder.id) is None:
         return None
-    from state import audit
-    from state.audit_events import LockBroken
+    from state.audit import log as audit
+    from state.audit.events import LockBroken
 
     audit.append(shared_root, workspace, LockBroken(reason="left by an argus serve that lost its lease",
                                                     lock=holder.model_dump()))
@@ -147,8 +147,8 @@ def _holder_died_here(path: Path, workspace: str) -> bool:
     if holder is None or holder.host != socket.gethostname() or _alive(holder.pid):
         return False
     unlink_beneath(path.parents[2], f".argus/locks/{path.name}")
-    from state import audit
-    from state.audit_events import LockBroken
+    from state.audit import log as audit
+    from state.audit.events import LockBroken
 
     audit.append(str(path.parents[2]), workspace, LockBroken(reason="holder process is gone",
                                                              lock=holder.model_dump()))

@@ -28,7 +28,7 @@ import threading
 import uuid
 from collections.abc import Iterable
 
-from state.queue_ledger import LOCK_DIR, QueueUnreadable, _beneath, _make_dirs
+from state.queue.ledger import LOCK_DIR, QueueUnreadable, _beneath, _make_dirs
 
 ALIVE_DIR = f"{LOCK_DIR}/alive"
 TOKEN = re.compile(r"[0-9a-f]{32}")

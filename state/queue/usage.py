@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from specs.errors import ArgusError
-from state.audit import audit_path
-from state.audit_files import MAX_LOG_BYTES as MAX_AUDIT_LOG_BYTES
+from state.audit.files import MAX_LOG_BYTES as MAX_AUDIT_LOG_BYTES
+from state.audit.log import audit_path
 from state.beneath import Refused, names_in, opened_dir, opened_regular
 from state.observed import TERMINAL, RunEnd, RunRecord, RunStatus
-from state.records import MAX_RUN_DIRS, read_end, read_record
+from state.runs.records import MAX_RUN_DIRS, read_end, read_record
 
 MAX_AUDIT_LINE = 64 * 1024
 """An audit record is a few hundred bytes; a longer line is skipped, never held in memory whole."""

@@ -10,7 +10,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from state import safegit
+from state.code import safegit
 
 PULL_TIMEOUT = 120.0
 

@@ -18,9 +18,10 @@ from typing import Any
 
 from specs.desired import DesiredState
 from specs.submission import held_secrets
-from state import records, run_secrets
-from state.failures import Evidence, advice_for, classify, matched_lines
 from state.observed import TERMINAL, ObservedState, RunEnd, RunRecord, RunStatus
+from state.runs import records
+from state.runs import secrets as run_secrets
+from state.runs.failures import Evidence, advice_for, classify, matched_lines
 
 SECRETS_GRACE = 3600.0
 """Seconds a run's record must be unchanged before its secrets file is taken as waiting for nobody: far

@@ -1,5 +1,5 @@
 """What the audit log's bytes and its anchor say, as pure functions: which line is a record, whether
-the chain holds, whether the anchor agrees, whether the HMACs match. state.audit reads and writes the
+the chain holds, whether the anchor agrees, whether the HMACs match. state.audit.log reads and writes the
 files; nothing here touches the disk. docs/audit.md says what each check can and cannot see.
 """
 

@@ -17,8 +17,8 @@ import yaml
 
 from specs import verl
 from specs.models import CONFIG_NAME_PATTERN, Job
-from state.verl_configs import config_problem
-from state.verl_files import present
+from state.verl.configs import config_problem
+from state.verl.files import present
 
 MAX_MODULE_BYTES = 1_000_000
 VERL_CONFIG_PACKAGE = "pkg://verl.trainer.config"
