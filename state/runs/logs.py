@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from state.beneath import opened_regular
-from state.runs.records import driver_log_rel, read_end
+from state.runs.records import driver_log_rel, log_tail, read_end
 
 CHUNK = 64 * 1024
 POLL = 0.5
@@ -50,14 +50,7 @@ def refusal(shared_root: str, submission_id: str) -> str | None:
 def tail(shared_root: str, submission_id: str, limit: int = 4 * CHUNK) -> str:
     """The log's last `limit` bytes, decoded; "" when the run kept no log, or it is not a regular file
     beneath the root. Never blocks: a FIFO or device planted in place of the log reads as no log."""
-    try:
-        with opened_regular(shared_root, driver_log_rel(submission_id)) as fd:
-            if fd is None:
-                return ""
-            end = os.fstat(fd).st_size
-            return os.pread(fd, limit, max(0, end - limit)).decode("utf-8", errors="replace")
-    except OSError:
-        return ""
+    return log_tail(shared_root, submission_id, limit)
 
 
 def _raw(shared_root: str, submission_id: str, offset: int | None, limit: int) -> Iterator[bytes]:
