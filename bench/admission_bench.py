@@ -13,7 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reconcile.plan.admission import Demand, Entry, decide, order  # noqa: E402
+from reconcile.plan.admission import decide, order  # noqa: E402
+from reconcile.plan.placement import Demand, Entry  # noqa: E402
 
 NODES = [{"GPU": 8.0, "CPU": 96.0}, {"GPU": 8.0, "CPU": 96.0}]
 

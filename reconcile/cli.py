@@ -2,6 +2,8 @@
 
 Each command returns its exit code; main() runs the dispatch inside the one error boundary
 (reconcile.boundary). Nothing here imports ray: `argus --help` and `argus validate` must start fast.
+
+The top of the house. May import: specs, reconcile.*.
 """
 
 from __future__ import annotations

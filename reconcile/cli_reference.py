@@ -1,6 +1,8 @@
 """docs/cli.md, generated from the CLI itself: `python -m reconcile.cli_reference > docs/cli.md`.
 
 A test regenerates it and fails when the committed file is out of date.
+
+May import: reconcile.cli.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 plan and apply: every cluster, this workspace's records, snapshots (sources resolved) and the NFS
 layout, verl jobs checked; status: the same without resolving sources or checking configs; logs:
 only the runs and the snapshots' manifests.
+
+The door the commands use. May import: specs, state.*.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from reconcile.plan.admission import Demand, Entry, decide, never_fits
+from reconcile.plan.admission import decide, never_fits
+from reconcile.plan.placement import Demand, Entry
 
 WORKER = {"GPU": 3.0, "CPU": 8.0}
 

@@ -10,9 +10,10 @@ import yaml
 from ruamel.yaml import YAML
 from test_apply_concurrent import JOBS, planned, submit_actions
 
-from reconcile.commands.common import connect, load, observe_and_plan
+from reconcile.commands.common import load
 from reconcile.execute import batch
 from reconcile.execute.applier import ApplyContext, apply_plan
+from reconcile.execute.cycle import connect, observe_and_plan
 from state.code.gitinfo import GitInfo
 from state.queue.ledger import LOCK_DIR, LOCK_NAME, QueueUnreadable, read_ledger
 from state.runs.records import config_yaml

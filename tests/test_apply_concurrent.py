@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import jobs_of, sdk, wait_for
 
-from reconcile.commands.common import connect, load, observe_and_plan
+from reconcile.commands.common import load
 from reconcile.execute.applier import ApplyContext, apply_plan
+from reconcile.execute.cycle import connect, observe_and_plan
 from reconcile.model import Plan, SubmitStep
 from state.audit import log as audit
 from state.code.gitinfo import GitInfo

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from reconcile.serve.report import TurnReport
+from reconcile.report import TurnReport
 from reconcile.views.html import render_page
 from state.ray.client import ClusterRequestFailed, RayClient
 from state.ray.deadline import MAX_ANSWER_BYTES

@@ -137,8 +137,9 @@ def test_jobs_of_others_are_never_touched(workspace, argus, tmp_path):
 
 
 def test_apply_twice_submits_once_and_submit_is_idempotent(workspace, argus):
-    from reconcile.commands.common import connect, load, observe_and_plan
+    from reconcile.commands.common import load
     from reconcile.execute.applier import ApplyContext, apply_plan
+    from reconcile.execute.cycle import connect, observe_and_plan
     from state.code.gitinfo import GitInfo
 
     workspace.job("once", SLEEP)

@@ -16,10 +16,10 @@ from urllib.parse import parse_qs, quote
 
 import pytest
 
+from reconcile.report import Event
 from reconcile.serve.channels import NotifyError, channels, scrub
 from reconcile.serve.messages import PAYLOAD_VERSION, body, payload, title
 from reconcile.serve.notify import MAX_TRIES, Notifier
-from reconcile.serve.report import Event
 from state.queue.sent_events import SentLedger, key_hash
 
 SECRET = "hunter2-s3cret-t0ken"

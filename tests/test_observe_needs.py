@@ -77,7 +77,8 @@ def _snapshot(workspace, name: str, repo: Path, ref: str) -> None:
 
 def _full_plan_status(root: Path) -> list[dict]:
     """The job rows `argus status` showed when it observed like plan: sources resolved, configs checked."""
-    from reconcile.commands.common import connect, load, observe_and_plan
+    from reconcile.commands.common import load
+    from reconcile.execute.cycle import connect, observe_and_plan
     from reconcile.views.machine import status_json
 
     desired = load(root)

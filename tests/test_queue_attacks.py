@@ -14,7 +14,8 @@ from test_planner import desired, job, record_of, run_of
 
 from reconcile.model import Action, StopStep
 from reconcile.plan import admission
-from reconcile.plan.admission import Demand, Entry, decide
+from reconcile.plan.admission import decide
+from reconcile.plan.placement import Demand, Entry
 from reconcile.plan.planner import plan
 from reconcile.plan.queue import QUEUE_TTL, Want, decide_cluster, held
 from reconcile.plan.reviewed import decision_differences

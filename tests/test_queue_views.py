@@ -14,8 +14,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_queue import shared, stop_all, team  # noqa: F401 - fixtures (gpu_cluster: conftest)
 
 from reconcile.model import Action, Change, Plan, QueueInfo
+from reconcile.report import TurnReport
 from reconcile.serve.metrics import Metrics
-from reconcile.serve.report import TurnReport
 from reconcile.views.html import render_page
 from reconcile.views.machine import status_json
 from reconcile.views.queue import gpus_held, queue_json, queues_of, render, view

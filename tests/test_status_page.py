@@ -15,9 +15,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from reconcile.model import Action, Change, Plan, QueueInfo, RunView
+from reconcile.report import TurnReport
 from reconcile.serve.http import StatusServer
 from reconcile.serve.metrics import Metrics
-from reconcile.serve.report import TurnReport
 from reconcile.views.html import render_page
 from state.observed import RunStatus
 from state.runs import logs as run_logs

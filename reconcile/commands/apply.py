@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 import typer
 
 from reconcile.boundary import EXIT_ERROR, EXIT_OK
-from reconcile.commands.common import check_addresses, connect, load, observe_and_plan
+from reconcile.commands.common import check_addresses, load
 from reconcile.execute.admit import confirm_queue
 from reconcile.execute.applier import ApplyContext, apply_plan
+from reconcile.execute.cycle import connect, observe_and_plan
 from reconcile.execute.refresh import refresh_records
 from reconcile.model import Plan, PlanOptions
 from reconcile.views.human import render_outcomes, render_plan

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from reconcile.boundary import EXIT_OK
-from reconcile.commands.common import connect, load
+from reconcile.commands.common import load
+from reconcile.execute.cycle import connect
 from reconcile.model import RunView
 from specs.desired import DesiredState
 from specs.errors import ArgusError

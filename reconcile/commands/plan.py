@@ -9,7 +9,8 @@ from pathlib import Path
 import typer
 
 from reconcile.boundary import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
-from reconcile.commands.common import check_addresses, connect, load, observe_and_plan
+from reconcile.commands.common import check_addresses, load
+from reconcile.execute.cycle import connect, observe_and_plan
 from reconcile.model import Plan, PlanOptions
 from reconcile.views.human import render_plan
 from specs.desired import DesiredState

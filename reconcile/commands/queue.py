@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from reconcile.boundary import EXIT_ERROR, EXIT_OK
-from reconcile.commands.common import connect, load
+from reconcile.commands.common import load
+from reconcile.execute.cycle import connect
 from reconcile.views.queue import queue_json, queues_of, render
 from specs.desired import DesiredState
 from state.observed import ObservedState

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from reconcile.boundary import EXIT_ERROR, EXIT_OK, is_tty
-from reconcile.commands.common import connect, load
+from reconcile.commands.common import load
+from reconcile.execute.cycle import connect
 from reconcile.model import Plan
 from reconcile.views.human import Unseen, render_status
 from specs.desired import DesiredState

@@ -16,47 +16,10 @@ conservative rule (EASY backfilling without run-time estimates).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-Resources = Mapping[str, float]
-
-
-@dataclass(frozen=True)
-class Demand:
-    """A job's whole demand: bundles that must each fit on one node, its driver (on one node), and
-    what may spread over any nodes (a `command` job's declared `demand:`)."""
-
-    bundles: tuple[Resources, ...] = ()
-    driver: Resources = field(default_factory=dict)
-    spread: Resources = field(default_factory=dict)
-    pools: tuple[str, ...] = ()
-    """For people: the verl pool each bundle belongs to (same order), or nothing when unnamed."""
-
-    def total(self) -> dict[str, float]:
-        summed: dict[str, float] = {}
-        for part in (*self.bundles, self.driver, self.spread):
-            for name, amount in part.items():
-                summed[name] = summed.get(name, 0.0) + amount
-        return summed
-
-
-@dataclass(frozen=True)
-class Entry:
-    """A job waiting to start (or a run already admitted, when `admitted`)."""
-
-    key: str
-    """`<workspace>/<job>`: unique across the cluster's queue."""
-    workspace: str
-    demand: Demand
-    priority: int = 0
-    arrived: float = 0.0
-    admitted: bool = False
-    preemptible: bool = False
-    since: float = 0.0
-    """When an admitted entry was admitted: preemption stops the most recent first (the least work lost)."""
-    signed: bool = True
-    """Its ledger entry's signature was checked (or it is the plan's own job): an unsigned head (any
-    job could have written it) never preempts another workspace's runs."""
+from reconcile.plan.placement import Demand, Entry, Resources, place
+from reconcile.plan.preemption import victims
 
 
 @dataclass(frozen=True)
@@ -92,44 +55,64 @@ def decide(entries: Sequence[Entry], capacity: Sequence[Resources], in_use: Sequ
     also sees work argus did not admit). The views may place one run on different nodes: then the
     smaller is too small, never too big, so a run may wait longer but no GPU is promised twice."""
     held = [e for e in entries if e.admitted]
+    queue = _Pass(held, capacity, _free_now(held, capacity, in_use), _usage_by_workspace(held),
+                  [dict(node) for node in capacity])
+    return [_decide_one(entry, queue, quotas or {}) for entry in order([e for e in entries if not e.admitted])]
+
+
+@dataclass
+class _Pass:
+    """One pass down the queue, in order: what is still free, and who is the head that must not be delayed."""
+
+    held: list[Entry]
+    capacity: Sequence[Resources]
+    free: list[dict[str, float]]
+    usage: dict[str, dict[str, float]]
+    after_all_end: list[dict[str, float]]
+    """What would be free once every run now holding resources has ended, less what this pass started."""
+    head: Entry | None = None
+    waiting: int = 0
+
+
+def _free_now(held: Sequence[Entry], capacity: Sequence[Resources],
+              in_use: Sequence[Resources]) -> list[dict[str, float]]:
     free = [dict(node) for node in capacity]
     for entry in held:
         # a run that no longer fits its shape (a node died) holds nothing here; Ray's report still shows its use
         free = place(entry.demand, free) or free
     reported = [_minus(node, used) for node, used in zip(capacity, _padded(in_use, len(capacity)), strict=True)]
-    free = [{name: min(amount, seen.get(name, amount)) for name, amount in node.items()}
+    return [{name: min(amount, seen.get(name, amount)) for name, amount in node.items()}
             for node, seen in zip(free, reported, strict=True)]
-    usage = _usage_by_workspace(held)
-    after_all_end = [dict(node) for node in capacity]
-    decisions, head, waiting = [], None, 0
-    for entry in order([e for e in entries if not e.admitted]):
-        over = _over_quota(entry, usage, quotas or {})
-        if over:
-            waiting += 1
-            decisions.append(Decision(entry.key, False, waiting, over))
-            continue
-        placed = place(entry.demand, free)
-        if placed is not None and (head is None or _head_still_fits(head, entry, after_all_end)):
-            free = placed
-            after_all_end = place(entry.demand, after_all_end) or after_all_end
-            usage[entry.workspace] = _plus(usage.get(entry.workspace, {}), entry.demand.total())
-            decisions.append(Decision(entry.key, True, None, _started(head)))
-            continue
-        waiting += 1
-        if head is None:
-            from reconcile.plan.preemption import victims  # it builds on place() and Entry, here
 
-            head, preempts = entry, victims(entry, held, capacity)
-            if preempts and not entry.signed and any(not k.startswith(f"{entry.workspace}/") for k in preempts):
-                decisions.append(Decision(entry.key, False, waiting, _why_waiting(entry, free, head, waiting),
-                                          unsigned_preempts=preempts))
-                continue
-            if preempts:
-                decisions.append(Decision(entry.key, False, waiting, _preempting(preempts), preempts))
-                free = [{} for _ in free]  # what the stopped runs free is the head's: nothing backfills it
-                continue
-        decisions.append(Decision(entry.key, False, waiting, _why_waiting(entry, free, head, waiting)))
-    return decisions
+
+def _decide_one(entry: Entry, queue: _Pass, quotas: Mapping[str, Resources]) -> Decision:
+    over = _over_quota(entry, queue.usage, quotas)
+    if over:
+        queue.waiting += 1
+        return Decision(entry.key, False, queue.waiting, over)
+    placed = place(entry.demand, queue.free)
+    if placed is not None and (queue.head is None or _head_still_fits(queue.head, entry, queue.after_all_end)):
+        queue.free = placed
+        queue.after_all_end = place(entry.demand, queue.after_all_end) or queue.after_all_end
+        queue.usage[entry.workspace] = _plus(queue.usage.get(entry.workspace, {}), entry.demand.total())
+        return Decision(entry.key, True, None, _started(queue.head))
+    queue.waiting += 1
+    if queue.head is None:
+        queue.head = entry
+        return _head_waits(entry, queue)
+    return Decision(entry.key, False, queue.waiting, _why_waiting(entry, queue.free, queue.head, queue.waiting))
+
+
+def _head_waits(head: Entry, queue: _Pass) -> Decision:
+    """The head does not fit: it preempts what it may, and what that frees is its own."""
+    preempts = victims(head, queue.held, queue.capacity)
+    if preempts and not head.signed and any(not k.startswith(f"{head.workspace}/") for k in preempts):
+        return Decision(head.key, False, queue.waiting, _why_waiting(head, queue.free, head, queue.waiting),
+                        unsigned_preempts=preempts)
+    if preempts:
+        queue.free = [{} for _ in queue.free]  # what the stopped runs free is the head's: nothing backfills it
+        return Decision(head.key, False, queue.waiting, _preempting(preempts), preempts)
+    return Decision(head.key, False, queue.waiting, _why_waiting(head, queue.free, head, queue.waiting))
 
 
 def _preempting(keys: tuple[str, ...]) -> str:
@@ -140,37 +123,6 @@ def _head_still_fits(head: Entry, candidate: Entry, after_all_end: Sequence[Reso
     """Once every run now holding resources has ended, the head still fits beside the candidate."""
     beside = place(candidate.demand, after_all_end)
     return beside is not None and place(head.demand, beside) is not None
-
-
-def place(demand: Demand, free: Sequence[Resources]) -> list[dict[str, float]] | None:
-    """What is free after the demand is placed (largest bundles first, each on the node it leaves
-    tightest, then the driver), or None when it does not fit."""
-    left = [dict(node) for node in free]
-    bundles = sorted(demand.bundles, key=lambda b: (-b.get("GPU", 0.0), -sum(b.values())))
-    for bundle in (*bundles, demand.driver):
-        fitting = [node for node in left if _covers(node, bundle)]
-        # best fit: the node left tightest, so the big nodes stay whole for big bundles
-        spot = min(fitting, key=lambda n: (n.get("GPU", 0.0) - bundle.get("GPU", 0.0), sum(n.values())), default=None)
-        if spot is None:
-            return None
-        for name, amount in bundle.items():
-            spot[name] = spot.get(name, 0.0) - amount
-    return _spread(demand.spread, left)
-
-
-def _spread(need: Resources, left: list[dict[str, float]]) -> list[dict[str, float]] | None:
-    """Take each resource from the nodes that have least of it first (big nodes stay whole): a
-    spread demand fits when the cluster has enough of it in all."""
-    for name, amount in need.items():
-        wanted = amount
-        # CPUs and memory come from nodes without GPUs first: a GPU node's CPUs are its GPU jobs' to use
-        for node in sorted(left, key=lambda n: (name != "GPU" and n.get("GPU", 0.0) > 0, n.get(name, 0.0))):
-            taken = min(max(node.get(name, 0.0), 0.0), wanted)
-            node[name] = node.get(name, 0.0) - taken
-            wanted -= taken
-        if wanted > 1e-9:
-            return None
-    return left
 
 
 def _why_waiting(entry: Entry, free: Sequence[Resources], head: Entry, position: int) -> str:
@@ -219,10 +171,6 @@ def _usage_by_workspace(held: Sequence[Entry]) -> dict[str, dict[str, float]]:
     for entry in held:
         usage[entry.workspace] = _plus(usage.get(entry.workspace, {}), entry.demand.total())
     return usage
-
-
-def _covers(node: Resources, need: Resources) -> bool:
-    return all(node.get(name, 0.0) >= amount - 1e-9 for name, amount in need.items())
 
 
 def _minus(node: Resources, used: Resources) -> dict[str, float]:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from difflib import get_close_matches
 
 from reconcile.model import Ask
-from reconcile.plan.admission import Demand, Resources
+from reconcile.plan.placement import Demand, Resources
 from specs import verl
 from specs.models import Job, Trainer
 from specs.submission import Submission, driver_needs

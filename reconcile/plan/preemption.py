@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reconcile.plan.admission import Entry, Resources, place
+from reconcile.plan.placement import Entry, Resources, place
 
 MAX_VICTIMS = 64
 """A head never stops more runs than this at once (and the search stays small whatever a ledger holds)."""

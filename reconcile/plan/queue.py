@@ -15,8 +15,9 @@ from functools import cached_property
 
 from reconcile.model import Action, Ask, Change, EnqueueStep, QueueInfo, RunView, StopStep, SubmitStep
 from reconcile.plan import demand as demands
-from reconcile.plan.admission import Decision, Demand, Entry, decide, never_fits
+from reconcile.plan.admission import Decision, decide, never_fits
 from reconcile.plan.demand import ask_of
+from reconcile.plan.placement import Demand, Entry
 from reconcile.plan.queue_trust import trust_diagnostics
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic

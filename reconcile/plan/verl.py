@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reconcile.model import Action, Change, VerlNote
-from reconcile.plan.admission import Demand, never_fits
+from reconcile.plan.admission import never_fits
 from reconcile.plan.checkpoints import judge, resume_note
 from reconcile.plan.demand import demand_of, describe, unoffered
+from reconcile.plan.placement import Demand
 from specs import verl
 from specs.address import Address
 from specs.desired import DesiredState

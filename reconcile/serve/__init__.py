@@ -1,1 +1,2 @@
-"""`argus serve`: the reconcile loop, its lease, notifications and HTTP (metrics, health, status page)."""
+"""`argus serve`: the reconcile loop, its lease, notifications and HTTP (metrics, health, status page).
+May import: specs, state.*, reconcile.model, reconcile.report, reconcile.plan, reconcile.execute, reconcile.views."""

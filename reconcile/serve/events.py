@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from reconcile.model import Action, Change, Plan, RunView, StopStep
-from reconcile.serve.report import Event
+from reconcile.report import Event
 from state.observed import RunStatus
 
 RECOVERED_AFTER = 300.0

@@ -20,8 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
 
 from reconcile.model import RunView
+from reconcile.report import TurnReport
 from reconcile.serve.metrics import CONTENT_TYPE, Metrics
-from reconcile.serve.report import TurnReport
 from reconcile.views.html import render_page
 from specs.errors import ArgusError
 from specs.submission import SUBMISSION_ID_PATTERN

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from reconcile.serve.report import Event, TurnReport
+from reconcile.report import Event, TurnReport
 from reconcile.serve.turn import TurnOptions, turn
 from reconcile.serve.watch import EVERY, Watch
 from specs.diagnostics import plain

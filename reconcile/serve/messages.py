@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from reconcile.serve.report import Event
+from reconcile.report import Event
 from specs.diagnostics import plain
 
 PAYLOAD_VERSION = 1

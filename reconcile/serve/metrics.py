@@ -13,7 +13,7 @@ from collections import Counter as Tally
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, exposition, generate_latest
 
 from reconcile.model import RunView
-from reconcile.serve.report import TurnReport
+from reconcile.report import TurnReport
 from reconcile.views.queue import queued
 from state.observed import RunStatus
 

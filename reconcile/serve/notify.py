@@ -25,9 +25,9 @@ from typing import Any
 
 import apprise
 
+from reconcile.report import Event
 from reconcile.serve.channels import CAPTURE, STRUCTURED, Channel, channels, quiet_apprise, scrub
 from reconcile.serve.messages import SEVERITY, body, payload_text, title
-from reconcile.serve.report import Event
 from state.queue.sent_events import SentLedger
 
 BUDGET = 5.0

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Literal
 
 from reconcile.model import Action, Change, Plan, SubmitStep
+from reconcile.report import Event, TurnReport
 from reconcile.serve import events as ev
-from reconcile.serve.report import Event, TurnReport
 from specs.desired import DesiredState
 from specs.errors import ArgusError
 from state.audit.follow import AuditFollower
@@ -107,12 +107,13 @@ def _drift_count(out: Outcome) -> int:
 
 def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callable[[str], None],
                loaded: DesiredState | None, seen: Callable[[DesiredState], None] | None = None) -> None:
-    from reconcile.commands.common import connect, load, observe_and_plan
     from reconcile.execute.admit import confirm_queue
+    from reconcile.execute.cycle import connect, observe_and_plan
+    from specs.loader import load_workspace
     from state.code.gitinfo import desired_commit
 
     reviewed = _pulled(directory, options, out)
-    desired = out.desired = loaded if loaded is not None and not options.git_pull else load(directory)
+    desired = out.desired = loaded if loaded is not None and not options.git_pull else load_workspace(directory)
     if seen is not None:
         seen(desired)
     reviewed = reviewed and _all_tracked(directory, desired, options, out)
@@ -191,8 +192,8 @@ def _carry_out(desired: DesiredState, ray, options: TurnOptions, may_sync: bool,
                say: Callable[[str], None]):
     """Under the apply lock (taken without waiting: a busy lock skips the turn and says so), plan
     again and execute what the loop may; then bring the records up to date."""
-    from reconcile.commands.common import observe_and_plan
     from reconcile.execute.admit import confirm_queue
+    from reconcile.execute.cycle import observe_and_plan
     from state.queue import lock
 
     plan_id = uuid.uuid4().hex[:12]

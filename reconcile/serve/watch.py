@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconcile.serve.report import TurnReport
+from reconcile.report import TurnReport
 from specs.errors import ArgusError
 
 EVERY = 1.0
@@ -93,7 +93,7 @@ class Watch:
     def follow(self, desired: Any) -> None:
         """The clusters of the desired state a turn just loaded (with --git-pull they may change);
         what was seen of a cluster whose name and address stay is kept."""
-        from reconcile.commands.common import connect
+        from reconcile.execute.cycle import connect
 
         try:
             clients = connect(desired, min(self.timeout, REQUEST_TIMEOUT))

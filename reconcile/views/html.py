@@ -13,7 +13,7 @@ from html import escape
 from urllib.parse import quote
 
 from reconcile.model import Change, RunView
-from reconcile.serve.report import TurnReport
+from reconcile.report import TurnReport
 from reconcile.views.human import health_of, sync_of
 from reconcile.views.queue import queued
 from specs.diagnostics import plain

@@ -15,7 +15,8 @@ from datetime import datetime, timezone
 
 from reconcile.model import Action, Plan, QueueInfo
 from reconcile.plan import demand as demands
-from reconcile.plan.admission import Demand, Entry, decide, order
+from reconcile.plan.admission import decide, order
+from reconcile.plan.placement import Demand, Entry
 from reconcile.plan.queue import held, waiting
 from state.observed import ClusterQueue, ClusterState, LedgerEntry, ObservedState
 

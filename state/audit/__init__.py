@@ -1,2 +1,2 @@
 """The tamper-evident audit log on the shared root: its files, hash chain, anchor, events and follow.
-Imports specs/ and the shared helpers of state/."""
+May import: specs, state.beneath, state.files, state.observed, state.root_key, state.runs."""

@@ -1,6 +1,7 @@
 """What one turn of the loop saw and did: the one value the notifier, metrics and status page read.
 
-Pure data, built by the loop (serve.loop) and handed over whole: readers never see half a turn.
+Pure data, built by the loop (reconcile.serve) and handed over whole: readers never see half a turn. It
+lives beside reconcile.model, below serve and views, so the status page (views) need not import serve.
 """
 
 from __future__ import annotations
