@@ -1,2 +1,2 @@
-"""Plan and apply, in rooms: the pure planner, the executor, views, the loop, the commands and the CLI; beside
-them the data all share (model, report, saved) and the error boundary. May import: specs, state.observed, state.runs, reconcile.model."""
+"""Plan and apply in rooms (plan, execute, views, serve, commands, cli); at the door the data they share (model,
+report, saved) and the error boundary. May import: specs, state.observed, state.runs, model."""

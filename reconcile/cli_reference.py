@@ -2,7 +2,7 @@
 
 A test regenerates it and fails when the committed file is out of date.
 
-May import: reconcile.cli.
+May import: cli.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ It never decides whether a file is acceptable. Anything outside the subset -- a 
 alias, a directive, a duplicate or non-string key, a value left out, one ruamel reads as anything but a string,
 a bool, null or a plain decimal int or float, nesting MAX_DEPTH deep, characters YAML 1.1 and 1.2
 read differently, a tab, any syntax error -- makes it answer None, and specs.safe_yaml reads the
-file with ruamel, which refuses or locates the problem exactly as before (tests/test_fast_yaml.py
+file with ruamel, which refuses or locates the problem exactly as before (tests/specs/test_fast_yaml.py
 compares both on every spec in tests/ and examples/ and on generated documents).
 """
 

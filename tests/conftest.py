@@ -1,34 +1,19 @@
-"""Shared fixtures: a real two-node Ray cluster on loopback, real workspaces in temp dirs."""
+"""Shared fixtures: a real two-node Ray cluster on loopback, real workspaces in temp dirs. (What tests import
+beside fixtures lives in tests/support/.)"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import textwrap
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
-from state.audit import log as audit
 from state.ray import local
-
-T = TypeVar("T")
-
-
-UNSET = ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", "ARGUS_PLAN_KEY", "ARGUS_AUDIT_KEY", "ARGUS_ROOT_KEY",
-         *audit.CI_ACTOR_VARIABLES)
-"""Would reach another cluster, seal plans, the audit log or the shared root's entries with a real key, or
-name a CI actor in audit entries. Tests that need ARGUS_ROOT_KEY set it themselves; Ray nodes never get it
-(state.ray.local.node_env)."""
-GIT_KEPT = ("GIT_SSL_CAINFO", "GIT_SSL_CAPATH")
-"""Every other GIT_* variable could point git at another repository, config or object store."""
-GITCONFIG = "[user]\n\tname = argus-tests\n\temail = tests@localhost\n"
-"""The test home's only git config: commits in test repositories work without the real one."""
+from tests.support.cluster import jobs_of, sdk, start_cluster
+from tests.support.isolation import GIT_KEPT, GITCONFIG, UNSET
+from tests.support.workspace import Result, make_workspace
 
 
 @pytest.fixture(autouse=True)
@@ -48,12 +33,6 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("ARGUS_LOCAL_DIR", str(tmp_path / "local-cluster"))
     monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path / "argus-cache"))
-
-
-def start_cluster(state_dir: Path) -> local.LocalCluster:
-    # Logical CPUs and worker_node slots above the machine's 2 cores: test drivers mostly sleep.
-    return local.up(state_dir, dashboard_port=local._free_port(), cpus_per_node=8,
-                    worker_resources={"worker_node": 8.0})
 
 
 @pytest.fixture(scope="session")
@@ -90,52 +69,6 @@ def verl_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return repo
 
 
-@dataclass
-class Workspace:
-    """A real workspace directory whose cluster is the test's Ray cluster."""
-
-    root: Path
-    name: str
-    address: str
-
-    @property
-    def shared(self) -> Path:
-        return self.root / ".shared"
-
-    def write(self, rel: str, text: str) -> Path:
-        path = self.root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip())
-        return path
-
-    def job(self, name: str, entrypoint: str | list[str], extra: str = "") -> Path:
-        rendered = entrypoint if isinstance(entrypoint, str) else "[" + ", ".join(_quote(a) for a in entrypoint) + "]"
-        body = f"kind: Job\nname: {name}\ncluster: local\nworkload: command\nentrypoint: {rendered}\n"
-        return self.write(f"jobs/{name}.yaml", body + textwrap.dedent(extra).lstrip())
-
-    def remove(self, rel: str) -> None:
-        (self.root / rel).unlink()
-
-
-def _quote(arg: str) -> str:
-    return "'" + arg.replace("'", "''") + "'"
-
-
-def make_workspace(root: Path, name: str, address: str) -> Workspace:
-    ws = Workspace(root, name, address)
-    ws.write("argus.yaml", f"kind: Workspace\nname: {name}\n")
-    ws.write("cluster.yaml", f"""
-        kind: Cluster
-        name: local
-        address: {address}
-        shared_root: .shared
-        job_defaults:
-          entrypoint_num_cpus: 0.5
-          entrypoint_resources: {{worker_node: 1}}
-        """)
-    return ws
-
-
 @pytest.fixture
 def workspace(tmp_path: Path, ray_cluster: local.LocalCluster, request: pytest.FixtureRequest):
     """A workspace named after the test, so tests on the shared cluster never own each other's jobs."""
@@ -145,13 +78,6 @@ def workspace(tmp_path: Path, ray_cluster: local.LocalCluster, request: pytest.F
     for job in jobs_of(ray_cluster.address, name):  # free the shared cluster's slots for later tests
         if job.status.value in ("PENDING", "RUNNING"):
             sdk(ray_cluster.address).stop_job(job.submission_id)
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
 
 
 @pytest.fixture
@@ -167,53 +93,5 @@ def argus(capsys: pytest.CaptureFixture[str]):
 
     return run
 
-
-def sdk(address: str):
-    from ray.job_submission import JobSubmissionClient
-
-    return JobSubmissionClient(address)
-
-
-def until(check: Callable[[], T], what: str, timeout: float = 60.0, every: float = 0.25) -> T:
-    """Poll the condition itself until it holds (returns something truthy), and return that."""
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{what}: still not so after {timeout:g}s")
-        time.sleep(every)
-    return value
-
-
-def wait_for(address: str, submission_id: str, statuses: set[str], timeout: float = 120.0) -> str:
-    """Until Ray reports one of `statuses`; a run that ends otherwise fails at once, saying how it ended."""
-    client = sdk(address)
-    last: list[str] = []
-
-    def status_wanted() -> str | None:
-        info = client.get_job_info(submission_id)
-        status = str(info.status.value)
-        last[:] = [f"{status} ({info.message})"]
-        if status not in statuses and status in ("SUCCEEDED", "FAILED", "STOPPED"):
-            raise AssertionError(f"{submission_id} ended {last[0]}, wanted {sorted(statuses)}")
-        return status if status in statuses else None
-
-    try:
-        return until(status_wanted, f"{submission_id} in {sorted(statuses)}", timeout)
-    except AssertionError as err:
-        raise AssertionError(f"{err}; last seen {last[0] if last else 'nothing'}") from None
-
-
-def jobs_of(address: str, workspace: str) -> list:
-    return [j for j in sdk(address).list_jobs() if (j.metadata or {}).get("argus.workspace") == workspace]
-
-
-SLEEP = ["python3", "-c", "import time; time.sleep(120)"]
-QUICK = ["python3", "-c", "print('hello from argus')"]
-
-
-def gated(gate: Path) -> list[str]:
-    """A job that runs until the test creates `gate`: "finished between review and merge" without racing a sleep."""
-    wait = f"[time.sleep(0.1) for _ in iter(lambda: os.path.exists({str(gate)!r}), True)]"
-    return ["python3", "-c", f"import os, time; {wait}"]
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

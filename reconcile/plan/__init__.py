@@ -1,2 +1,2 @@
 """Pure planning: (desired, observed) to a Plan; nothing here touches disk or network (a test walks it).
-May import: specs, state.observed, state.runs, reconcile.model."""
+May import: specs, state.observed, state.runs, model."""

@@ -1,2 +1,2 @@
 """The Ray adapter: argus's own client of the dashboard's REST API, its auth and deadlines, and the local
-cluster `argus local` starts. May import: specs, state.beneath, state.files, state.observed, state.root_key."""
+cluster `argus local` starts. May import: specs, beneath, files, observed, root_key."""

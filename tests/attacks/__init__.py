@@ -1,0 +1,1 @@
+"""Hostile specs, files, ledgers, jobs and dashboards: each attack's effect never happens."""

@@ -1,0 +1,1 @@
+"""End to end on a real Ray cluster: lifecycle, queue, drift, head restart, cancels and retries."""

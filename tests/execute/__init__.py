@@ -1,0 +1,1 @@
+"""The applier, its steps, concurrent submits and the entrypoint wrapper."""

@@ -1,0 +1,1 @@
+"""The rules of the layout: arrows one way, a pure planner, isolated tests."""

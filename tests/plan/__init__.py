@@ -1,0 +1,1 @@
+"""The pure planner and admission, on plain data."""

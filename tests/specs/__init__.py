@@ -1,0 +1,1 @@
+"""The loader and the models of specs/: every problem located at file:line."""

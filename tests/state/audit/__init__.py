@@ -1,0 +1,1 @@
+"""The audit log: its chain, anchor, follower and group commit."""

@@ -1,0 +1,1 @@
+"""The code shelf: git sources, tokens and snapshots."""

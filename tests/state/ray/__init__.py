@@ -1,0 +1,1 @@
+"""The Ray adapter: argus's REST client, deadlines, token auth and `argus local`."""

@@ -1,0 +1,104 @@
+"""`argus local up --worker-gpus/--worker-cpus/--worker-resources`: a verl-shaped worker on a laptop.
+
+One real cluster, started through the CLI; Ray's own nodes API says what the worker offers. Bad
+resource JSON is refused before anything starts.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from state.ray import local
+from state.ray.client import RayClient
+from tests.support.workspace import make_workspace
+
+
+def test_local_up_starts_a_worker_of_the_shape_asked_for(tmp_path, argus, monkeypatch, verl_repo):
+    state_dir = tmp_path / "local"
+    monkeypatch.setenv("ARGUS_LOCAL_DIR", str(state_dir))
+    try:
+        up = argus("local", "up", "--dashboard-port", str(local._free_port()), "--worker-gpus", "4",
+                   "--worker-cpus", "13", "--worker-resources", '{"worker_node": 1, "rack_a": 2}')
+        assert up.code == 0, up.err
+        assert "CPU 13, GPU 4, worker_node 1, rack_a 2" in up.out
+        assert "logical" in up.out
+
+        cluster = local.load(state_dir)
+        [worker] = [n for n in RayClient("local", cluster.address).snapshot().nodes if not n.is_head]
+        assert {k: worker.resources.get(k) for k in ("GPU", "CPU", "worker_node", "rack_a")} == {
+            "GPU": 4.0, "CPU": 13.0, "worker_node": 1.0, "rack_a": 2.0}
+
+        status = json.loads(argus("local", "status", "--json").out)
+        assert status["up"] and status["nodes"]["worker"] == {"CPU": 13, "GPU": 4, "worker_node": 1, "rack_a": 2}
+        _verl_jobs_queue_by_shape(tmp_path, argus, cluster.address, verl_repo)
+        assert argus("local", "down").code == 0
+        assert argus("local", "status").code == 1
+    finally:
+        local.down(state_dir)
+
+
+@pytest.mark.parametrize("given", ['{"x": -1}', "[1]", "{nope", '{"GPU": 1}', '{"x": true}', '{"x": NaN}'])
+def test_bad_worker_resources_exit_1_naming_the_option_and_start_nothing(tmp_path, argus, monkeypatch, given):
+    state_dir = tmp_path / "local"
+    monkeypatch.setenv("ARGUS_LOCAL_DIR", str(state_dir))
+    result = argus("local", "up", "--dashboard-port", "0", "--worker-resources", given)
+    assert result.code == 1
+    assert "--worker-resources" in result.err
+    assert not state_dir.exists() and local.load(state_dir) is None
+
+
+def test_the_worker_keeps_worker_node_unless_the_json_sets_it():
+    assert local.worker_shape(24, 8, {"rack_a": 2}) == {"CPU": 24, "GPU": 8, "worker_node": 4.0, "rack_a": 2}
+    assert local.worker_shape(4, 0, {"worker_node": 1}) == {"CPU": 4, "GPU": 0, "worker_node": 1}
+    assert local.worker_shape(4, 0, {"worker_node": 0}) == {"CPU": 4, "GPU": 0}
+
+
+VERL_JOB = """kind: Job
+name: {name}
+cluster: local
+code: verl
+workload: ppo
+model: ${{shared_root}}/models/qwen
+data:
+  train: ${{shared_root}}/datasets/train.parquet
+  val: ${{shared_root}}/datasets/train.parquet
+trainer: {trainer}
+overrides: [actor_rollout_ref.rollout.name=vllm, actor_rollout_ref.rollout.tensor_model_parallel_size=1,
+  data.train_batch_size=16, actor_rollout_ref.actor.ppo_mini_batch_size=8,
+  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2, actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2,
+  critic.ppo_micro_batch_size_per_gpu=2]
+"""
+
+
+def _verl_jobs_queue_by_shape(tmp_path, argus, address: str, verl_repo) -> None:
+    """The README's local loop: verl-shaped jobs are planned and queued by their shape on logical GPUs."""
+    ws = make_workspace(tmp_path / "ws", "local-verl", address)
+    ws.write("cluster.yaml", f"kind: Cluster\nname: local\naddress: {address}\nshared_root: .shared\n"
+                             "job_defaults: {entrypoint_num_cpus: 1, entrypoint_resources: {worker_node: 1}}\n")
+    ws.write("code.yaml", f"kind: CodeSnapshot\nname: verl\ncluster: local\ngit: {{url: {verl_repo}, ref: v0.9.1}}\n")
+    for rel in ("datasets/train.parquet", "models/qwen/config.json"):
+        (ws.shared / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws.shared / rel).write_text("x")
+    ws.write("jobs/whole.yaml", VERL_JOB.format(name="whole", trainer="{nnodes: 1, n_gpus_per_node: 4}") +
+             "priority: 10\n")
+    ws.write("jobs/wait.yaml", VERL_JOB.format(name="wait", trainer="{nnodes: 1, n_gpus_per_node: 2}"))
+    plan = argus("plan", "--format", "json", ws.root)
+    assert plan.code == 0, plan.out + plan.err
+    changes = {c["address"]: c for c in json.loads(plan.out)["changes"]}
+    whole, wait = changes["job.whole"], changes["job.wait"]
+    assert whole["action"] == "submit" and whole["queue"]["position"] is None
+    assert whole["queue"]["demand"] == "1 node(s) x (4 GPU, 12 CPU); driver 1 CPU, 1 worker_node"
+    assert whole["verl"]["version"] == "0.9.1" and whole["verl"]["pools"] == "1 node(s) x (4 GPU, 12 CPU)"
+    assert wait["action"] == "queue" and wait["queue"]["position"] == 1
+    assert "needs 2 GPU, 0 GPU free" in wait["queue"]["reason"]
+
+    # a placement group per node and pool: two groups of two GPUs may share the one GPU node, one of five never fits
+    ws.write("jobs/wait.yaml", VERL_JOB.format(name="wait", trainer="{nnodes: 2, n_gpus_per_node: 2}"))
+    ws.write("jobs/big.yaml", VERL_JOB.format(name="big", trainer="{nnodes: 1, n_gpus_per_node: 5}"))
+    shaped = argus("plan", ws.root)
+    assert shaped.code == 1
+    assert "job.big can never fit on cluster 'local': verl asks for 1 node(s) x (5 GPU, 15 CPU) at once" in shaped.out
+    assert "~ job.wait  (queue: queued #1 on local: needs 4 GPU as 2 groups of 2, 0 GPU free)" in shaped.out
+    assert "      pools:  2 node(s) x (2 GPU, 6 CPU)" in shaped.out

@@ -1,0 +1,1 @@
+"""Runs on the shared root: records, the index, failure classes and checkpoints."""

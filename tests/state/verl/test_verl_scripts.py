@@ -1,0 +1,168 @@
+"""verl's own example scripts, as argus expresses them (tests/state/verl/verl_scripts/), checked against the verl
+wheels argus supports: each composes with no false error, and its demand has the shape verl's placement
+code would request for that version (docs/verl.md cites where: main_ppo's ResourcePoolManager, one
+placement group per node of {CPU: 3, GPU: 1} bundles; sft_trainer_ray's pool of 10 CPUs per GPU;
+0.9's separate rollout replicas of 2; 0.8's TaskRunner holding one CPU)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reconcile.plan.demand import demand_of
+from specs.loader import load_workspace
+from specs.submission import driver_needs, resolve
+from state.code.sources import resolve_source
+from state.observed import SnapshotState
+from state.verl.checks import JobCheck, check_job
+from tests.support.workspace import make_workspace
+
+SCRIPTS = Path(__file__).resolve().parent / "verl_scripts"
+VERSIONS = ("0.8.0", "0.9.1")
+PPO = 3
+"""CPUs per GPU of main_ppo's pools (max_colocate_count=3)."""
+
+GRAD_OFFLOAD = "no key 'actor_rollout_ref.actor.megatron.grad_offload' in verl 0.9.1's config"
+"""verl 0.9 dropped the key the Megatron scripts still set: said with the keys that are there."""
+LEGACY_REWARD = "verl 0.9's main_ppo ignores reward_model.enable_resource_pool"
+"""0.9 composes the top-level reward_model.* but never reads it: the reward pool would silently not exist."""
+
+# script -> version -> [(pool, nnodes, GPUs per node, CPUs per GPU)], or the error its verl version refuses it with
+SHAPES: dict[str, dict[str, list[tuple[str, int, int, float]] | str]] = {
+    "ppo-critic-fsdp-release": {v: [("global_pool", 1, 8, PPO)] for v in VERSIONS},
+    "grpo-fsdp-vllm": {v: [("global_pool", 1, 8, PPO)] for v in VERSIONS},
+    "lora-grpo-fsdp": {v: [("global_pool", 1, 2, PPO)] for v in VERSIONS},
+    "multinode-grpo-fsdp": {v: [("global_pool", 4, 8, PPO)] for v in VERSIONS},
+    "sglang-ppo-critic": {v: [("global_pool", 1, 8, PPO)] for v in VERSIONS},
+    "train-files-list-grpo": {v: [("global_pool", 1, 8, PPO)] for v in VERSIONS},
+    "megatron-grpo-multinode": {"0.8.0": [("global_pool", 4, 8, PPO)], "0.9.1": GRAD_OFFLOAD},
+    "recipe-dapo-megatron-config-name": {"0.8.0": [("global_pool", 1, 16, PPO)], "0.9.1": GRAD_OFFLOAD},
+    "sft-trainer-ray": {v: [("trainer", 1, 1, 10)] for v in VERSIONS},
+    "sft-trainer-torchrun": {v: [] for v in VERSIONS},
+    "distillation-teacher-pool": {v: [("global_pool", 1, 8, PPO), ("teacher_pool", 1, 4, PPO)] for v in VERSIONS},
+    "reward-model-pool-legacy-recipe-fapo": {"0.8.0": [("global_pool", 2, 8, PPO), ("reward_pool", 2, 8, PPO)],
+                                             "0.9.1": LEGACY_REWARD},
+    "reward-model-pool-fapo": {"0.9.1": [("global_pool", 2, 8, PPO), ("reward_pool", 2, 8, PPO)]},
+    "separate-rollout-v1-separate-async": {"0.9.1": [("global_pool", 1, 4, PPO), ("rollout_pool", 2, 2, 2)]},
+}
+CASES = [(name, version) for name, by_version in SHAPES.items() for version in by_version]
+
+
+@pytest.fixture(scope="session")
+def scripts_repo(verl_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The verl repository with a recipe beside verl (as verl-recipe is checked out): tags v<version>-recipe."""
+    repo = tmp_path_factory.mktemp("verl-scripts") / "verl"
+    subprocess.run(["git", "clone", "-q", str(verl_repo), str(repo)], check=True)
+    for version in VERSIONS:
+        git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@localhost"]
+        subprocess.run([*git, "checkout", "-q", f"v{version}"], check=True)
+        shutil.rmtree(repo / "recipe", ignore_errors=True)
+        shutil.copytree(SCRIPTS / "recipe", repo / "recipe")
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", f"verl {version} with a recipe"], check=True)
+        subprocess.run([*git, "tag", f"v{version}-recipe"], check=True)
+    return repo
+
+
+@pytest.fixture(scope="module")
+def scripts_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One cache for the module: each snapshot is extracted once, as one argus process would."""
+    return str(tmp_path_factory.mktemp("verl-scripts-cache"))
+
+
+@pytest.fixture
+def scripts_ws(tmp_path: Path, scripts_repo: Path, scripts_cache: str, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("ARGUS_CACHE_DIR", scripts_cache)
+    ws = make_workspace(tmp_path / "ws", "verl-scripts", "http://127.0.0.1:9")
+    for version in VERSIONS:
+        ws.write(f"code-{version}.yaml", f"kind: CodeSnapshot\nname: verl-{version.replace('.', '')}\n"
+                                         f"cluster: local\ngit: {{url: {scripts_repo}, ref: v{version}-recipe}}\n")
+    return ws
+
+
+def checked(ws, name: str, version: str) -> tuple[JobCheck, object]:
+    text = (SCRIPTS / f"{name}.yaml").read_text().replace("code: verl\n", f"code: verl-{version.replace('.', '')}\n")
+    ws.write(f"jobs/{name}.yaml", text)
+    desired = load_workspace(ws.root)
+    job = desired.jobs[name]
+    source = resolve_source(desired.snapshots[job.code], desired.root, os.environ["ARGUS_CACHE_DIR"], 60)
+    result = check_job(desired, job, SnapshotState(source=source), os.environ["ARGUS_CACHE_DIR"], files=False)
+    return result, (desired, job)
+
+
+@pytest.mark.parametrize(("name", "version"), CASES)
+def test_a_real_script_plans_with_the_shape_verl_would_request(scripts_ws, name: str, version: str):
+    result, (desired, job) = checked(scripts_ws, name, version)
+    errors = [d.text for d in result.diagnostics if d.severity == "error"]
+    expected = SHAPES[name][version]
+    if isinstance(expected, str):  # verl of this version refuses the script, or ignores part of it
+        assert any(expected in e for e in errors), errors
+        return
+    assert errors == [], errors
+    assert result.profile is not None and result.profile.version == version
+    assert result.profile.knowledge == version.rsplit(".", 1)[0] + ".x"
+    pools = [(p.name, p.nnodes, p.gpus_per_node, p.cpus_per_gpu) for p in result.profile.pools]
+    assert pools == expected
+    sub = resolve(desired.workspace, desired.cluster_of(job), job)
+    demand = demand_of(job, sub, result.profile)
+    bundles = [{"GPU": float(g), "CPU": float(g * c)} for _, n, g, c in expected for _ in range(n)]
+    assert [dict(b) for b in demand.bundles] == bundles
+    runner = 1.0 if version == "0.8.0" and job.workload != "sft" else 0.0  # 0.8's TaskRunner: num_cpus=1
+    assert demand.spread.get("CPU", 0.0) == runner
+
+
+def test_torchruns_gpus_are_held_by_the_driver_on_its_node(scripts_ws):
+    result, (desired, job) = checked(scripts_ws, "sft-trainer-torchrun", "0.9.1")
+    sub = resolve(desired.workspace, desired.cluster_of(job), job)
+    assert sub.entrypoint.split(" && ", 1)[-1].startswith(
+        "torchrun --standalone --nnodes=1 --nproc_per_node=8 -m verl.trainer.sft_trainer ")
+    assert driver_needs(sub) == {"worker_node": 1, "CPU": 0.5, "GPU": 8}
+    assert demand_of(job, sub, result.profile).bundles == ()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_recipe_composes_its_own_config_through_the_snapshots_search_path(scripts_ws, version: str):
+    text = (SCRIPTS / "grpo-fsdp-vllm.yaml").read_text().replace(
+        "workload: grpo\n", "workload: grpo\nentry: {module: recipe.dapo.main_dapo}\n")
+    text = text.replace('  - "data.truncation=error"\n', '  - "data.truncation=error"\n'
+                                                          '  - "algorithm.filter_groups.enable=True"\n'
+                                                          '  - "algorithm.filter_groups.metric=acc"\n')
+    (SCRIPTS / "grpo-fsdp-vllm.yaml").read_text()  # the script itself is unchanged
+    scripts_ws.write("jobs/dapo.yaml", text.replace("name: grpo-fsdp-vllm", "name: dapo").replace(
+        "code: verl\n", f"code: verl-{version.replace('.', '')}\n"))
+    desired = load_workspace(scripts_ws.root)
+    job = desired.jobs["dapo"]
+    source = resolve_source(desired.snapshots[job.code], desired.root, os.environ["ARGUS_CACHE_DIR"], 60)
+    result = check_job(desired, job, SnapshotState(source=source), os.environ["ARGUS_CACHE_DIR"], files=False)
+    assert [d.text for d in result.diagnostics if d.severity == "error"] == []
+    assert result.profile is not None and result.profile.config_name == "dapo_trainer"
+    assert result.profile.module == "recipe.dapo.main_dapo"
+    assert [p.name for p in result.profile.pools] == ["global_pool"]
+
+
+def test_a_recipe_whose_config_cannot_be_read_from_its_module_must_name_it(tmp_path: Path):
+    from specs.models import Entry, Job
+    from state.verl.entry import EntryProblem, resolve_entry
+
+    code = tmp_path / "code"
+    (code / "recipe" / "odd").mkdir(parents=True)
+    module = "import hydra\nCP = 'config'\n\n@hydra.main(config_path=CP, config_name='odd')\ndef main(c): ...\n"
+    (code / "recipe" / "odd" / "main.py").write_text(module)
+    job = Job(kind="Job", name="j", cluster="c", code="v", workload="ppo", model="/m", data={"train": "/d"},
+              entry=Entry(module="recipe.odd.main"))
+    found = resolve_entry(code, job)
+    assert isinstance(found, EntryProblem) and "entry: {config_dir, config_name}" in found.message
+
+
+def test_an_sft_driver_on_ray_sees_a_sliver_of_a_gpu_and_asks_for_no_cpu_resource(scripts_ws):
+    """sft_trainer_ray computes on trainer.device in its driver (cuda, forced by verl 0.9): with entrypoint
+    resources set, Ray shows the driver no GPU unless it asks for one; `cpu` would be a resource in 0.8."""
+    result, (desired, job) = checked(scripts_ws, "sft-trainer-ray", "0.8.0")
+    sub = resolve(desired.workspace, desired.cluster_of(job), job)
+    assert driver_needs(sub)["GPU"] == 0.01
+    assert "trainer.device" not in sub.entrypoint
+    assert [p.gpu_resource for p in result.profile.pools] == ["GPU"]

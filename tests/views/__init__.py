@@ -1,0 +1,1 @@
+"""Renderings: argv diffs, golden plans, status summaries and the queue's views."""
