@@ -1,42 +1,84 @@
-"""`argus local up --worker-gpus/--worker-cpus/--worker-resources`: a verl-shaped worker on a laptop.
+"""`argus local`: a verl-shaped worker on a laptop (`--worker-gpus/--worker-cpus/--worker-resources`), and
+`down` stops exactly the processes `up` started.
 
-One real cluster, started through the CLI; Ray's own nodes API says what the worker offers. Bad
-resource JSON is refused before anything starts.
+One real cluster, started through the CLI, serves the whole lifecycle (each start costs ~20 s on two
+cores): Ray's own nodes API says what the worker offers, a job's driver runs under it, and `down` kills
+it and nothing else. Bad resource JSON is refused before anything starts.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 
 import pytest
 
 from state.ray import local
 from state.ray.client import RayClient
+from tests.support.cluster import SLEEP, jobs_of, wait_for
 from tests.support.workspace import make_workspace
 
 
-def test_local_up_starts_a_worker_of_the_shape_asked_for(tmp_path, argus, monkeypatch, verl_repo):
+def test_local_up_of_the_shape_asked_for_status_and_down_that_kills_only_its_own_processes(
+        tmp_path, argus, monkeypatch, verl_repo):
     state_dir = tmp_path / "local"
     monkeypatch.setenv("ARGUS_LOCAL_DIR", str(state_dir))
+    bystander = subprocess.Popen(["sleep", "300"])
+    port = local._free_port()
     try:
-        up = argus("local", "up", "--dashboard-port", str(local._free_port()), "--worker-gpus", "4",
+        up = argus("local", "up", "--dashboard-port", str(port), "--worker-gpus", "4",
                    "--worker-cpus", "13", "--worker-resources", '{"worker_node": 1, "rack_a": 2}')
         assert up.code == 0, up.err
+        assert f"http://127.0.0.1:{port}" in up.out
         assert "CPU 13, GPU 4, worker_node 1, rack_a 2" in up.out
         assert "logical" in up.out
+        assert argus("local", "up", "--dashboard-port", str(port)).code == 1  # already up
 
         cluster = local.load(state_dir)
         [worker] = [n for n in RayClient("local", cluster.address).snapshot().nodes if not n.is_head]
         assert {k: worker.resources.get(k) for k in ("GPU", "CPU", "worker_node", "rack_a")} == {
             "GPU": 4.0, "CPU": 13.0, "worker_node": 1.0, "rack_a": 2.0}
 
+        assert argus("local", "status").code == 0
         status = json.loads(argus("local", "status", "--json").out)
+        assert status["address"] == f"http://127.0.0.1:{port}"
         assert status["up"] and status["nodes"]["worker"] == {"CPU": 13, "GPU": 4, "worker_node": 1, "rack_a": 2}
         _verl_jobs_queue_by_shape(tmp_path, argus, cluster.address, verl_repo)
-        assert argus("local", "down").code == 0
+
+        ours = _a_driver_runs_under_the_cluster(tmp_path, argus, cluster)
+        down = argus("local", "down")
+        assert down.code == 0 and "Stopped" in down.out
+        assert not any(local._exists(p) for p in ours)
+        assert bystander.poll() is None, "a process the cluster did not start was killed"
         assert argus("local", "status").code == 1
     finally:
         local.down(state_dir)
+        bystander.kill()
+
+
+def _a_driver_runs_under_the_cluster(tmp_path, argus, cluster: local.LocalCluster) -> list[int]:
+    """A job argus applied runs its driver as a descendant of the local cluster: the pids `down` must kill."""
+    ws = make_workspace(tmp_path / "ws-sleep", "local-test", cluster.address)
+    ws.job("sleeper", SLEEP)
+    assert argus("apply", ws.root, "--auto-approve").code == 0
+    [job] = jobs_of(cluster.address, ws.name)
+    wait_for(cluster.address, job.submission_id, {"RUNNING"})
+    ours, driver = [], []
+    deadline = time.monotonic() + 30  # RUNNING is reported just before the driver process starts
+    while not driver and time.monotonic() < deadline:
+        ours = local.alive_pids(cluster)
+        driver = [p for p in ours if "time.sleep(120)" in _cmdline(p)]
+        time.sleep(0.2)
+    assert driver, "the job's driver process is a descendant of the local cluster"
+    return ours
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
 
 
 @pytest.mark.parametrize("given", ['{"x": -1}', "[1]", "{nope", '{"GPU": 1}', '{"x": true}', '{"x": NaN}'])
