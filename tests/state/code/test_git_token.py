@@ -65,7 +65,7 @@ def _snapshot_ws(tmp_path: Path, address: str, url: str, token_line: str, name: 
     ("ssh://git@github.com/x.git", "  token: ${env:GIT_TOKEN_GITHUB_COM}\n", "only an https:// url may carry a token"),
     ("https://github.com/x.git", f"  token: {TOKEN}\n", "write `token: ${env:GIT_TOKEN_GITHUB_COM}`"),
     ("https://github.com/x.git", "  token: Bearer ${env:GIT_TOKEN_GITHUB_COM}\n", "the token itself never goes"),
-])
+], ids=["another-hosts-variable", "lookalike-host", "ssh", "literal-token", "bearer-prefix"])  # a random token is no id
 def test_a_token_for_another_host_is_refused_at_its_line(tmp_path: Path, url: str, token_line: str,
                                                          message: str) -> None:
     ws = _snapshot_ws(tmp_path, "http://127.0.0.1:9", url, token_line)
