@@ -28,7 +28,7 @@ import threading
 import uuid
 from collections.abc import Iterable
 
-from state.queue.ledger import LOCK_DIR, QueueUnreadable, _beneath, _make_dirs
+from state.queue.ledger import LOCK_DIR, QueueUnreadable, made_queue_dirs, queue_dir
 
 ALIVE_DIR = f"{LOCK_DIR}/alive"
 TOKEN = re.compile(r"[0-9a-f]{32}")
@@ -46,9 +46,9 @@ def token(shared_root: str) -> str:
         if shared_root in _held:
             return _held[shared_root][0]
         _forget_removed_roots()
-        _make_dirs(shared_root, ALIVE_DIR)
+        made_queue_dirs(shared_root, ALIVE_DIR)
         name = uuid.uuid4().hex
-        with _beneath(shared_root, ALIVE_DIR, create=False) as folder:
+        with queue_dir(shared_root, ALIVE_DIR, create=False) as folder:
             if folder is None:
                 raise QueueUnreadable(f"{shared_root}/{ALIVE_DIR} cannot be created")
             fd = os.open(f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
@@ -74,7 +74,7 @@ def gone(shared_root: str, tokens: Iterable[str]) -> frozenset[str]:
     wanted = sorted({t for t in tokens if TOKEN.fullmatch(t) and t not in ours})
     if not wanted:
         return frozenset()
-    with _beneath(shared_root, ALIVE_DIR, create=False) as folder:
+    with queue_dir(shared_root, ALIVE_DIR, create=False) as folder:
         if folder is None:
             return frozenset(wanted)  # no process ever took a lock here: none of them is alive
         return frozenset(t for t in wanted if _free(folder, f"{t}.lock"))
@@ -115,7 +115,7 @@ def _sweep(folder: int, keep: set[str]) -> None:
 def _release() -> None:
     """A process that exits normally removes its files (one that is killed leaves them to `_sweep`)."""
     for root, (name, fd) in list(_held.items()):
-        with contextlib.suppress(Exception), _beneath(root, ALIVE_DIR, create=False) as folder:
+        with contextlib.suppress(Exception), queue_dir(root, ALIVE_DIR, create=False) as folder:
             if folder is not None:
                 os.unlink(f"{name}.lock", dir_fd=folder)
         with contextlib.suppress(OSError):

@@ -62,7 +62,7 @@ def ledger_path(shared_root: str, workspace: str) -> Path:
 def read_ledgers(shared_root: str, ignored: list[str] | None = None) -> tuple[LedgerEntry, ...]:
     """Every workspace's entries on this shared root; a file that cannot be read is not there.
     `ignored` gets the path of each ledger whose unsigned entries were left out (a key is set)."""
-    with _queue_dir(shared_root, create=False) as fd:
+    with _ledgers_dir(shared_root, create=False) as fd:
         if fd is None:
             return ()
         try:  # listed entry by entry: a directory of a million names is never held in memory
@@ -81,7 +81,7 @@ def read_ledgers(shared_root: str, ignored: list[str] | None = None) -> tuple[Le
 
 def read_ledger(shared_root: str, workspace: str) -> list[LedgerEntry]:
     """This workspace's own entries (those it signed, with a key set): what it writes back."""
-    with _queue_dir(shared_root, create=False) as fd:
+    with _ledgers_dir(shared_root, create=False) as fd:
         return [] if fd is None else _entries(fd, workspace)[0]
 
 
@@ -90,14 +90,14 @@ def write_ledger(shared_root: str, workspace: str, entries: list[LedgerEntry]) -
     rows = [_signed(e.model_dump(mode="json"), workspace)
             for e in sorted(entries, key=lambda e: (e.cluster, e.job, e.submission_id))]
     text = json.dumps({"workspace": workspace, "entries": rows}, indent=2, sort_keys=True) + "\n"
-    with _queue_dir(shared_root, create=True) as fd:
+    with _ledgers_dir(shared_root, create=True) as fd:
         replace_in(fd, f"{workspace}.json", text)
 
 
 @contextlib.contextmanager
 def admission_lock(shared_root: str, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """Held while one admission reads the queue, decides and writes its ledger: seconds at most."""
-    with _beneath(shared_root, LOCK_DIR, create=True) as folder:
+    with queue_dir(shared_root, LOCK_DIR, create=True) as folder:
         try:
             fd = os.open(LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644,
                          dir_fd=folder)
@@ -127,16 +127,16 @@ def _lock(fd: int, shared_root: str, timeout: float) -> None:
 
 
 @contextlib.contextmanager
-def _queue_dir(shared_root: str, create: bool) -> Iterator[int | None]:
-    with _beneath(shared_root, QUEUE_DIR, create) as fd:
+def _ledgers_dir(shared_root: str, create: bool) -> Iterator[int | None]:
+    with queue_dir(shared_root, QUEUE_DIR, create) as fd:
         yield fd
 
 
 @contextlib.contextmanager
-def _beneath(shared_root: str, rel: str, create: bool) -> Iterator[int | None]:
+def queue_dir(shared_root: str, rel: str, create: bool) -> Iterator[int | None]:
     """rel below the shared root, opened without following symlinks; None when absent (and not created)."""
     if create:
-        _make_dirs(shared_root, rel)
+        made_queue_dirs(shared_root, rel)
     stack = contextlib.ExitStack()
     try:
         fd = stack.enter_context(opened_dir(shared_root, rel))
@@ -153,11 +153,11 @@ def _beneath(shared_root: str, rel: str, create: bool) -> Iterator[int | None]:
         yield fd
 
 
-def _make_dirs(shared_root: str, rel: str) -> None:
+def made_queue_dirs(shared_root: str, rel: str) -> None:
     """Each component created in its parent opened without following links."""
     built = ""
     for part in rel.split("/"):
-        with contextlib.suppress(FileExistsError), _beneath(shared_root, built, create=False) as fd:
+        with contextlib.suppress(FileExistsError), queue_dir(shared_root, built, create=False) as fd:
             if fd is not None:
                 os.mkdir(part, 0o755, dir_fd=fd)
         built = f"{built}/{part}".lstrip("/")
