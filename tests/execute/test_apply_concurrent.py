@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from reconcile.commands.common import load
+from reconcile.execute import batch
 from reconcile.execute.applier import ApplyContext, apply_plan
 from reconcile.execute.cycle import connect, observe_and_plan
 from reconcile.model import Plan, SubmitStep
@@ -23,7 +24,8 @@ from state.ray.client import SubmitConflict
 from tests.support.cluster import jobs_of, sdk, wait_for
 
 MAKE_REPO = Path(__file__).resolve().parents[2] / "examples" / "multi-version" / "make-repo.sh"
-JOBS = 20
+JOBS = batch.WORKERS + 6
+"""More than the pool's threads: a thread takes a later change after its first, and a failure leaves some unstarted."""
 
 
 def test_a_concurrent_apply_submits_each_job_once_after_its_snapshot(workspace, argus):
@@ -51,7 +53,7 @@ def test_a_concurrent_apply_submits_each_job_once_after_its_snapshot(workspace, 
         assert re.fullmatch(r"job\.j\d\d: submit \S+ to cluster local", line), line
     summary = [line.split()[0] for line in applied.out.split("Apply complete")[1].splitlines()[2:]]
     assert summary[-JOBS:] == [f"job.j{i:02d}" for i in range(JOBS)]  # in plan order, after the files
-    for job in jobs_of(workspace.address, workspace.name):  # 20 drivers starting would slow the next tests
+    for job in jobs_of(workspace.address, workspace.name):  # drivers still starting would slow the next tests
         wait_for(workspace.address, job.submission_id, {"SUCCEEDED"})
 
 
