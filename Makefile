@@ -32,7 +32,10 @@ run_demo = port=$$($(BIN)/python -m reconcile.commands.local) && \
 lint: install
 	$(BIN)/ruff check .
 
+# argus's own modules compiled first: the tests start argus (and Ray starts its jobs) in hundreds of
+# processes, and where PYTHONDONTWRITEBYTECODE is set each would compile them again (~0.3 s each).
 test: lint chromium
+	$(BIN)/python -m compileall -q specs state reconcile >/dev/null
 	$(BIN)/python -m pytest -q
 
 # The status page's tests look at it in a real headless browser: Debian's chromium.
