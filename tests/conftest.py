@@ -3,6 +3,7 @@ beside fixtures lives in tests/support/.)"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -35,6 +36,22 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path / "argus-cache"))
 
 
+JOBS_RUN: dict[str, int] = {}
+"""Jobs each shared cluster ran in this session: each costs Ray a worker and a driver process, seconds of CPU
+(bench/suite_time.py prints where the suite's time goes; the summary line says how many there were)."""
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if JOBS_RUN:
+        terminalreporter.write_line("Ray jobs in the shared clusters' tables at the end (a few tests delete theirs): " +
+                                    ", ".join(f"{name} {count}" for name, count in sorted(JOBS_RUN.items())))
+
+
+def _count_jobs(name: str, cluster: local.LocalCluster) -> None:
+    with contextlib.suppress(Exception):  # a cluster a test broke still goes down; the count is only a figure
+        JOBS_RUN[name] = len(sdk(cluster.address).list_jobs())
+
+
 @pytest.fixture(scope="session")
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
     state_dir = tmp_path_factory.mktemp("ray-cluster")
@@ -42,6 +59,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
     try:
         yield cluster
     finally:
+        _count_jobs("ray_cluster", cluster)
         local.down(state_dir)
 
 
@@ -55,6 +73,7 @@ def gpu_cluster(tmp_path_factory: pytest.TempPathFactory):
     try:
         yield cluster
     finally:
+        _count_jobs("gpu_cluster", cluster)
         local.down(state_dir)
 
 
