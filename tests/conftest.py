@@ -14,6 +14,7 @@ import pytest
 from state.ray import local
 from tests.support.cluster import jobs_of, sdk, start_cluster
 from tests.support.isolation import GIT_KEPT, GITCONFIG, UNSET
+from tests.support.receivers import webhook
 from tests.support.workspace import Result, make_workspace
 
 
@@ -111,6 +112,21 @@ def argus(capsys: pytest.CaptureFixture[str]):
         return Result(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture
+def shared(tmp_path: Path) -> Path:
+    """One shared root for the workspaces of a test, as an NFS mount would be (the GPU queue's tests)."""
+    root = tmp_path / "nfs"
+    (root / ".argus").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture
+def hook():
+    """A JSON webhook on loopback: its json:// URL and the argus events it has been sent, in order."""
+    with webhook() as (url, events):
+        yield url, events
 
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

@@ -21,19 +21,12 @@ import pytest
 
 from state.queue.lease import lease_path
 from state.queue.ledger import ledger_path
-from tests.cluster.test_queue import active, gpu_job, stop_all, team
 from tests.support.cluster import jobs_of, until, wait_for
+from tests.support.gpu_queue import active, gpu_job, stop_all, team
 from tests.support.workspace import Workspace
 
 KEY = "forged-root-test-key-0123456789abcdef"
 SLEEP = "import time; time.sleep(300)"
-
-
-@pytest.fixture
-def shared(tmp_path: Path) -> Path:
-    root = tmp_path / "nfs"
-    (root / ".argus").mkdir(parents=True)
-    return root
 
 
 def forge_ledger(shared: Path, workspace: str, *entries: dict, sig: str | None = None) -> Path:

@@ -19,35 +19,10 @@ from reconcile.plan.planner import plan
 from reconcile.plan.queue import QUEUE_TTL, Want, decide_cluster, held
 from reconcile.plan.reviewed import decision_differences
 from reconcile.serve.turn import choose
-from state.observed import ClusterQueue, ClusterState, LedgerEntry, Node, ObservedState
-from tests.plan.test_planner import desired, job, record_of, run_of
+from state.observed import ClusterQueue
+from tests.support.planning import HEX, NOW, cluster_of, desired, job, ledger, observed_with, record_of, run_of
 
-NOW = 1_800_000_000.0
 FAR_FUTURE = 2.0**52
-HEX = "0" * 64
-
-
-def ledger(ws: str, name: str, sid: str, admitted: float | None = None, priority: int = 0, preemptible: bool = False,
-           gpus: float = 2.0, seen: float = NOW, arrived: float = NOW - 100, cluster: str = "c",
-           signed: bool = True) -> LedgerEntry:
-    """An entry as argus reads it from a ledger; `signed`: its ARGUS_ROOT_KEY signature was checked."""
-    return LedgerEntry(workspace=ws, job=name, cluster=cluster, submission_id=sid, spec_hash=HEX, priority=priority,
-                       preemptible=preemptible, arrived=arrived, seen=seen, admitted=admitted, spread={"GPU": gpus},
-                       signed=signed)
-
-
-def cluster_of(gpus: float = 8.0, jobs=(), used: dict | None = None) -> ClusterState:
-    node = Node(node_id="w", ip="127.0.0.3", is_head=False, resources={"GPU": gpus, "CPU": 64.0, "worker_node": 1.0},
-                used=used or {})
-    return ClusterState(name="c", address="http://x:1", session_name="s1", ray_version="2.60.0", nodes=(node,),
-                        jobs=tuple(jobs))
-
-
-def observed_with(ray_jobs, entries, gpus: float = 8.0, records=(), quotas=None) -> ObservedState:
-    implied = {j.submission_id: record_of(j, j.status.value) for j in ray_jobs if j.workspace == "team"}
-    implied.update({r.submission_id: r for r in records})
-    return ObservedState(clusters={"c": cluster_of(gpus, ray_jobs)}, records=implied, observed_at=NOW,
-                         queues={"c": ClusterQueue(entries=tuple(entries), quotas=quotas or {})})
 
 
 def want(gpus: float = 1.0, name: str = "small") -> Want:

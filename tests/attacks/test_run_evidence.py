@@ -11,8 +11,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tests.serve.test_serve import _listening, runs_of, serve, stopped
 from tests.support.cluster import until, wait_for
+from tests.support.loops import listening, runs_of, serve, stopped
 
 MARKER = "MARKER-OUTSIDE-THE-SHARED-ROOT-7731"
 EVERY_CLASS = "retry: {max_attempts: 3, on: [oom, nccl_timeout, node_lost, unknown, lost]}\n"
@@ -82,7 +82,7 @@ def test_a_job_writing_end_records_and_forging_the_next_attempt_makes_argus_star
     assert MARKER not in shown.out + shown.err
     loop = serve(workspace, "--interval", "60", "--listen", "127.0.0.1:0")
     try:
-        site = _listening(loop)
+        site = listening(loop)
         page = until(lambda: _page(f"{site}logs/{hostile}"), "the loop's first turn serves the run's log", 60)
         index = until(lambda: _page(site), "the status page", 60)
     finally:

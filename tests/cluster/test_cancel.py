@@ -23,23 +23,14 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import pytest
-
 from reconcile.plan.queue import decide_cluster, holds
 from state.observed import ClusterQueue, ClusterState, LedgerEntry, Node, RayJob, RunStatus
 from state.queue.ledger import read_ledger
-from tests.cluster.test_queue import serve, stop, stop_all, team
 from tests.support.cluster import jobs_of, until
+from tests.support.gpu_queue import serve, stop, stop_all, team
 
 KILLS = 30
 ACTIVE = ("PENDING", "RUNNING")
-
-
-@pytest.fixture
-def shared(tmp_path: Path) -> Path:
-    root = tmp_path / "nfs"
-    (root / ".argus").mkdir(parents=True)
-    return root
 
 
 def held_job(ws, name: str, gate: Path, gpus: int = 1, seconds: float | None = None) -> None:

@@ -4,8 +4,8 @@ it stopped; `on_drift: restart` starts it again, once. A run argus stopped itsel
 
 from __future__ import annotations
 
-from tests.serve.test_serve import hook, runs_of  # noqa: F401  (hook: the loopback webhook fixture)
 from tests.support.cluster import SLEEP, sdk, wait_for
+from tests.support.loops import runs_of
 
 
 def _stop_outside_argus(workspace, submission_id: str) -> None:
@@ -18,7 +18,7 @@ def _drift_events(events: list[dict], submission_id: str) -> list[dict]:
     return [e for e in events if e["kind"] == "drift" and e.get("submission_id") == submission_id]
 
 
-def test_a_run_stopped_outside_argus_is_drift_told_once_and_left_stopped(workspace, argus, hook):  # noqa: F811
+def test_a_run_stopped_outside_argus_is_drift_told_once_and_left_stopped(workspace, argus, hook):
     url, events = hook
     workspace.job("trainer", SLEEP)
     assert argus("apply", workspace.root, "--auto-approve").code == 0
@@ -62,7 +62,7 @@ def test_a_run_argus_stopped_itself_is_not_drift(workspace, argus):
     assert "outside argus" not in plan.out
 
 
-def test_on_drift_restart_starts_a_stopped_run_again_once(workspace, argus, hook):  # noqa: F811
+def test_on_drift_restart_starts_a_stopped_run_again_once(workspace, argus, hook):
     url, events = hook
     workspace.job("steady", SLEEP, extra="on_drift: restart\n")
     assert argus("apply", workspace.root, "--auto-approve").code == 0

@@ -7,69 +7,15 @@ to a log on the shared root: the tests read what really ran when, not what argus
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 
-import pytest
-
-from state.ray import local
-from tests.support.cluster import jobs_of, sdk, until
+from tests.support.cluster import jobs_of, until
+from tests.support.gpu_queue import active, gpu_job, ran, serve, stop, stop_all, team
 from tests.support.workspace import Workspace
-
-RUN_SECONDS = 2
-
-
-@pytest.fixture
-def shared(tmp_path: Path) -> Path:
-    """One shared root for every workspace of a test, as an NFS mount would be."""
-    root = tmp_path / "nfs"
-    (root / ".argus").mkdir(parents=True)
-    return root
-
-
-def team(tmp_path: Path, name: str, cluster: local.LocalCluster, shared: Path) -> Workspace:
-    ws = Workspace(tmp_path / name, name, cluster.address)
-    ws.write("argus.yaml", f"kind: Workspace\nname: {name}\n")
-    ws.write("cluster.yaml", f"""
-        kind: Cluster
-        name: local
-        address: {cluster.address}
-        shared_root: {shared}
-        job_defaults:
-          entrypoint_num_cpus: 0.5
-          entrypoint_resources: {{worker_node: 1}}
-        """)
-    return ws
-
-
-def gpu_job(ws: Workspace, shared: Path, name: str, gpus: int = 2, priority: int = 0, extra: str = "") -> None:
-    """A job that holds `gpus` for RUN_SECONDS and logs when it started and ended."""
-    log = shared / "ran.log"
-    code = (f"import time; f = open({str(log)!r}, 'a'); f.write('start {ws.name}/{name} %f\\n' % time.time()); "
-            f"f.flush(); time.sleep({RUN_SECONDS}); f.write('end {ws.name}/{name} %f\\n' % time.time())")
-    ws.write(f"jobs/{name}.yaml", f"""
-        kind: Job
-        name: {name}
-        cluster: local
-        workload: command
-        entrypoint: [python3, -c, {json.dumps(code)}]
-        demand: {{GPU: {gpus}}}
-        priority: {priority}
-        """ + textwrap.dedent(extra))
-
-
-def ran(shared: Path) -> list[tuple[str, float, float]]:
-    """(job, start, end) of every run that ended, by start time."""
-    starts, ends = {}, {}
-    for line in (shared / "ran.log").read_text().splitlines():
-        what, job, at = line.split()
-        (starts if what == "start" else ends)[job] = float(at)
-    return sorted(((job, starts[job], ends[job]) for job in ends), key=lambda r: r[1])
 
 
 def never_two_at_once(runs: list[tuple[str, float, float]]) -> None:
@@ -77,30 +23,8 @@ def never_two_at_once(runs: list[tuple[str, float, float]]) -> None:
         assert b_start >= a_end, f"{b} started before {a} ended: the GPUs were promised twice"
 
 
-def serve(ws: Workspace, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "reconcile.cli", "serve", str(ws.root), "--interval", "1", *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-
-def stop(loop: subprocess.Popen) -> str:
-    if loop.poll() is None:
-        os.kill(loop.pid, signal.SIGTERM)
-    return loop.communicate(timeout=120)[1]
-
-
 def succeeded(ws: Workspace) -> int:
     return sum(j.status.value == "SUCCEEDED" for j in jobs_of(ws.address, ws.name))
-
-
-def active(ws: Workspace) -> list[str]:
-    return [j.metadata["argus.job"] for j in jobs_of(ws.address, ws.name) if j.status.value in ("PENDING", "RUNNING")]
-
-
-def stop_all(address: str, *teams: Workspace) -> None:
-    for ws in teams:
-        for job in jobs_of(address, ws.name):
-            if job.status.value in ("PENDING", "RUNNING"):
-                sdk(address).stop_job(job.submission_id)
 
 
 def test_three_jobs_of_two_gpus_run_one_at_a_time_in_priority_order(gpu_cluster, shared, tmp_path, argus):

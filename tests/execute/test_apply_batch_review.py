@@ -16,7 +16,7 @@ from reconcile.execute.cycle import connect, observe_and_plan
 from state.code.gitinfo import GitInfo
 from state.queue.ledger import LOCK_DIR, LOCK_NAME, QueueUnreadable, read_ledger
 from state.runs.records import config_yaml
-from tests.execute.test_apply_concurrent import JOBS, planned, submit_actions
+from tests.support.batches import JOBS, planned, submit_actions
 
 HOSTILE = ["\x85", "a\x85b", "\u2028x", "yes", "on", "No", "~", "null", "0o17", "-0o7", "1e3", "1.5E-3", ".5",
            "0x1F", "1_000", ".inf", "12:30:00", "2021-01-01", "é€😀", "\ufeffbom", " lead", "a: b", "- x", "#c",

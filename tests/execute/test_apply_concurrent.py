@@ -12,20 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from reconcile.commands.common import load
-from reconcile.execute import batch
-from reconcile.execute.applier import ApplyContext, apply_plan
-from reconcile.execute.cycle import connect, observe_and_plan
-from reconcile.model import Plan, SubmitStep
+from reconcile.execute.applier import apply_plan
 from state.audit import log as audit
-from state.code.gitinfo import GitInfo
 from state.queue.ledger import read_ledger
 from state.ray.client import SubmitConflict
+from tests.support.batches import JOBS, planned, submit_actions, tiny_jobs
 from tests.support.cluster import jobs_of, sdk, wait_for
 
 MAKE_REPO = Path(__file__).resolve().parents[2] / "examples" / "multi-version" / "make-repo.sh"
-JOBS = batch.WORKERS + 6
-"""More than the pool's threads: a thread takes a later change after its first, and a failure leaves some unstarted."""
 
 
 def test_a_concurrent_apply_submits_each_job_once_after_its_snapshot(workspace, argus):
@@ -93,39 +87,6 @@ def test_a_refused_first_submit_is_the_only_one_attempted(workspace):
     assert jobs_of(workspace.address, workspace.name) == []
     held = [e.submission_id for e in read_ledger(str(workspace.shared), workspace.name)]
     assert held == []  # the refused run's admission is withdrawn (it holds nothing), and so are the others' admissions
-
-
-def tiny_jobs(workspace, count: int, extra: str = "") -> None:
-    """`count` jobs of a trivial command whose drivers all fit at once beside other tests' runs."""
-    workspace.write("cluster.yaml", f"""
-        kind: Cluster
-        name: local
-        address: {workspace.address}
-        shared_root: .shared
-        job_defaults:
-          entrypoint_num_cpus: 0.05
-          entrypoint_resources: {{worker_node: 0.1}}
-        """)
-    for i in range(count):
-        workspace.job(f"j{i:02d}", ["true"], extra=extra)
-
-
-def planned(workspace) -> tuple[Plan, ApplyContext, list[SubmitStep], list[str]]:
-    """The plan of JOBS new jobs, and a context that keeps what apply prints."""
-    tiny_jobs(workspace, JOBS)
-    desired = load(workspace.root)
-    ray = connect(desired, 10)
-    observed, plan = observe_and_plan(desired, ray)
-    submits = [s for s in plan.steps() if isinstance(s, SubmitStep)]
-    assert len(submits) == JOBS and all(s.ask is not None for s in submits)  # each admitted, under the lock
-    said: list[str] = []
-    ctx = ApplyContext(desired, ray, GitInfo("abc", False), "plan1", observed=observed, echo=said.append)
-    return plan, ctx, submits, said
-
-
-def submit_actions(workspace) -> list[dict]:
-    return [e for e in audit.read(str(workspace.shared), workspace.name)
-            if e["event"] == "action" and e["step"] == "submit"]
 
 
 def submitted_ids(workspace) -> set[str]:

@@ -15,31 +15,17 @@ from specs.submission import RunId, labels, parse_labels, resolve, spec_hash
 from state.observed import ACTIVE, MAYBE_RUNNING, TERMINAL, UNCONFIRMED, RayJob, RunRecord, RunStatus
 from state.runs import records
 from state.runs.failures import ADVICE
-from tests.plan.test_planner import CLUSTER, WS, desired, job, observed, record_of, run_of
-
-PPO_HASH = "0d3b16c73fd55c16655400e4cfcbfab58a991750bade31697736e7ac830ee3f0"
-ENTRYPOINT = ("cd '${shared_root}/common/code/verl/verl' && python3 -m verl.trainer.main_ppo "
-              "'data.train_files='\"'\"'/d'\"'\"'' 'actor_rollout_ref.model.path='\"'\"'/m'\"'\"'' trainer.nnodes=1 "
-              "trainer.n_gpus_per_node=4 'trainer.project_name='\"'\"'team'\"'\"'' "
-              "'trainer.experiment_name='\"'\"'ppo'\"'\"'' "
-              "'trainer.default_local_dir='\"'\"'${shared_root}/outputs/checkpoints/ppo/run-1'\"'\"'' "
-              "'hydra.run.dir='\"'\"'${shared_root}/outputs/logs/${submission_id}'\"'\"''")
-PREVIOUS_VERSION_RECORD = {
-    "attempt": 1, "cluster": "c", "commit": "c0ffee", "error": None, "failure": None, "job": "ppo", "plan_id": "p1",
-    "protect": False, "session_name": "s1", "spec_hash": PPO_HASH, "status": "RUNNING",
-    "submission": {
-        "cluster": "c",
-        "code": {"commit": "c0" * 20, "digest": "d0" * 32, "path": "${shared_root}/common/code/verl/verl",
-                 "snapshot": "verl"},
-        "entrypoint": ENTRYPOINT, "entrypoint_memory": None, "entrypoint_num_cpus": 1.0, "entrypoint_num_gpus": None,
-        "entrypoint_resources": {"worker_node": 1.0},
-        "env_vars": {"K": "${env:K}",
-                     "PYTHONPATH": "${shared_root}/common/code/verl/verl:${shared_root}/user/code:${PYTHONPATH}",
-                     "PYTHONPYCACHEPREFIX": "/tmp/argus-pycache"},
-        "gpus": 4, "job": "ppo", "run": 1, "shared_root": "/shared", "workspace": "team"},
-    "submission_id": "team.ppo.0d3b16c73fd5.1", "submitted_at": "2026-01-01T00:00:00+00:00",
-    "updated_at": "2026-01-01T00:00:00+00:00", "workspace": "team"}
-"""status.json exactly as the version before the typed run wrote it (submission as a plain dict)."""
+from tests.support.planning import (
+    CLUSTER,
+    PPO_HASH,
+    PREVIOUS_VERSION_RECORD,
+    WS,
+    desired,
+    job,
+    observed,
+    record_of,
+    run_of,
+)
 
 
 def write_record(root: Path, data: object, name: str = "team.ppo.0d3b16c73fd5.1") -> None:

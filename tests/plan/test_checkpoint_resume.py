@@ -4,80 +4,26 @@ world sizes, and the rule that a run never silently resumes a checkpoint another
 from __future__ import annotations
 
 from reconcile.model import Action, Change
-from reconcile.plan.checkpoints import judge, resume_note
-from reconcile.plan.planner import plan, plan_job
+from reconcile.plan.checkpoints import resume_note
+from reconcile.plan.planner import plan
 from specs.checkpoint_state import CheckpointState
-from specs.desired import DesiredState, Source
 from specs.diagnostics import Where
-from specs.models import Cluster, Job, Workspace
-from specs.submission import resolve, spec_hash, submission_id
-from specs.verl_profile import Pool, Resume, VerlProfile
-from state.observed import ClusterState, Node, ObservedState, RunRecord
+from specs.models import Job
+from specs.submission import resolve, spec_hash
+from state.observed import ClusterState, Node
+from tests.support.checkpoints import desired, errors_for, judged, observed, ppo, profile, record, start
+from tests.support.planning import CLUSTER, WS
 
-WS = Workspace(kind="Workspace", name="team")
-CLUSTER = Cluster(kind="Cluster", name="c", address="http://x:1", shared_root="/shared",
-                  job_defaults={"entrypoint_num_cpus": 1, "entrypoint_resources": {"worker_node": 1}})
 DIR = "/shared/outputs/checkpoints/ppo/run-1"
 STEP_40 = f"{DIR}/global_step_40"
-
-
-def ppo(name: str = "ppo", gpus: int = 4, **fields) -> Job:
-    spec = {"kind": "Job", "name": name, "cluster": "c", "workload": "ppo", "model": "/m",
-            "data": {"train": "/d", "val": "/v"}, "trainer": {"nnodes": 1, "n_gpus_per_node": gpus}}
-    return Job(**{**spec, **fields})
-
-
-def desired(*jobs: Job) -> DesiredState:
-    sources = {f"job.{j.name}": Source(f"jobs/{j.name}.yaml", 1, {"trainer": 9}) for j in jobs}
-    return DesiredState("/ws", WS, {"c": CLUSTER}, {j.name: j for j in jobs}, {}, sources, {"c": "/shared"})
 
 
 def hash_of(job: Job) -> str:
     return spec_hash(resolve(WS, CLUSTER, job))
 
 
-def record(job: Job, when: str = "2026-01-01T00:00:00+00:00", attempt: int = 1, status: str = "SUCCEEDED",
-           known: bool = True) -> RunRecord:
-    """argus's record of a run of `job` as it was specified then."""
-    sub = resolve(WS, CLUSTER, job)
-    digest = spec_hash(sub)
-    return RunRecord(submission_id=submission_id("team", job.name, digest, attempt), workspace="team", job=job.name,
-                     cluster="c", spec_hash=digest, attempt=attempt, status=status, submitted_at=when,
-                     updated_at=when, plan_id="p", commit="c", submission=sub if known else None)
-
-
-def profile(mode: str = "auto", path: str | None = None, version: str | None = "0.9.1",
-            backend: str = "fsdp") -> VerlProfile:
-    return VerlProfile(version=version, knowledge="0.9.x", module="verl.trainer.main_ppo", config_name="ppo_trainer",
-                       pools=(Pool(name="global_pool", nnodes=1, gpus_per_node=4, cpus_per_gpu=3),),
-                       resume=Resume(mode=mode, path=path), checkpoint_backend=backend)
-
-
-def observed(state: CheckpointState | None, *records: RunRecord, verl: VerlProfile | None = None,
-             job: str = "ppo") -> ObservedState:
-    return ObservedState(clusters={}, records={r.submission_id: r for r in records},
-                         checkpoints={job: state} if state else {}, verl_profiles={job: verl} if verl else {})
-
-
-def start(job: Job) -> Change:
-    """The change the planner makes for a job with no run of its spec yet: a submit."""
-    return plan_job(job, resolve(WS, CLUSTER, job), [])
-
-
-def judged(job: Job, seen: ObservedState, *others: Job):
-    found = judge(desired(job, *others), seen, start(job))
-    assert found is not None
-    return found
-
-
 def fsdp(step: int = 40, world_size: int = 4, **fields) -> CheckpointState:
     return CheckpointState(step=step, world_size=world_size, complete=True, layout="fsdp", roles=("actor",), **fields)
-
-
-def errors_for(state: CheckpointState | None, gpus: int = 4, verl: VerlProfile | None = None) -> list[str]:
-    """The errors of a job whose own earlier attempt saved `state` (so only loading is judged)."""
-    job = ppo(gpus=gpus)
-    return list(judged(job, observed(state, record(job), verl=verl)).errors)
 
 
 def test_a_retry_resumes_from_its_own_runs_checkpoint_and_the_plan_says_so():

@@ -8,49 +8,10 @@ from reconcile.plan.runs import runs_by_job
 from reconcile.views.human import summary
 from specs.desired import DesiredState, Source
 from specs.diagnostics import Where
-from specs.models import Cluster, Job, Workspace
+from specs.models import Job
 from specs.submission import resolve, spec_hash, submission_id
-from state.observed import ClusterState, ObservedState, RayJob, RunRecord
-
-WS = Workspace(kind="Workspace", name="team")
-CLUSTER = Cluster(kind="Cluster", name="c", address="http://x:1", shared_root="/shared",
-                  job_defaults={"entrypoint_num_cpus": 1, "entrypoint_resources": {"worker_node": 1}})
-
-
-def job(name: str = "j", **fields) -> Job:
-    return Job(kind="Job", name=name, cluster="c", workload="command", entrypoint=["echo", name], **fields)
-
-
-def desired(*jobs: Job) -> DesiredState:
-    sources = {f"job.{j.name}": Source(f"jobs/{j.name}.yaml", 1, {"protect": 7}) for j in jobs}
-    return DesiredState("/ws", WS, {"c": CLUSTER}, {j.name: j for j in jobs}, {}, sources, {"c": "/shared"})
-
-
-def run_of(spec: Job, status: str, attempt: int = 1, workspace: str = "team", started: int = 0) -> RayJob:
-    digest = spec_hash(resolve(WS, CLUSTER, spec))
-    return RayJob(submission_id=submission_id(workspace, spec.name, digest, attempt), status=status,
-                  start_time=started,
-                  metadata={"argus.workspace": workspace, "argus.job": spec.name,
-                            "argus.spec_hash": digest, "argus.attempt": str(attempt)})
-
-
-def observed(*jobs: RayJob, records: tuple[RunRecord, ...] = (), unrecorded: tuple[str, ...] = ()) -> ObservedState:
-    """Ray's jobs and argus's records; a job argus would have submitted has its record (argus writes
-    it before every submit) unless the test names it in `unrecorded` or gives its record."""
-    cluster = ClusterState(name="c", address="http://x:1", session_name="s1", ray_version="2.60.0",
-                           nodes=(), jobs=tuple(jobs))
-    given = {r.submission_id: r for r in records}
-    implied = {j.submission_id: record_of(j, "PENDING", attempt=j.attempt) for j in jobs
-               if j.workspace == "team" and j.run_id.submission_id == j.submission_id
-               and j.submission_id not in unrecorded}
-    return ObservedState(clusters={"c": cluster}, records={**implied, **given})
-
-
-def record_of(ray_job: RayJob, status: str, **fields) -> RunRecord:
-    return RunRecord(**{"submission_id": ray_job.submission_id, "workspace": ray_job.workspace or "team",
-                        "job": ray_job.job or "", "cluster": "c", "spec_hash": ray_job.spec_hash or "", "attempt": 1,
-                        "status": status, "updated_at": "2026-01-01T00:00:00+00:00", "plan_id": "p", "commit": "c",
-                        **fields})
+from state.observed import ClusterState, ObservedState, RayJob
+from tests.support.planning import CLUSTER, WS, desired, job, observed, record_of, run_of
 
 
 def test_a_new_job_is_submitted_with_a_deterministic_id():

@@ -10,7 +10,6 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, quote
 
@@ -21,52 +20,9 @@ from reconcile.serve.channels import NotifyError, channels, scrub
 from reconcile.serve.messages import PAYLOAD_VERSION, body, payload, title
 from reconcile.serve.notify import MAX_TRIES, Notifier
 from state.queue.sent_events import SentLedger, key_hash
+from tests.support.receivers import EVIDENCE, Receiver, event
 
 SECRET = "hunter2-s3cret-t0ken"
-EVIDENCE = ("[rank0]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE)",
-            "RuntimeError: NCCL communicator was aborted on rank 0.")
-
-
-def event(kind: str = "failed", sid: str = "ws.train.h.1", **fields: object) -> Event:
-    defaults = {"job": "train", "cluster": "prod", "submission_id": sid, "attempt": 1, "max_attempts": 3,
-                "failure": "nccl_timeout", "evidence": EVIDENCE, "advice": "check the interconnect",
-                "next": "retries it as attempt 2 of 3, from its checkpoint directory", "commit": "0123456789abcdef"}
-    return Event(kind=kind, key=f"ws:{kind}:{sid}", workspace="ws", summary=f"job.train: attempt 1 {kind}",
-                 time="2027-01-15T08:00:00+00:00", **{**defaults, **fields})
-
-
-class Receiver:
-    """An HTTP server on 127.0.0.1 that keeps what it is sent and answers `status` (a list: one a request)."""
-
-    def __init__(self, statuses: list[int] | None = None):
-        self.received: list[dict] = []
-        self.statuses = list(statuses or [])
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                receiver.received.append({"path": self.path, "headers": dict(self.headers),
-                                          "body": self.rfile.read(length).decode()})
-                self.send_response(receiver.statuses.pop(0) if receiver.statuses else 200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *_args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_port
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def events(self) -> list[dict]:
-        """The argus events that arrived at a json:// URL."""
-        return [json.loads(json.loads(r["body"])["message"]) for r in self.received]
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class Silent:

@@ -10,20 +10,16 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import threading
 import time
 import urllib.request
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from state.audit import log as audit
 from state.queue.lease import lease_path
-from tests.support.cluster import QUICK, jobs_of, until, wait_for
+from tests.support.cluster import QUICK, until, wait_for
+from tests.support.loops import listening, runs_of, serve, stopped
 
 # Attempt 1 saves a checkpoint and dies of an NCCL timeout; the next attempt resumes from it.
 RESUMING = ("import os, sys; d = sys.argv[1]; os.makedirs(d, exist_ok=True); p = os.path.join(d, 'step'); "
@@ -32,52 +28,6 @@ RESUMING = ("import os, sys; d = sys.argv[1]; os.makedirs(d, exist_ok=True); p =
             "ran for 600012 milliseconds before timing out.')); sys.exit(0 if r else 1)")
 POLICY = "retry: {max_attempts: 3, on: [nccl_timeout]}\n"
 SLEEPER = ["python3", "-c", "import time; time.sleep(300)"]
-
-
-def serve(workspace, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "reconcile.cli", "serve", str(workspace.root), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-
-def stopped(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> tuple[int, str]:
-    """Stop a loop the way an operator would and return its exit code and stderr."""
-    if proc.poll() is None:
-        os.kill(proc.pid, sig)
-    _out, err = proc.communicate(timeout=120)
-    return proc.returncode, err
-
-
-def runs_of(workspace, job: str) -> list[str]:
-    return sorted(j.submission_id for j in jobs_of(workspace.address, workspace.name)
-                  if (j.metadata or {}).get("argus.job") == job)
-
-
-class Hook(BaseHTTPRequestHandler):
-    """A JSON webhook on loopback: keeps every argus event it is sent."""
-
-    events: list[dict] = []
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).events.append(json.loads(body["message"]))
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def hook() -> Iterator[tuple[str, list[dict]]]:
-    Hook.events = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"json://127.0.0.1:{server.server_address[1]}/argus", Hook.events
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_the_loop_retries_notifies_once_and_shows_it(workspace, argus, hook, tmp_path):
@@ -90,7 +40,7 @@ def test_the_loop_retries_notifies_once_and_shows_it(workspace, argus, hook, tmp
     failed_at = time.monotonic()
     loop = serve(workspace, "--interval", "3", "--log-format", "json", "--notify", url, "--listen", "127.0.0.1:0")
     try:
-        site = _listening(loop)
+        site = listening(loop)
         second = until(lambda: [s for s in runs_of(workspace, "flaky") if s != first], "a second attempt", 30)[0]
         assert time.monotonic() - failed_at < 2 * 3 + 10  # within two intervals (plus the loop's start-up)
         assert second.endswith(".2")
@@ -126,12 +76,6 @@ def test_the_loop_retries_notifies_once_and_shows_it(workspace, argus, hook, tmp
     assert again.code == 0, again.err
     kinds = [e["kind"] for e in events]
     assert kinds.count("failed") == 1 and kinds.count("retried") == 1 and kinds.count("recovered") == 1
-
-
-def _listening(loop: subprocess.Popen) -> str:
-    line = loop.stdout.readline()
-    assert "listening on http://127.0.0.1:" in line, line
-    return line.split("listening on ", 1)[1].strip()
 
 
 def _metrics(site: str) -> dict:

@@ -141,7 +141,7 @@ def test_a_failure_reaches_the_webhook_well_before_the_interval(workspace, argus
 
 @contextlib.contextmanager
 def receiver(events: list[dict]) -> Iterator[str]:
-    """A JSON webhook on loopback, as tests/serve/test_serve.py's: keeps every argus event it is sent."""
+    """A JSON webhook on loopback, as conftest's `hook`: keeps every argus event it is sent."""
 
     class Hook(BaseHTTPRequestHandler):
         def do_POST(self) -> None:

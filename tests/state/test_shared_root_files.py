@@ -37,6 +37,7 @@ from state.runs import activity as run_activity
 from state.runs import index as run_index
 from state.runs import logs as run_logs
 from state.runs import records
+from tests.support.status_page import get, report, serving
 
 WS = "team"
 SID = "team.train.0123456789ab.1"
@@ -269,8 +270,6 @@ def test_argus_logs_of_a_huge_log_prints_its_end_and_says_so(tmp_path: Path, mon
 
 
 def test_the_status_page_never_serves_a_log_through_a_linked_directory(tmp_path: Path) -> None:
-    from tests.serve.test_status_page import get, report, serving
-
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     (outside / "driver.log").write_text(SECRET + "\n")

@@ -18,8 +18,8 @@ from reconcile.views.html import render_page
 from reconcile.views.machine import status_json
 from reconcile.views.queue import gpus_held, queue_json, queues_of, render, view
 from state.observed import ClusterQueue, ClusterState, LedgerEntry, Node, ObservedState, RayJob, RunStatus
-from tests.cluster.test_queue import shared, stop_all, team  # noqa: F401 - fixtures (gpu_cluster: conftest)
 from tests.support.cluster import jobs_of, until
+from tests.support.gpu_queue import stop_all, team
 
 NOW = 1_750_000_000.0
 HASH = "ab" * 32
@@ -162,7 +162,7 @@ def samples(metrics: Metrics) -> dict[tuple[str, tuple], float]:
             for family in text_string_to_metric_families(text) for s in family.samples}
 
 
-def test_two_workspaces_on_one_shared_root_see_one_queue(gpu_cluster, shared, tmp_path, argus):  # noqa: F811
+def test_two_workspaces_on_one_shared_root_see_one_queue(gpu_cluster, shared, tmp_path, argus):
     a, b = team(tmp_path, "view-a", gpu_cluster, shared), team(tmp_path, "view-b", gpu_cluster, shared)
     holding(a, "a1")
     holding(a, "a2")
@@ -206,7 +206,7 @@ def holding(ws, name: str, priority: int = 0) -> None:
         """)
 
 
-def test_a_queued_job_shows_its_argv_in_every_plan_format_as_a_submitted_one(gpu_cluster, shared, tmp_path,  # noqa: F811
+def test_a_queued_job_shows_its_argv_in_every_plan_format_as_a_submitted_one(gpu_cluster, shared, tmp_path,
                                                                             argus):
     """argus serve submits a queued job later, without another plan: the plan that queues it is its review."""
     ws = team(tmp_path, "argv-queued", gpu_cluster, shared)

@@ -18,9 +18,8 @@ from state.queue.lease import Lease, lease_path
 from state.queue.ledger import ledger_path, read_ledger, read_ledgers, write_ledger
 from state.queue.sent_events import SentLedger, key_hash
 from state.ray import local
-from tests.attacks.test_queue_attacks import NOW, ledger, observed_with
-from tests.plan.test_planner import desired, job, run_of
-from tests.serve.test_notify import Receiver, event
+from tests.support.planning import NOW, desired, job, ledger, observed_with, run_of
+from tests.support.receivers import Receiver, event
 
 KEY = "unit-test-root-key-0123456789abcdef"
 CHANNEL = "0123456789abcdef"

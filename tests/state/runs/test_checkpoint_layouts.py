@@ -15,8 +15,7 @@ from specs.models import Cluster, Job, Workspace
 from state.observe import read_checkpoints
 from state.runs import checkpoints
 from state.runs.checkpoints import inspect_checkpoint, inspect_step
-from tests.plan.test_checkpoint_resume import errors_for, profile
-from tests.state.runs.test_checkpoints import save_step
+from tests.support.checkpoints import errors_for, profile, save_step
 
 TRACKER = "latest_checkpointed_iteration.txt"
 MANIFEST = "ckpt_contents.json"

@@ -10,28 +10,7 @@ import pytest
 from specs.checkpoint_state import CheckpointState
 from state.runs import checkpoints
 from state.runs.checkpoints import MAX_ENTRIES, inspect_checkpoint
-from tests.plan.test_checkpoint_resume import errors_for
-
-KINDS = ("model", "optim", "extra_state")
-
-
-def save_step(root: Path, step: int, world_size: int, roles: tuple[str, ...] = ("actor",),
-              tracker: bool = True) -> Path:
-    """What verl's PPO trainer leaves after `_save_checkpoint` (FSDP): shards per role, huggingface/ and
-    fsdp_config.json from rank 0, data.pt, then the tracker."""
-    folder = root / f"global_step_{step}"
-    for role in roles:
-        shards = folder / role
-        (shards / "huggingface").mkdir(parents=True)
-        (shards / "huggingface" / "config.json").write_text("{}")
-        (shards / "fsdp_config.json").write_text(f'{{"FSDP_version": 1, "world_size": {world_size}}}')
-        for rank in range(world_size):
-            for kind in KINDS:
-                (shards / f"{kind}_world_size_{world_size}_rank_{rank}.pt").write_bytes(b"torch")
-    (folder / "data.pt").write_bytes(b"dataloader")
-    if tracker:
-        (root / "latest_checkpointed_iteration.txt").write_text(str(step))
-    return folder
+from tests.support.checkpoints import KINDS, errors_for, save_step
 
 
 def test_a_complete_checkpoint_gives_its_step_and_world_size(tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ from state.observed import RunRecord, RunStatus
 from state.runs import index as run_index
 from state.runs import records
 from state.runs.index import keep, read_runs
-from tests.execute.test_runs import PREVIOUS_VERSION_RECORD
 from tests.support.cluster import jobs_of, sdk, wait_for
+from tests.support.planning import PREVIOUS_VERSION_RECORD
 
 WS = "team"
 
