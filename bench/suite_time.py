@@ -53,6 +53,9 @@ def main(args: list[str]) -> int:
         by_room[room_of(path)] += seconds
         by_phase[phase] += seconds
         by_test[f"{path}::{name}"] += seconds
+    for line in run.stdout.splitlines():
+        if line.startswith(("FAILED", "ERROR")):
+            print(line[:200])
     print(run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr[-2000:])
     print(f"wall {wall:.0f} s; the machine's CPU idle {(idle1 - idle0) / max(total1 - total0, 1):.0%} of the time")
     print("phases: " + ", ".join(f"{phase} {seconds:.0f} s" for phase, seconds in sorted(by_phase.items())))
