@@ -13,9 +13,12 @@ class Frozen(BaseModel):
     extra="forbid": a misspelt key is an error, never a silently ignored setting.
     frozen=True: specs, observations and plans are compared and passed around, never mutated.
     allow_inf_nan=False: `.inf` CPUs is a typo, not a request.
+    No use_attribute_docstrings: pydantic would parse each model's module source again for every class,
+    ~0.15 s of every command's start-up, for descriptions only the JSON Schema shows; specs/schema.py
+    reads the spec models' field docstrings when it makes one.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class TextEnum(str, Enum):

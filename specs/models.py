@@ -34,7 +34,8 @@ Resources = dict[str, Annotated[float, Field(ge=0)]]
 
 
 class Spec(Frozen):
-    """Base of every resource spec (see Frozen for why it is strict and immutable)."""
+    """Base of every resource spec (see Frozen for why it is strict and immutable). Its fields' docstrings
+    are their descriptions in the JSON Schema, which editors show (specs/schema.py reads them)."""
 
 
 class Workspace(Spec):

@@ -1,12 +1,22 @@
-"""The JSON Schema of every kind, for editors (yaml-language-server) and tools."""
+"""The JSON Schema of every kind, for editors (yaml-language-server) and tools.
+
+Each field's description is its docstring in specs/models.py, read here from the source when a schema
+is made. pydantic's use_attribute_docstrings would read them at every start-up of every command
+instead, by parsing the module's source again for each class (~0.035 s of `argus plan`'s start-up).
+"""
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
+from itertools import pairwise
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter
 
+from specs import models
 from specs.models import Cluster, CodeSnapshot, Job, Workspace
 
 SCHEMA_ID = "https://argus.dev/schema/argus.schema.json"
@@ -15,9 +25,39 @@ SCHEMA_ID = "https://argus.dev/schema/argus.schema.json"
 def json_schema() -> dict[str, Any]:
     resource = Annotated[Workspace | Cluster | CodeSnapshot | Job, Field(discriminator="kind")]
     schema = TypeAdapter(resource).json_schema()
+    _describe(schema.get("$defs", {}))
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
             "title": "argus resource (one YAML document)", **schema}
 
 
 def schema_text() -> str:
     return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def _describe(definitions: dict[str, Any]) -> None:
+    """Each model's fields described by their docstrings (its own and its bases'), unless described already:
+    where pydantic puts a field's description, at the top of the property's schema."""
+    docstrings = field_docstrings()
+    for name, definition in definitions.items():
+        model = getattr(models, name, None)
+        if not isinstance(model, type):
+            continue
+        described: dict[str, str] = {}
+        for base in reversed(model.__mro__):
+            described |= docstrings.get(base.__name__, {}) if base.__module__ == models.__name__ else {}
+        properties = definition.get("properties", {})
+        for field, docstring in described.items():
+            if field in properties:
+                properties[field].setdefault("description", docstring)
+
+
+def field_docstrings() -> dict[str, dict[str, str]]:
+    """Class of specs/models.py -> field -> the string right after the field's annotated assignment, cleaned as
+    pydantic cleans a docstring."""
+    tree = ast.parse(Path(models.__file__).read_text(encoding="utf-8"))
+    return {node.name: {field.target.id: inspect.cleandoc(doc.value.value)
+                        for field, doc in pairwise(node.body)
+                        if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
+                        and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)
+                        and isinstance(doc.value.value, str)}
+            for node in tree.body if isinstance(node, ast.ClassDef)}

@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from deepdiff import DeepDiff
-
 from reconcile.model import FieldChange
 
 _PATH_PART = re.compile(r"\[('(?P<key>(?:[^'\\]|\\.)*)'|(?P<index>\d+))\]")
@@ -15,6 +13,9 @@ _PATH_PART = re.compile(r"\[('(?P<key>(?:[^'\\]|\\.)*)'|(?P<index>\d+))\]")
 def field_diff(before: dict[str, Any] | None, after: dict[str, Any] | None) -> tuple[FieldChange, ...]:
     if before is None or after is None:
         return ()
+    # only a spec changed since its last run is diffed: a first plan, or one with nothing changed, never imports it
+    from deepdiff import DeepDiff
+
     found = DeepDiff(before, after, verbose_level=2)
     changes: list[FieldChange] = []
     for kind in ("values_changed", "type_changes"):

@@ -25,6 +25,9 @@ ARG_INDENT = "  "
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _DOUBLE_QUOTE_ESCAPES = ("$", "`", '"', "\\", "\n")
+_PLAIN_RUN = re.compile(r"[^ \t\n'\"\\<>&|;#]+")
+"""Characters sh takes as they are wherever they stand in a word: `split` takes a run of them at once,
+not one at a time (a plan of thousands of jobs renders as many entrypoints)."""
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,8 @@ def _word_piece(text: str, i: int) -> tuple[str | None, int]:
         return (None, i) if i + 1 == len(text) else (text[i + 1], i + 2)
     if char in "<>" and text[i + 1 : i + 2] in ("&", "|", "<", ">"):
         return text[i : i + 2], i + 2  # `2>&1`: the `&` of a redirection does not end a command
-    return char, i + 1
+    plain = _PLAIN_RUN.match(text, i)
+    return (plain.group(), plain.end()) if plain else (char, i + 1)
 
 
 def _double_quoted(text: str, i: int) -> tuple[str | None, int]:

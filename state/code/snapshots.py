@@ -24,7 +24,6 @@ from pydantic import ValidationError
 from specs.errors import ArgusError
 from specs.models import CodeSnapshot
 from state import beneath
-from state.audit.log import actor
 from state.code.cache import cache_root
 from state.code.sources import digest_of, directory_entries, entries
 from state.observed import Manifest, SourceState
@@ -186,6 +185,8 @@ def _stored_object(shared_root: Path, sha: str, mode: str, data: bytes) -> Path:
 
 
 def _manifest(snapshot: CodeSnapshot, source: SourceState, workspace: str, files: int) -> Manifest:
+    from state.audit.log import actor  # only making a snapshot needs it: a plan is spared importing the audit log
+
     # Where the code came from, not how argus was let in: not even a token's variable name.
     origin = {"git": snapshot.git.model_dump(exclude={"token"})} if snapshot.git else {"path": snapshot.path}
     return Manifest(workspace=workspace, name=snapshot.name, repo=snapshot.repo_dir, source=origin,

@@ -18,7 +18,6 @@ endpoint. Nothing the dashboard answers can carry the cluster's token into a mes
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -121,6 +120,8 @@ class JobsApi:
     async def tail(self, submission_id: str) -> AsyncIterator[str]:
         """The driver log as it grows, until the job ends (the dashboard closes the websocket). The
         handshake ends within `timeout`; the stream then lasts as long as the run does."""
+        import asyncio  # only `argus logs --follow` streams: every other command is spared importing these
+
         import aiohttp
 
         url = f"{self.address}/api/jobs/{_quoted(submission_id)}/logs/tail"
