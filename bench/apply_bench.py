@@ -1,15 +1,31 @@
 """`argus apply` of N new jobs against a bare sequential `submit_job` loop over N, in the same run.
 
-Target (issue 16): `argus apply --auto-approve` of 100 new jobs, process start-up included, takes
-no longer than a loop of `JobSubmissionClient(address).submit_job(...)` over the same 100 (ratio
-apply/loop <= 1.0). Two loops are measured: as a script of its own (a new process importing Ray's
-client, start-up included like argus's), and in this process with the client already imported (the
-stricter baseline). Every measurement gets a fresh Ray cluster on loopback (killed afterwards: only what
-this script started), since 100 trivial drivers take minutes to drain on a small machine and would
-load the next measurement; within one, each side bears the load of its own drivers starting.
+Target (issue 26): `argus apply --auto-approve` of 100 new jobs, process start-up included, takes at
+most half a loop of `JobSubmissionClient(address).submit_job(...)` over the same 100 run as a script
+of its own (a new process importing Ray's client, start-up included like argus's): ratio apply/loop
+<= 0.5 (issue 16 asked for 1.0). Also measured: the loop in this process with the client already
+imported (the stricter baseline), and eight bare concurrent submits in this process, as argus sends
+them: the least any client of this cluster could take, which bounds what argus can reach. Every
+measurement gets a fresh Ray cluster on loopback (killed afterwards: only what this script started),
+since 100 trivial drivers take minutes to drain on a small machine and would load the next
+measurement; within one, each side bears the load of its own drivers starting. Rounds interleave the
+sides, so the machine's drift hits them alike; each ratio is the median of the rounds' own (the sides of
+one round are measured minutes apart at most). argus's modules are compiled first, as installing a
+package compiles them (and as Ray's were; bench/plan_scale.py says why).
     .venv/bin/python bench/apply_bench.py [jobs] [rounds] [--profile]
 --profile also applies one more workspace under cProfile and prints where argus spends its time
 (its main thread: the submitting threads show best under `py-spy record --idle`).
+
+Why 0.5 is not met, and cannot be by a client that submits each job: Ray's job server sets the pace.
+On a quiet machine (2026-11-26, 5 rounds) the loop as a script took 4.6-5.1 s and eight bare concurrent
+submits, with nothing of argus's, 2.7-2.9 s (0.56 of the loop); 16 or 32 threads took 2.4-2.7 s, so
+half the loop is about the least any client gets from this cluster. argus apply took 4.2-4.4 s, 1.53x
+the bare concurrent submits: its start-up (imports, load, observe, plan: a plan of 100 jobs alone takes
+~0.65 s of CPU) and, per submit, its records on the shared root, the status made durable before and
+after, and the audit record. Apply / loop as a script: 0.88 there (rounds 0.82-0.91), 1.04 in a run
+under some load (0.80-1.05; bare concurrent 0.68 of the loop, apply 1.34x it), MISS; against the loop
+in this process 1.16-1.29. Under heavy load (other people's test suites) the sequential loop suffers
+more than concurrent submits and the ratio swings (0.56-0.99 in three such runs of 3 rounds that day).
 
 Where an apply of 100 new jobs goes (2026-11-24, 2 cores, each run separately): start-up to the first
 submit ~0.5 s (the CLI's and apply's imports ~0.4 s, load, observe and plan ~0.1 s; argus speaks Ray's
@@ -40,6 +56,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from plan_scale import compile_argus  # noqa: E402
+
 from state.ray import local  # noqa: E402
 
 ARGUS = Path(sys.executable).with_name("argus")
@@ -49,34 +67,61 @@ DRIVER_SLOTS = 128.0
 """worker_node slots on the worker: room for every driver, so admission starts all the jobs."""
 
 
+TARGET = 0.5
+"""argus apply at most this fraction of the bare loop run as a script."""
+THREADS = 8
+"""Concurrent submits, as argus sends them (reconcile/execute/batch.py, WORKERS)."""
+IN_PROCESS, AS_SCRIPT, CONCURRENT, APPLIED = range(4)
+"""A round's times, in this order: the loop in this process, as a script, concurrent submits, argus apply."""
+
+
 def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     jobs = int(args[0]) if args else 100
     rounds = int(args[1]) if len(args) > 1 else 3
+    compile_argus()
     with tempfile.TemporaryDirectory() as tmp:
-        bare, applied = _measure(Path(tmp), jobs, rounds)
+        measured = _measure(Path(tmp), jobs, rounds)
         if "--profile" in sys.argv:
             with _cluster(Path(tmp) / "cluster-profile") as address:
                 _profile(Path(tmp), address, jobs)
-    b, s = statistics.median(x for x, _ in bare), statistics.median(y for _, y in bare)
-    a = statistics.median(applied)
-    print(f"{jobs} new jobs, median of {rounds}: argus apply (start-up included) {a:.2f} s; a submit_job loop "
-          f"as a script (start-up included) {s:.2f} s, ratio {a / s:.2f}; the loop in this process, Ray's client "
-          f"imported {b:.2f} s, ratio {a / b:.2f} (target <= 1.0)")
+    _report(jobs, measured)
 
 
-def _measure(root: Path, jobs: int, rounds: int) -> tuple[list[tuple[float, float]], list[float]]:
-    bare, applied = [], []
-    for r in range(rounds):  # interleaved, so drift of the noisy machine hits both alike
+def _report(jobs: int, measured: list[tuple[float, float, float, float]]) -> None:
+    loop, script, concurrent, applied = (statistics.median(r[i] for r in measured) for i in range(4))
+    ratio = _median_ratio(measured, APPLIED, AS_SCRIPT)
+    print(f"{jobs} new jobs, median of {len(measured)}: argus apply (start-up included) {applied:.2f} s; a bare "
+          f"submit_job loop as a script (start-up included) {script:.2f} s; apply / loop, the median of each "
+          f"round's own, {ratio:.2f}, target <= {TARGET}: {'PASS' if ratio <= TARGET else 'MISS'}")
+    inside, bound, over = (_median_ratio(measured, *sides) for sides in ((APPLIED, IN_PROCESS), (CONCURRENT, AS_SCRIPT),
+                                                                          (APPLIED, CONCURRENT)))
+    print(f"  against the loop in this process, Ray's client imported ({loop:.2f} s): {inside:.2f}; {THREADS} bare "
+          f"concurrent submits in this process ({concurrent:.2f} s), the least a client takes here: {bound:.2f} of "
+          f"the loop as a script, and argus apply {over:.2f}x them")
+
+
+def _median_ratio(measured: list[tuple[float, ...]], top: int, bottom: int) -> float:
+    """The median over the rounds of one side's time over another's, each measured in the same round."""
+    return statistics.median(r[top] / r[bottom] for r in measured)
+
+
+def _measure(root: Path, jobs: int, rounds: int) -> list[tuple[float, float, float, float]]:
+    """Each round's times (IN_PROCESS, AS_SCRIPT, CONCURRENT, APPLIED)."""
+    measured = []
+    for r in range(rounds):  # interleaved, so drift of the noisy machine hits every side alike
         with _cluster(root / f"cluster-bare{r}") as address:
             inside = _bare_loop(address, f"bare{r}", jobs)
         with _cluster(root / f"cluster-script{r}") as address:
-            bare.append((inside, _script_loop(address, f"script{r}", jobs)))
+            script = _script_loop(address, f"script{r}", jobs)
+        with _cluster(root / f"cluster-concurrent{r}") as address:
+            concurrent = _concurrent(address, f"concurrent{r}", jobs)
         with _cluster(root / f"cluster-apply{r}") as address:
-            applied.append(_apply(_workspace(root / f"ws{r}", address, f"bench{r}", jobs)))
-        print(f"round {r + 1}: loop {bare[-1][0]:.2f} s, as a script {bare[-1][1]:.2f} s, apply {applied[-1]:.2f} s",
-              flush=True)
-    return bare, applied
+            applied = _apply(_workspace(root / f"ws{r}", address, f"bench{r}", jobs))
+        measured.append((inside, script, concurrent, applied))
+        print(f"round {r + 1}: loop {inside:.2f} s, as a script {script:.2f} s, {THREADS} concurrent "
+              f"{concurrent:.2f} s, apply {applied:.2f} s; apply / loop as a script {applied / script:.2f}", flush=True)
+    return measured
 
 
 def _bare_loop(address: str, prefix: str, jobs: int) -> float:
@@ -87,6 +132,27 @@ def _bare_loop(address: str, prefix: str, jobs: int) -> float:
     for i in range(jobs):
         client.submit_job(entrypoint="true", submission_id=f"{prefix}-{i}", entrypoint_num_cpus=DRIVER_CPUS,
                           entrypoint_resources={"worker_node": 1})
+    return time.perf_counter() - started
+
+
+def _concurrent(address: str, prefix: str, jobs: int) -> float:
+    """The same submits, THREADS at a time, a client per thread: how fast this cluster takes them at all."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ray.job_submission import JobSubmissionClient
+
+    clients = threading.local()
+
+    def submit(i: int) -> None:
+        if not hasattr(clients, "client"):
+            clients.client = JobSubmissionClient(address)
+        clients.client.submit_job(entrypoint="true", submission_id=f"{prefix}-{i}", entrypoint_num_cpus=DRIVER_CPUS,
+                                  entrypoint_resources={"worker_node": 1})
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(THREADS) as pool:
+        list(pool.map(submit, range(jobs)))
     return time.perf_counter() - started
 
 
