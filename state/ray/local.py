@@ -272,10 +272,19 @@ def _exists(pid: int) -> bool:
     return fields[0] != "Z"
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port free now that this process has not handed out before: a cluster's ports are picked one by
+    one before any is bound, and two alike (the dashboard's and the client server's, once) fail `ray start`."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def _require_free(port: int) -> None:

@@ -144,3 +144,10 @@ def _verl_jobs_queue_by_shape(tmp_path, argus, address: str, verl_repo) -> None:
     assert "job.big can never fit on cluster 'local': verl asks for 1 node(s) x (5 GPU, 15 CPU) at once" in shaped.out
     assert "~ job.wait  (queue: queued #1 on local: needs 4 GPU as 2 groups of 2, 0 GPU free)" in shaped.out
     assert "      pools:  2 node(s) x (2 GPU, 6 CPU)" in shaped.out
+
+
+def test_the_ports_of_a_cluster_are_never_handed_out_twice():
+    """A cluster's half-dozen ports are picked one by one before `ray start` binds any: the kernel may
+    offer a port it offered a moment ago, and two alike made `ray start` fail."""
+    ports = [local._free_port() for _ in range(500)]
+    assert len(set(ports)) == len(ports)
