@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -130,3 +131,9 @@ def hook():
 
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+# A suite started in the background by a non-interactive shell inherits SIGINT ignored, and so would every
+# process it starts: a POSIX sh can then never trap it (test_wrapper's SIGINT test hung in such runs).
+# Python's own handler instead: what the tests start begins with the default, as under Ray.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
