@@ -26,6 +26,7 @@ from reconcile.serve.loop import MIN_GAP
 from reconcile.serve.watch import MAX_BACKOFF, Watch, ended, freed
 from state.ray import local
 from state.ray.client import RayClient
+from tests.support import gpu_queue
 from tests.support.cluster import jobs_of, until
 from tests.support.workspace import Workspace, make_workspace
 
@@ -36,17 +37,7 @@ INTERVAL = "60"
 def team(tmp_path: Path, name: str, cluster: local.LocalCluster) -> tuple[Workspace, Path]:
     shared = tmp_path / "nfs"
     (shared / ".argus").mkdir(parents=True)
-    ws = Workspace(tmp_path / name, name, cluster.address)
-    ws.write("argus.yaml", f"kind: Workspace\nname: {name}\n")
-    ws.write("cluster.yaml", f"""
-        kind: Cluster
-        name: local
-        address: {cluster.address}
-        shared_root: {shared}
-        job_defaults:
-          entrypoint_num_cpus: 0.5
-          entrypoint_resources: {{worker_node: 1}}
-        """)
+    ws = gpu_queue.team(tmp_path, name, cluster, shared)
     return ws, shared
 
 
