@@ -152,6 +152,23 @@ def init(directory: Path = DIR,
     return command.run(directory, address, shared_root)
 
 
+ROOT = typer.Argument(Path("."), help="Where to look: every directory under it holding argus.yaml is a workspace "
+                     "(docs/workspaces.md).")
+
+
+@app.command()
+def workspaces(root: Path = ROOT,
+               changed_from: str | None = typer.Option(None, "--changed-from", metavar="GITREF",
+                                                       help="Only the workspaces that `git diff GITREF...HEAD` "
+                                                            "touches (a deleted argus.yaml's too)."),
+               as_json: bool = typer.Option(False, "--json", help='A list of {"dir", "name", "slug"}; dir relative '
+                                            'to the git repository\'s root (CI\'s matrix).')) -> int:
+    """List the workspaces under ROOT, or those a change touched. Offline."""
+    from reconcile.commands import workspaces as command
+
+    return command.run(root, changed_from, as_json)
+
+
 @app.command()
 def unlock(lock_id: str = typer.Argument(..., help="The id printed by the apply that is refused."),
            directory: Path = DIR) -> int:
