@@ -64,6 +64,14 @@ def find(root: Path, changed_from: str | None) -> list[Found]:
     return [Found(shown(path, base), path, not (path / WORKSPACE_FILE).is_file()) for path in paths]
 
 
+def found_at(directory: Path) -> Found:
+    """The one workspace at `directory`, named from its repository."""
+    from state.code.gitinfo import repository_root
+
+    path = directory.resolve()
+    return Found(shown(path, repository_root(path) or path), path)
+
+
 def shown(path: Path, base: Path) -> str:
     """`path` relative to `base` in git's spelling (`teams/nlp`; `.` for base itself)."""
     return Path(os.path.relpath(path, base)).as_posix()
