@@ -257,7 +257,7 @@ LOG_FORMAT = typer.Option(LogFormat.text, "--log-format", help="text or json: on
 
 
 @app.command()
-def serve(directory: Path = DIR,
+def serve(directories: list[Path] = DIRS,
           interval: float = typer.Option(30.0, "--interval", min=1.0, help="Seconds between turns."),
           sync: SyncMode = SYNC,
           git_pull: bool = typer.Option(False, "--git-pull", help="Fast-forward the checkout from its upstream "
@@ -277,15 +277,17 @@ def serve(directory: Path = DIR,
                                       "list between turns (at least 0.2): a job that ends, fails or frees room "
                                       "starts a turn at once. 0: off (turns only every interval)."),
           timeout: float = TIMEOUT) -> int:
-    """Keep watch: every interval load, observe, plan; keep records, retry, notify, and with --sync auto apply."""
+    """Keep watch: every interval load, observe, plan; keep records, retry, notify, and with --sync auto apply.
+    Several DIRs (or a repository root): one loop and one lease per workspace, one page (docs/serve.md)."""
     from reconcile.commands import serve as command
     from reconcile.serve.turn import TurnOptions
 
     turn = TurnOptions(sync=sync.value, git_pull=git_pull, interval=interval, timeout=timeout,
                        stop_timeout=stop_timeout, pending_alert=pending_alert, stall_alert=stall_alert,
                        with_audit=listen is not None)
-    return command.run(directory, command.ServeOptions(turn=turn, notify=tuple(notify), listen=listen, once=once,
-                                                       log_format=log_format.value, watch=watch))
+    options = command.ServeOptions(turn=turn, notify=tuple(notify), listen=listen, once=once,
+                                   log_format=log_format.value, watch=watch)
+    return command.run(directories or [Path(".")], options)
 
 
 @audit_app.command("verify")

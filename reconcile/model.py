@@ -189,6 +189,9 @@ class RunView(Frozen):
     whatever it was doing died with that head."""
     started_at: float = 0.0
     """Epoch seconds of the submit (Ray's start time, or argus's record): orders a job's runs."""
+    ended_at: float = Field(default=0.0, exclude=True)
+    """Epoch seconds of its end (Ray's end time, or when argus recorded the end); 0 while it runs or when
+    unknown. Left out of plan JSON like `evidence`: the status page shows it."""
     protect: bool = False
     submission: Submission | None = Field(default=None, exclude=True)
     """What the run was asked to run, from argus's record; None when unknown. Left out of plan

@@ -12,6 +12,7 @@ from typing import Literal
 
 from reconcile.model import Plan, RunView
 from specs.base import Frozen
+from state.observed import RunStatus
 
 EVENT_KINDS = ("failed", "retried", "recovered", "lost", "pending", "stalled", "drift", "apply_failed", "preempted")
 EventKind = Literal["failed", "retried", "recovered", "lost", "pending", "stalled", "drift", "apply_failed",
@@ -46,6 +47,20 @@ class Event(Frozen):
 
 
 @dataclass(frozen=True)
+class OtherRun:
+    """A run of another workspace on one of this workspace's clusters, as Ray lists it (its labels say
+    whose: hostile text, shown escaped): the serve page's view of who else uses the cluster."""
+
+    cluster: str
+    workspace: str
+    job: str
+    submission_id: str
+    status: RunStatus
+    started_at: float = 0.0
+    ended_at: float = 0.0
+
+
+@dataclass(frozen=True)
 class TurnReport:
     """One turn of the loop. `ok` is False when the turn failed before it could plan (then `plan`
     and `runs` are those of the last turn that could, or empty)."""
@@ -77,3 +92,10 @@ class TurnReport:
     gpus_held: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     """Per cluster, the GPUs each workspace's admitted runs hold, every workspace's ledger counted
     (reconcile.views.queue.gpus_held of the turn's observation)."""
+    queues: tuple = ()
+    """Each cluster's whole admission queue the turn read, every workspace's entries:
+    reconcile.views.queue.ClusterQueueView (views sit above this module, so it is not named here)."""
+    others: tuple[OtherRun, ...] = ()
+    """Other workspaces' runs on this workspace's clusters, as the turn's observation listed them."""
+    standby: str | None = None
+    """On a standby's report: the lease holder it stands by for ("nobody" when none holds it)."""

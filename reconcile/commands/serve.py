@@ -5,13 +5,18 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from reconcile.commands.common import load
 from reconcile.serve.loop import Loop, LoopSettings
 from reconcile.serve.turn import TurnOptions
 from reconcile.serve.watch import MIN_WATCH
 from specs.errors import ArgusError
+
+if TYPE_CHECKING:
+    from reconcile.serve.http import StatusServer
+    from reconcile.views.html import Kept
+    from specs.desired import DesiredState
 
 
 @dataclass(frozen=True)
@@ -25,28 +30,54 @@ class ServeOptions:
     """Seconds between polls of each cluster's job list between turns (reconcile.serve.watch); 0: off."""
 
 
-def run(directory: Path, options: ServeOptions) -> int:
+def run(directories: list[Path], options: ServeOptions) -> int:
+    """One workspace, or several (a DIR holding none stands for every workspace under it): one Loop and
+    one lease each, in one process with one HTTP server (reconcile.serve.loops)."""
+    from reconcile.serve.loops import run_all
     from state.audit import log as audit
 
     if 0 < options.watch < MIN_WATCH:
         raise ArgusError(f"--watch {options.watch:g}: give 0 (no watch) or at least {MIN_WATCH:g} seconds "
                          "between polls.")
+    kept = [_workspace(directory, options) for directory in _directories(directories)]
+    names = [desired.workspace.name for _directory, desired in kept]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ArgusError(f"workspace name(s) {', '.join(twice)} given twice: each workspace has one lease, so "
+                         "one serve keeps it once (two directories with the same argus.yaml name?).")
+    server, publish = _server(options.listen, kept)
+    loops = [_loop(directory, desired, options, publish) for directory, desired in kept]
+    audit.act_as(f"argus serve@{socket.gethostname()}")
+    try:
+        return run_all(loops, crashed=server.crashed if server is not None else None)
+    finally:
+        audit.act_as(None)
+        if server is not None:
+            server.close()
+
+
+def _directories(directories: list[Path]) -> list[Path]:
+    from reconcile.commands.several import expand
+
+    found = expand(directories or [Path(".")])
+    return list(directories or [Path(".")]) if found is None else [workspace.path for workspace in found]
+
+
+def _workspace(directory: Path, options: ServeOptions) -> tuple[Path, DesiredState]:
     if options.turn.git_pull:  # a broken commit checked out before a restart is fixed by the next merge
         _pull_first(directory)
     desired = load(directory)  # a workspace that does not load now is an error now, not a loop of errors
     if not desired.shared_roots:
         raise ArgusError(f"{directory}: the workspace has no cluster, so no shared root to hold the loop's lease.")
+    return directory, desired
+
+
+def _loop(directory: Path, desired: DesiredState, options: ServeOptions, publish: list) -> Loop:
     root = desired.shared_roots[sorted(desired.shared_roots)[0]]
     settings = LoopSettings(turn=options.turn, once=options.once, log_format=options.log_format, watch=options.watch,
                             notify=_notifier(options.notify, root, desired.workspace.name))
-    server = _server(options.listen, desired.shared_roots, settings)
-    audit.act_as(f"argus serve@{socket.gethostname()}")
-    try:
-        return Loop(directory, root, desired.workspace.name, settings, loaded=desired).run()
-    finally:
-        audit.act_as(None)
-        if server is not None:
-            server.close()
+    settings.publish.extend(publish)
+    return Loop(directory, root, desired.workspace.name, settings, loaded=desired)
 
 
 def _pull_first(directory: Path) -> None:
@@ -68,20 +99,29 @@ def _notifier(urls: tuple[str, ...], root: str, workspace: str):
     return Notifier(list(urls), root, workspace).send
 
 
-def _server(listen: str | None, roots: dict[str, str], settings: LoopSettings):
-    """With --listen: /metrics, /healthz and the status page, fed every report."""
+def _server(listen: str | None, kept: list[tuple[Path, DesiredState]]) -> tuple[StatusServer | None, list]:
+    """With --listen: /metrics, /healthz and the status page, and what each loop feeds every report to."""
     if listen is None:
-        return None
+        return None, []
     host, port = _host_port(listen)
     from reconcile.serve.http import StatusServer
     from reconcile.serve.metrics import Metrics
 
     metrics = Metrics()
-    server = StatusServer(host, port, metrics=metrics, roots=roots)
-    settings.publish.extend([metrics.record, server.publish])
+    server = StatusServer(host, port, metrics=metrics, kept=[_kept(directory, desired) for directory, desired in kept])
     shown = f"[{host}]" if ":" in host else host
     print(f"argus serve: listening on http://{shown}:{server.port}/", flush=True)
-    return server
+    return server, [metrics.record, server.publish]
+
+
+def _kept(directory: Path, desired: DesiredState) -> Kept:
+    """What the page needs of a workspace: its clusters' dashboards and shared roots, its git remote."""
+    from reconcile.views.html import Kept, Site
+    from state.code.gitinfo import origin_url
+
+    sites = {name: Site(address=cluster.address, root=desired.shared_roots.get(name))
+             for name, cluster in desired.clusters.items()}
+    return Kept(desired.workspace.name, sites, origin_url(desired.root))
 
 
 def _host_port(listen: str) -> tuple[str, int]:

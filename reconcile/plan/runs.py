@@ -121,6 +121,7 @@ def _seen_on_ray(job: RayJob, run: RunId, cluster: str, observed: ObservedState)
     record = observed.records.get(job.submission_id)
     return RunView(submission_id=job.submission_id, cluster=cluster, spec_hash=run.spec_hash, attempt=run.attempt,
                    status=job.status, on_ray=True, started_at=(job.start_time or 0) / 1000,
+                   ended_at=(job.end_time or 0) / 1000 if job.status not in MAYBE_RUNNING else 0.0,
                    protect=bool(record and record.protect), stop_asked=bool(record and record.stop_asked),
                    failure=(record.failure if record else None) or observed.failures.get(job.submission_id),
                    evidence=record.evidence if record else (), submission=record.submission if record else None)
@@ -141,6 +142,7 @@ def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
                    cluster_read=record.cluster in observed.clusters,
                    failure="lost" if lost else record.failure or observed.failures.get(record.submission_id),
                    started_at=_epoch(record.submitted_at or record.updated_at), submission=record.submission,
+                   ended_at=_epoch(record.updated_at) if (ended or record.status) not in MAYBE_RUNNING else 0.0,
                    evidence=record.evidence)
 
 

@@ -2,8 +2,10 @@
 
 A ThreadingHTTPServer in a daemon thread. The loop publishes each turn's report; a request reads
 whichever report is current (one attribute, swapped whole), so it never sees half a turn. Whoever
-can reach the port can read the page and the logs of this workspace's runs, nothing else: a log is
-served only for a submission id that is a run of the current report, looked up, never joined to a path.
+can reach the port can read the page and the logs of the kept workspaces' runs, nothing else: a log is
+served only for a submission id that is a run of a kept workspace's current report, looked up, never
+joined to a path. With several workspaces (reconcile.serve.loops) each loop publishes its own
+reports; the page groups them by cluster (reconcile.views.cluster_html), /healthz has a line each.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
@@ -22,7 +24,9 @@ from urllib.parse import unquote, urlsplit
 from reconcile.model import RunView
 from reconcile.report import TurnReport
 from reconcile.serve.metrics import CONTENT_TYPE, Metrics
-from reconcile.views.html import render_page
+from reconcile.views.cluster_html import Shown, cluster_pages, render_cluster, render_index, state_of
+from reconcile.views.html import Kept, render_page
+from specs.diagnostics import plain
 from specs.errors import ArgusError
 from specs.submission import SUBMISSION_ID_PATTERN
 from state.runs import logs as run_logs
@@ -37,6 +41,7 @@ HEADERS = (("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-store"),
            ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"))
 """On every reply: no scripts, no framing, and a log is never sniffed into HTML."""
 TEXT = "text/plain; charset=utf-8"
+HTML = "text/html; charset=utf-8"
 
 
 @dataclass(frozen=True)
@@ -48,11 +53,16 @@ class Reply:
 
 
 class StatusServer:
-    def __init__(self, host: str, port: int, metrics: Metrics, roots: Mapping[str, str]):
-        """`roots`: cluster name -> its shared root, where the runs' logs are."""
-        self.metrics, self.roots = metrics, dict(roots)
-        self._report: TurnReport | None = None
-        self._last_ok: TurnReport | None = None
+    def __init__(self, host: str, port: int, metrics: Metrics, roots: Mapping[str, str] | None = None,
+                 kept: Sequence[Kept] = ()):
+        """`kept`: the workspaces this serve keeps (their clusters' dashboards and shared roots, their git
+        remotes). `roots` (cluster name -> shared root) stands for the clusters of a workspace not in `kept`
+        (one workspace's server, as tests build it)."""
+        self.metrics, self.roots = metrics, dict(roots or {})
+        self.kept = {k.workspace: k for k in kept}
+        self._reports: dict[str, TurnReport] = {}
+        self._last_ok: dict[str, TurnReport] = {}
+        self._crashed: dict[str, str] = {}
         try:
             self._httpd = (_Server6 if ":" in host else _Server)((host, port), _handler(self))
         except OSError as err:
@@ -63,10 +73,14 @@ class StatusServer:
         self._thread.start()
 
     def publish(self, report: TurnReport) -> None:
-        """The loop calls this with every report."""
+        """Each loop calls this with every report (from its own thread): one dict entry swapped whole."""
         if report.ok:
-            self._last_ok = report
-        self._report = report
+            self._last_ok[report.workspace] = report
+        self._reports[report.workspace] = report
+
+    def crashed(self, workspace: str, reason: str) -> None:
+        """A loop that died (reconcile.serve.loops): /healthz names it until the process ends."""
+        self._crashed[workspace] = reason
 
     def close(self) -> None:
         self._httpd.shutdown()
@@ -76,15 +90,46 @@ class StatusServer:
     def respond(self, target: str) -> Reply:
         """The reply to a GET of `target` (path and query, as the request line has it)."""
         path = urlsplit(target).path
-        if path == "/":
-            return Reply(200, "text/html; charset=utf-8", render_page(self._report, time.time()).encode())
+        if path == "/" or path.startswith("/clusters/"):
+            return self._page(path, time.time())
         if path == "/metrics":
             return Reply(200, CONTENT_TYPE, self.metrics.exposition())
         if path == "/healthz":
-            return self._health(self._report, self._last_ok, time.time())
+            return self._healthz(time.time())
         if path.startswith("/logs/"):
             return self._log(unquote(path.removeprefix("/logs/")))
         return _text(404, "not found: try /, /metrics or /healthz\n")
+
+    def _shown(self) -> list[Shown]:
+        reports = dict(self._reports)  # a copy: a loop's first publish adds a key while a request reads
+        return [Shown(self.kept.get(ws) or Kept(ws), reports.get(ws), self._crashed.get(ws))
+                for ws in sorted({*self.kept, *reports})]
+
+    def _page(self, path: str, now: float) -> Reply:
+        pages = cluster_pages(self._shown())
+        if path == "/":
+            html = (render_page(None, now) if not pages else render_cluster(pages[0], now) if len(pages) == 1
+                    else render_index(pages, now))
+            return Reply(200, HTML, html.encode())
+        slug = unquote(path.removeprefix("/clusters/"))
+        page = next((p for p in pages if p.slug == slug), None)
+        if page is None:
+            return _text(404, "no cluster of the kept workspaces has that name: see /\n")
+        return Reply(200, HTML, render_cluster(page, now).encode())
+
+    def _healthz(self, now: float) -> Reply:
+        """One workspace: as it always was. Several: a line each, 200 only when every one is healthy."""
+        shown = self._shown()
+        if len(shown) <= 1:
+            ws = shown[0].kept.workspace if shown else ""
+            if not self._crashed.get(ws):
+                return self._health(self._reports.get(ws), self._last_ok.get(ws), now)
+        if not shown:
+            return _text(503, "no turn has finished yet\n")
+        lines = [(ws_health(s, self._last_ok.get(s.kept.workspace), now)) for s in shown]
+        sick = [s.kept.workspace for s, (healthy, _line) in zip(shown, lines, strict=True) if not healthy]
+        head = "ok" if not sick else f"unhealthy: {', '.join(sick)}"
+        return _text(503 if sick else 200, "\n".join([head, *(line for _ok, line in lines)]) + "\n")
 
     @staticmethod
     def _health(report: TurnReport | None, last_ok: TurnReport | None, now: float) -> Reply:
@@ -103,17 +148,45 @@ class StatusServer:
                           f"intervals ({limit:g} s){failed}\n")
 
     def _log(self, submission_id: str) -> Reply:
-        run = self._run(submission_id)
-        root = self.roots.get(run.cluster) if run is not None else None
+        found = self._run(submission_id)
+        workspace, run = found if found is not None else ("", None)
+        kept = self.kept.get(workspace)
+        site = kept.clusters.get(run.cluster) if kept is not None and run is not None else None
+        root = site.root if site is not None else self.roots.get(run.cluster) if run is not None else None
         if run is None or root is None or not SUBMISSION_ID_PATTERN.fullmatch(run.submission_id):
-            return _text(404, "no run of this workspace has that submission id\n")
+            return _text(404, "no run of a kept workspace has that submission id\n")
         text = run_logs.tail(root, run.submission_id, LOG_BYTES)
         return _text(200, text or f"{run.submission_id} has no driver log on the shared root of {run.cluster}\n")
 
-    def _run(self, submission_id: str) -> RunView | None:
-        report = self._report
-        runs = report.runs.values() if report is not None else ()
-        return next((r for job_runs in runs for r in job_runs if r.submission_id == submission_id), None)
+    def _run(self, submission_id: str) -> tuple[str, RunView] | None:
+        """Looked up among the kept workspaces' runs, never joined to a path."""
+        for workspace, report in sorted(dict(self._reports).items()):
+            for job_runs in report.runs.values():
+                for run in job_runs:
+                    if run.submission_id == submission_id:
+                        return workspace, run
+        return None
+
+
+def ws_health(shown: Shown, last_ok: TurnReport | None, now: float) -> tuple[bool, str]:
+    """(healthy, `name: words`): active and recent, or standby for a live holder and recent itself."""
+    ws, report = shown.kept.workspace, shown.report
+    state = plain(state_of(shown), lines=False)
+    if shown.crashed is not None or report is None:
+        return False, f"{ws}: {state}"
+    limit = HEALTHY_INTERVALS * report.interval
+    if report.standby is not None and report.plan is None:
+        if report.standby == "nobody":
+            return False, f"{ws}: standby, and no loop holds its lease"
+        recent = now - report.finished_at <= limit
+        return recent, f"{ws}: {state}" + ("" if recent else f", last seen {now - report.finished_at:.0f} s ago")
+    if last_ok is None:
+        return False, f"{ws}: {state}; no turn has succeeded yet"
+    age = now - last_ok.finished_at
+    if age <= limit:
+        return True, f"{ws}: active ok" if report.ok else f"{ws}: {state}"
+    return False, f"{ws}: {state}; the last successful turn finished {age:.0f} s ago, more than " \
+                  f"{HEALTHY_INTERVALS} intervals ({limit:g} s)"
 
 
 class _Server(ThreadingHTTPServer):

@@ -98,6 +98,11 @@ class Loop:
             self.say(f"argus serve: stopped after {self.turns} turn(s); lease released")
         return 0 if report is None or report.ok else 1
 
+    def stop(self) -> None:
+        """Stop after the current turn (reconcile.serve.loops's signal handler, from another thread)."""
+        self.stopping.set()
+        self.wake.set()
+
     def _start_watch(self) -> threading.Thread | None:
         if self.watch is None:
             return None
@@ -158,14 +163,15 @@ class Loop:
             return report
         if self.last_good is None:
             return report
-        return replace(report, plan=self.last_good.plan, runs=self.last_good.runs, gpus_held=self.last_good.gpus_held,
-                       notes=(*report.notes, "jobs and runs as the last good turn saw them"))
+        good = self.last_good
+        return replace(report, plan=good.plan, runs=good.runs, gpus_held=good.gpus_held, queues=good.queues,
+                       others=good.others, notes=(*report.notes, "jobs and runs as the last good turn saw them"))
 
     def _standby(self) -> TurnReport:
         now = time.time()
         holder = self.lease.holder_now() or "nobody"
         return TurnReport(workspace=self.lease.workspace, started_at=now, finished_at=now, ok=True,
-                          interval=self.settings.turn.interval, sync=self.settings.turn.sync,
+                          interval=self.settings.turn.interval, sync=self.settings.turn.sync, standby=holder,
                           notes=(f"standby: {holder} holds the lease of this workspace",))
 
     def _notify(self, report: TurnReport) -> None:

@@ -47,6 +47,8 @@ class Outcome:
     retried: tuple[str, ...] = ()
     chosen: list[Change] = field(default_factory=list)
     gpus_held: dict = field(default_factory=dict)
+    queues: tuple = ()
+    others: tuple = ()
     unapplied: list[tuple[str, str, str]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -97,7 +99,7 @@ def turn(directory: Path, options: TurnOptions, say: Callable[[str], None],
                       interval=options.interval, sync=options.sync, error=out.error, commit=out.commit,
                       plan=out.plan, runs=out.runs, drift=_drift_count(out), applied=out.applied,
                       retried=out.retried, events=tuple(out.events), notes=tuple(out.notes),
-                      gpus_held=out.gpus_held, **audit_view)
+                      gpus_held=out.gpus_held, queues=out.queues, others=out.others, **audit_view)
 
 
 def _drift_count(out: Outcome) -> int:
@@ -134,10 +136,12 @@ def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callabl
 
 def _tell(desired: DesiredState, observed, plan: Plan, out: Outcome, options: TurnOptions) -> None:
     from reconcile.plan.runs import runs_by_job
-    from reconcile.views.queue import gpus_held
+    from reconcile.views.queue import gpus_held, other_runs, queues_of
 
     out.plan, out.runs = plan, runs_by_job(desired.workspace.name, observed)
     out.gpus_held = gpus_held(observed)
+    out.queues = tuple(queues_of(observed, sorted(desired.clusters)))  # the page's shared queue
+    out.others = other_runs(desired.workspace.name, observed)
     applied = set(out.applied)
     out.unapplied = [(c.address, c.action.value, _decision(c)) for c in plan.actionable if c.address not in applied]
     out.events = _events(desired, observed, plan, out, options)

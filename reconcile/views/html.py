@@ -7,7 +7,9 @@ server also sends a Content-Security-Policy that forbids scripts, in case one sl
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from html import escape
 from urllib.parse import quote
@@ -15,6 +17,7 @@ from urllib.parse import quote
 from reconcile.model import Change, RunView
 from reconcile.report import TurnReport
 from reconcile.views.human import health_of, sync_of
+from reconcile.views.links import commit_url, ray_job_url, web_url
 from reconcile.views.queue import queued
 from specs.diagnostics import plain
 
@@ -31,13 +34,38 @@ td p{margin:0 0 .3em}.bad{color:#b00020;font-weight:600}.good{color:#1b6e20;font
 """
 
 
-def render_page(report: TurnReport | None, now: float) -> str:
+def render_page(report: TurnReport | None, now: float, kept: Kept | None = None) -> str:
+    """One workspace's page: what its loop saw and did (the cluster page, reconcile.views.cluster_html,
+    shows each kept workspace's section under the cluster's shared queue)."""
     if report is None:
         return _page("argus serve", "<h1>argus serve</h1><p>No turn has finished yet.</p>")
-    parts = [f"<h1>argus · workspace {_e(report.workspace)}</h1>", _turn(report, now), _notes(report.notes),
-             _apply(report), _diagnostics(report), _jobs(report), _queue(report), _held(report)]
-    parts += [_runs(job, runs) for job, runs in sorted(report.runs.items()) if runs]
-    return _page(f"argus · {report.workspace}", "\n".join(p for p in parts if p))
+    body = [f"<h1>argus · workspace {_e(report.workspace)}</h1>", *workspace_parts(report, now, kept), _held(report)]
+    return _page(f"argus · {report.workspace}", "\n".join(p for p in body if p))
+
+
+@dataclass(frozen=True)
+class Site:
+    """A cluster as a kept workspace's spec names it: its dashboard and its shared root (the runs' logs)."""
+
+    address: str | None = None
+    root: str | None = None
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A workspace this serve keeps: its clusters by name, and its git remote (commit links)."""
+
+    workspace: str
+    clusters: Mapping[str, Site] = field(default_factory=dict)
+    remote: str | None = None
+
+
+def workspace_parts(report: TurnReport, now: float, kept: Kept | None = None) -> list[str]:
+    """A workspace's turn, notes, last apply, diagnostics, jobs, own queue and runs (no title)."""
+    kept = kept or Kept(report.workspace)
+    parts = [_turn(report, now, kept), _notes(report.notes), _apply(report, kept), _diagnostics(report),
+             _jobs(report, kept), _queue(report, kept)]
+    return parts + [_runs(job, runs, kept) for job, runs in sorted(report.runs.items()) if runs]
 
 
 def _page(title: str, body: str) -> str:
@@ -46,13 +74,13 @@ def _page(title: str, body: str) -> str:
             f"<style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")
 
 
-def _turn(report: TurnReport, now: float) -> str:
+def _turn(report: TurnReport, now: float, kept: Kept) -> str:
     outcome = ('<span class="good">ok</span>' if report.ok
                else f'<span class="bad">failed</span>: {_e(report.error or "no reason given")}')
     rows = [("Last turn", f"{_time(report.finished_at)} ({_ago(now - report.finished_at)}), took "
                           f"{report.finished_at - report.started_at:.1f} s"),
             ("Outcome", outcome), ("Sync", _e(report.sync)), ("Interval", f"{report.interval:g} s"),
-            ("Commit", f"<code>{_e((report.commit or '-')[:12])}</code>"),
+            ("Commit", _commit(report.commit, kept)),
             ("Drift", f"{report.drift} change(s) not carried out")]
     rows += [("Applied", _e(", ".join(report.applied)))] if report.applied else []
     rows += [("Retried", _e(", ".join(report.retried)))] if report.retried else []
@@ -64,10 +92,10 @@ def _notes(notes: Iterable[str]) -> str:
     return f"<h2>Notes</h2><ul>{items}</ul>" if items else ""
 
 
-def _apply(report: TurnReport) -> str:
+def _apply(report: TurnReport, kept: Kept) -> str:
     last: Mapping[str, object] = report.last_apply or {}
     shown = [(key.capitalize(), _e(last.get(key) or "-")) for key in ("time", "actor", "outcome")]
-    shown.append(("Commit", f"<code>{_e(str(last.get('commit') or '-')[:12])}</code>"))
+    shown.append(("Commit", _commit(str(last.get("commit") or "") or None, kept)))
     rows = shown if last else [("Last apply", "none recorded")]
     return "<h2>Last apply</h2>" + _dl([*rows, ("Audit log", _audit(report))])
 
@@ -91,18 +119,18 @@ def _diagnostic(severity: str, where: str, text: str) -> str:
     return f"<li>{label}: {_e(where + ': ' if where else '')}{_e(text)}</li>"
 
 
-def _jobs(report: TurnReport) -> str:
+def _jobs(report: TurnReport, kept: Kept) -> str:
     changes = {c.address.removeprefix("job."): c for c in report.plan.changes if c.address.startswith("job.")} \
         if report.plan else {}
     names = sorted(set(changes) | set(report.runs))
     if not names:
         return "<h2>Jobs</h2><p>No jobs.</p>"
-    rows = [_job_row(name, changes.get(name), set(changes)) for name in names]
+    rows = [_job_row(name, changes.get(name), set(changes), kept) for name in names]
     return _table("Jobs", ("Job", "Sync", "Health", "Current run", "Plan"), rows)
 
 
-def _job_row(name: str, change: Change | None, desired: set[str]) -> tuple[str, ...]:
-    link = f'<a href="#job-{_e(name)}">job.{_e(name)}</a>'
+def _job_row(name: str, change: Change | None, desired: set[str], kept: Kept) -> tuple[str, ...]:
+    link = _job_link(kept, name)
     if change is None:  # finished runs of a job no spec names any more: the plan leaves them alone
         return link, "removed", "-", "-", "-"
     current = change.current
@@ -111,9 +139,9 @@ def _job_row(name: str, change: Change | None, desired: set[str]) -> tuple[str, 
             f"{_e(change.action.value)}: {_e(change.reason)}")
 
 
-def _queue(report: TurnReport) -> str:
+def _queue(report: TurnReport, kept: Kept) -> str:
     """This workspace's jobs that wait for room, with their place in their cluster's queue and why."""
-    rows = [(f'<a href="#job-{_e(job)}">job.{_e(job)}</a>', _e(info.cluster), f"#{_e(info.position or '-')}",
+    rows = [(_job_link(kept, job), _e(info.cluster), f"#{_e(info.position or '-')}",
              f"{info.gpus:g}", _e(info.priority), _e(info.demand), _e(info.reason))
             for job, info in queued(report.plan)]
     if not rows:
@@ -129,22 +157,65 @@ def _held(report: TurnReport) -> str:
     return _table("GPUs held per workspace", ("Cluster", "Workspace", "GPUs"), rows) if rows else ""
 
 
-def _runs(job: str, runs: list[RunView]) -> str:
+def _runs(job: str, runs: list[RunView], kept: Kept) -> str:
     newest_first = sorted(runs, key=lambda r: (r.started_at, r.attempt, r.submission_id), reverse=True)
-    rows = [_run_row(run) for run in newest_first]
-    head = ("Run (log)", "Attempt", "Health", "Started", "Failure", "Advice and evidence")
-    return f'<section id="job-{_e(job)}">' + _table(f"job.{job}: runs", head, rows) + "</section>"
+    rows = [_run_row(run, kept) for run in newest_first]
+    head = ("Run (log)", "Attempt", "Health", "Started", "Ended", "Took", "Ray", "Failure", "Advice and evidence")
+    title = f"job.{job}: runs" if not kept.clusters else f"{kept.workspace} · job.{job}: runs"
+    return f'<section id="{_anchor(kept, job)}">' + _table(title, head, rows) + "</section>"
 
 
-def _run_row(run: RunView) -> tuple[str, ...]:
+def _run_row(run: RunView, kept: Kept) -> tuple[str, ...]:
     advice = getattr(run, "advice", None)
     evidence = tuple(getattr(run, "evidence", ()) or ())
     more = len(evidence) - MAX_EVIDENCE_LINES
     lines = [*evidence[:MAX_EVIDENCE_LINES], *([f"... {more} more line(s): see the log"] if more > 0 else [])]
     shown = (f"<p>{_e(advice)}</p>" if advice else "") + (f"<pre>{_e(chr(10).join(lines))}</pre>" if lines else "")
     failure = f'<span class="bad">{_e(run.failure)}</span>' if run.failure else "-"
-    return (_log_link(run.submission_id), str(run.attempt), _e(run.health), _time(run.started_at), failure,
+    ended = getattr(run, "ended_at", 0.0)
+    site = kept.clusters.get(run.cluster)
+    return (_log_link(run.submission_id), str(run.attempt), _e(run.health), _time(run.started_at), _time(ended),
+            took(run.started_at, ended), ray_link(site.address if site else None, run.submission_id), failure,
             shown or "-")
+
+
+def _job_link(kept: Kept, job: str) -> str:
+    return f'<a href="#{_anchor(kept, job)}">job.{_e(job)}</a>'
+
+
+def _anchor(kept: Kept, job: str) -> str:
+    """A job's section: per workspace on a page of several (`nlp/job-train`)."""
+    return _e(f"{kept.workspace}/job-{job}" if kept.clusters else f"job-{job}")
+
+
+def _commit(commit: str | None, kept: Kept) -> str:
+    """The hash, linked to its page when the workspace's remote is a known git web host."""
+    shown = f"<code>{_e((commit or '-')[:12])}</code>"
+    url = commit_url(kept.remote, commit)
+    return link(url, shown) if url else shown
+
+
+def ray_link(dashboard: str | None, submission_id: str) -> str:
+    url = ray_job_url(dashboard, submission_id)
+    return link(url, "job page") if url else "-"
+
+
+def link(url: str | None, inner_html: str) -> str:
+    """An anchor to `url` when it is a plain http(s) URL (reconcile.views.links), else the text alone."""
+    target = web_url(url)
+    if target is None:
+        return inner_html
+    return f'<a href="{_e(target)}" rel="noopener noreferrer">{inner_html}</a>'
+
+
+def took(started: float, ended: float) -> str:
+    """How long a run ran (so far, when it has not ended)."""
+    if not started or (ended and ended < started):
+        return "-"
+    seconds = (ended or time.time()) - started
+    shown = f"{seconds:.0f} s" if seconds < 120 else (f"{seconds / 60:.0f} min" if seconds < 7200
+                                                      else f"{seconds / 3600:.1f} h")
+    return shown if ended else f"{shown} so far"
 
 
 def _log_link(submission_id: str) -> str:

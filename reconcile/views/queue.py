@@ -18,7 +18,8 @@ from reconcile.plan import demand as demands
 from reconcile.plan.admission import decide, order
 from reconcile.plan.placement import Demand, Entry
 from reconcile.plan.queue import held, waiting
-from state.observed import ClusterQueue, ClusterState, LedgerEntry, ObservedState
+from reconcile.report import OtherRun
+from state.observed import MAYBE_RUNNING, ClusterQueue, ClusterState, LedgerEntry, ObservedState
 
 QUEUE_FORMAT_VERSION = 1
 EVERY_WORKSPACE = ""
@@ -109,6 +110,21 @@ def gpus_held(observed: ObservedState) -> dict[str, dict[str, float]]:
     return {name: held_by_workspace(_held(e, entry.demand) for entry, e in
                                     _holding(observed.clusters[name], queue, observed.observed_at))
             for name, queue in sorted(observed.queues.items()) if name in observed.clusters}
+
+
+def other_runs(workspace: str, observed: ObservedState) -> tuple[OtherRun, ...]:
+    """Every other workspace's runs on the clusters read, newest first: whose labels are argus's and
+    name another workspace (a job by hand, or forged labels, names none and is left out)."""
+    found = []
+    for name, cluster in sorted(observed.clusters.items()):
+        for job in cluster.jobs:
+            run = job.run_id
+            if run is None or run.workspace == workspace:
+                continue
+            ended = (job.end_time or 0) / 1000 if job.status not in MAYBE_RUNNING else 0.0
+            found.append(OtherRun(cluster=name, workspace=run.workspace, job=run.job, submission_id=job.submission_id,
+                                  status=job.status, started_at=(job.start_time or 0) / 1000, ended_at=ended))
+    return tuple(sorted(found, key=lambda r: (-r.started_at, r.submission_id)))
 
 
 def held_by_workspace(rows: Iterable[Held]) -> dict[str, float]:

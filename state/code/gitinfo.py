@@ -86,3 +86,25 @@ def changed_since(repository: Path, ref: str, timeout: float = 60.0) -> list[str
         raise ArgusError(f"git diff {ref}...HEAD in {repository} failed: {why}. Is {ref!r} fetched? In CI, check "
                          "out with the history (actions/checkout's fetch-depth: 0).")
     return sorted({os.fsdecode(name) for name in done.stdout.split(b"\0") if name})
+
+
+def origin_url(root: str | os.PathLike[str]) -> str | None:
+    """The `origin` remote's URL from the repository's config, read as data (git never runs here);
+    None when there is none. The status page links commits through it (reconcile.views.links)."""
+    from state.code import workcopy
+
+    copy = workcopy.find_working_copy(root)
+    if copy is None:
+        return None
+    try:
+        text = workcopy.read_regular(copy.common_dir / "config", workcopy.SMALL).decode(errors="replace")
+    except OSError:
+        return None
+    section = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            section = stripped.replace(" ", "").lower()
+        elif section == '[remote"origin"]' and stripped.partition("=")[0].strip().lower() == "url":
+            return stripped.partition("=")[2].strip() or None
+    return None
