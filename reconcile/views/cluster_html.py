@@ -59,11 +59,11 @@ def render_index(pages: Sequence[ClusterPage], now: float) -> str:
 
 def render_cluster(page: ClusterPage, now: float) -> str:
     queue = _queue(page)
-    kept = {s.kept.workspace for s in page.workspaces}
+    acting = {s.kept.workspace for s in page.workspaces if s.report is not None and s.report.plan is not None}
     single = len(page.workspaces) == 1
     title = (f"workspace {page.workspaces[0].kept.workspace} · " if single else "") + f"cluster {page.name}"
     parts = [f"<h1>argus · {_e(title)}</h1>", _header(page, queue), _shared_queue(queue, page.address),
-             _holding(queue, page.address), _held(page, queue), _others(page, kept)]
+             _holding(queue, page.address), _held(page, queue), _others(page, acting)]
     parts += [_section(s, now) for s in page.workspaces]
     return _page(f"argus · {title}", "\n".join(p for p in parts if p))
 
@@ -144,12 +144,12 @@ def _held(page: ClusterPage, queue: ClusterQueueView | None) -> str:
     return _table("GPUs held per workspace", ("Workspace", "GPUs"), rows) if rows else ""
 
 
-def _others(page: ClusterPage, kept: set[str]) -> str:
-    """Runs of the workspaces this serve does not keep, newest first, each once."""
+def _others(page: ClusterPage, acting: set[str]) -> str:
+    """Runs of the workspaces whose section shows no runs (not kept here, or standing by), newest first."""
     seen: dict[str, OtherRun] = {}
     for s in page.workspaces:
         for run in s.report.others if s.report else ():
-            if run.cluster == page.name and run.workspace not in kept:
+            if run.cluster == page.name and run.workspace not in acting:
                 seen.setdefault(run.submission_id, run)
     if not seen:
         return ""
@@ -158,7 +158,7 @@ def _others(page: ClusterPage, kept: set[str]) -> str:
                                                                                               r.submission_id))
             for r in sorted(seen.values(), key=lambda r: (-r.started_at, r.submission_id))]
     head = ("Workspace", "Job", "Run", "Status", "Started", "Ended", "Took", "Ray")
-    return _table("Other workspaces' runs on this cluster", head, rows)
+    return _table("Runs of the other workspaces (not kept here, or kept on standby)", head, rows)
 
 
 def _section(shown: Shown, now: float) -> str:
@@ -166,6 +166,9 @@ def _section(shown: Shown, now: float) -> str:
     head = f'<section id="ws-{_e(ws)}"><h2>Workspace {_e(ws)}: {_e(state_of(shown))}</h2>'
     if shown.report is None:
         return head + "</section>"
+    if shown.report.standby is not None and shown.report.plan is None:
+        return head + (f"<p>Another loop holds this workspace's lease and acts for it: its runs are listed above. "
+                       f"Last looked {_time(shown.report.finished_at)}.</p></section>")
     return head + "\n".join(p for p in workspace_parts(shown.report, now, shown.kept) if p) + "</section>"
 
 

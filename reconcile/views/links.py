@@ -17,7 +17,8 @@ COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
 FORGES = {"github.com": "/commit/", "codeberg.org": "/commit/", "gitlab.com": "/-/commit/",
           "bitbucket.org": "/commits/"}
 """Git web hosts whose commit page is known: host -> the path between the repository and the hash."""
-REPO_PATH = re.compile(r"^/?([A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)+?)(?:\.git)?/?$")
+REPO_PATH = re.compile(r"^/?([A-Za-z0-9_-][A-Za-z0-9._-]*(?:/[A-Za-z0-9_-][A-Za-z0-9._-]*)+)/?$")
+"""owner/repo (or group/sub/repo), no segment starting with a dot (no `..`)."""
 SCP_LIKE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?([A-Za-z0-9.-]+):(?!//)(.+)$")
 """git@github.com:team/repo.git"""
 
@@ -47,7 +48,7 @@ def commit_url(remote: str | None, commit: str | None) -> str | None:
         return None
     host, path = _host_and_path(remote.strip())
     between = FORGES.get((host or "").lower())
-    repo = REPO_PATH.fullmatch(path or "")
+    repo = REPO_PATH.fullmatch((path or "").rstrip("/").removesuffix(".git"))
     if between is None or repo is None:
         return None
     return web_url(f"https://{host.lower()}/{repo.group(1)}{between}{commit}")

@@ -4,7 +4,6 @@ looked at in a real headless Chromium (Debian's package; `make test` installs it
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from html import escape
 from pathlib import Path
@@ -18,9 +17,8 @@ from reconcile.views.html import render_page
 from state.observed import RunStatus
 from state.runs import logs as run_logs
 from state.runs.records import job_dir
-from tests.support.status_page import NCCL_LINE, advised, get, report, request, run, serving
+from tests.support.status_page import NCCL_LINE, advised, browse_url, get, report, request, run, serving
 
-CHROMIUM = "/usr/bin/chromium"
 HOSTILE = "<script>document.title='owned'</script>"
 
 
@@ -181,13 +179,4 @@ def scrape(server: StatusServer) -> dict[tuple[str, tuple], float]:
 
 def browse(tmp_path: Path, server: StatusServer) -> str:
     """The page's DOM after a real headless Chromium loaded it."""
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium (apt-get install chromium)")
-    profile = tmp_path / "chromium-profile"
-    argv = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-            "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--dump-dom",
-            f"http://127.0.0.1:{server.port}/"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=90, check=False)
-    assert done.returncode == 0 and "</html>" in done.stdout, done.stderr[-2000:]
-    return done.stdout
+    return browse_url(tmp_path, f"http://127.0.0.1:{server.port}/")

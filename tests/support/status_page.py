@@ -1,13 +1,19 @@
 """The serve loop's status page in-process: a plausible TurnReport of workspace llm-rl (failed, retried,
 running and queued runs, an apply, the audit, GPUs held; any field overridden), a StatusServer on a free
-loopback port fed the way the loop feeds it (`serving`), and a plain HTTP client of it (`request`, `get`).
+loopback port fed the way the loop feeds it (`serving`), a plain HTTP client of it (`request`, `get`), and
+a real headless Chromium's DOM of a page (`browse_url`).
 The status page's and the shared root's tests build on them."""
 
 from __future__ import annotations
 
 import http.client
+import os
+import subprocess
 import time
 from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
 
 from reconcile.model import Action, Change, Plan, QueueInfo, RunView
 from reconcile.report import TurnReport
@@ -15,6 +21,7 @@ from reconcile.serve.http import StatusServer
 from reconcile.serve.metrics import Metrics
 from state.observed import RunStatus
 
+CHROMIUM = "/usr/bin/chromium"
 NCCL_LINE = "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE)"
 
 
@@ -94,3 +101,16 @@ def request(server: StatusServer, method: str, path: str) -> tuple[int, dict[str
 def get(server: StatusServer, path: str) -> tuple[int, str]:
     status, _headers, body = request(server, "GET", path)
     return status, body.decode()
+
+
+def browse_url(tmp_path: Path, url: str) -> str:
+    """The DOM of the page at `url` after a real headless Chromium loaded it."""
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium (apt-get install chromium)")
+    profile = tmp_path / "chromium-profile"
+    argv = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+            "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--dump-dom", url]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=90, check=False)
+    assert done.returncode == 0 and "</html>" in done.stdout, done.stderr[-2000:]
+    return done.stdout

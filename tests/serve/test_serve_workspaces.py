@@ -1,0 +1,133 @@
+"""`argus serve A B`: several workspaces in one process, one lease each, one page per cluster.
+
+Two teams share conftest's `gpu_cluster` (3 logical GPUs) through one shared root: the vision team's own
+loop holds its lease and runs its job, one `argus serve nlp vision --listen` keeps both (active for nlp,
+standby for vision), and its page, looked at in headless Chromium, shows both teams' jobs and the shared
+queue. The runner of several loops and /healthz are also checked in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+
+from reconcile.serve.http import StatusServer
+from reconcile.serve.loop import Loop, LoopSettings
+from reconcile.serve.loops import run_all
+from reconcile.serve.metrics import Metrics
+from reconcile.serve.turn import TurnOptions
+from reconcile.views.html import Kept
+from state.queue.lease import lease_path
+from tests.support import gpu_queue
+from tests.support.cluster import jobs_of, until
+from tests.support.loops import listening, stopped
+from tests.support.status_page import browse_url, get, report
+
+HOLDS = ["python3", "-c", "import time; time.sleep(120)"]
+"""A run that holds its GPUs for the whole test (stopped at its end)."""
+
+
+def test_one_serve_keeps_two_teams_and_its_page_shows_both_and_the_shared_queue(tmp_path, gpu_cluster, shared):
+    nlp, vision = (gpu_queue.team(tmp_path, name, gpu_cluster, shared) for name in ("nlp", "vision"))
+    vision.job("vit", HOLDS, extra="demand: {GPU: 2}\n")
+    nlp.job("train", HOLDS, extra="demand: {GPU: 2}\n")
+    own = gpu_queue.serve(vision, "--sync", "auto")  # the vision team's own loop, elsewhere in real life
+    both = None
+    try:
+        until(lambda: gpu_queue.active(vision) == ["vit"], "the vision loop started its job", 60)
+        both = subprocess.Popen([sys.executable, "-m", "reconcile.cli", "serve", str(nlp.root), str(vision.root),
+                                 "--interval", "1", "--sync", "auto", "--listen", "127.0.0.1:0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        site = listening(both)
+        until(lambda: "needs 2 GPU" in fetch(site)[1], "nlp's job waits in the shared queue", 60)
+        status, health = fetch(site + "healthz")
+        dom = browse_url(tmp_path, site)
+        assert gpu_queue.active(nlp) == [], "nlp's job waits: vision's run holds 2 of the 3 GPUs"
+        gpu_queue.stop(own)  # the vision team stops its loop: the shared serve takes its lease over
+        until(lambda: "vision: active ok" in fetch(site + "healthz")[1], "the standby took vision's lease", 30)
+        taken = json.loads(lease_path(str(shared), "vision").read_text())["holder"]
+    finally:
+        if own.poll() is None:
+            gpu_queue.stop(own)
+        code, err = stopped(both) if both is not None else (None, "")
+        gpu_queue.stop_all(gpu_cluster.address, nlp, vision)
+    assert status == 200, health
+    assert "nlp: active ok" in health and f"vision: standby (held by {socket.gethostname()}:{own.pid})" in health
+    assert "argus · cluster local" in dom and "nlp</a>: active" in dom and "vision</a>: standby" in dom
+    shared_queue = dom.split("Shared queue", 1)[1].split("</table>", 1)[0]
+    waits = r"<td>1</td><td>nlp</td><td>job\.train</td><td>2</td><td>2 GPU[^<]*</td>.*1 GPU free"
+    assert re.search(waits, shared_queue), dom
+    holding = dom.split("Runs holding resources", 1)[1].split("</table>", 1)[0]
+    assert "<td>vision</td><td>job.vit</td>" in holding
+    assert re.search(r"<td>vision</td><td>job\.vit</td><td><code>[^<]+</code></td><td>(PENDING|RUNNING)</td>", dom)
+    assert f'href="{gpu_cluster.address.rstrip("/")}/#/jobs/' in dom, "the run's page on the Ray dashboard"
+    assert '<section id="ws-nlp">' in dom and "job.train" in dom and "<script" not in dom.lower()
+    assert "runs are listed above" in dom.split('<section id="ws-vision">', 1)[1]
+    assert taken.split(":")[1] == str(both.pid)
+    assert code == 0, err
+    assert [j.submission_id for j in jobs_of(nlp.address, nlp.name)] == [], "nlp's job never started"
+
+
+def test_healthz_tells_active_from_standby_per_workspace():
+    server = StatusServer("127.0.0.1", 0, Metrics(), kept=[Kept("nlp"), Kept("vision")])
+    try:
+        first = get(server, "/healthz")
+        server.publish(report(workspace="nlp"))
+        server.publish(report(workspace="vision", plan=None, runs={}, standby="gpu-7:4242:0a1b2c3d"))
+        both = get(server, "/healthz")
+        server.publish(report(workspace="vision", plan=None, runs={}, standby="nobody"))
+        orphan = get(server, "/healthz")
+        server.crashed("nlp", "RuntimeError: boom")
+        crashed = get(server, "/healthz")
+    finally:
+        server.close()
+    assert first[0] == 503 and "nlp: no turn has finished yet" in first[1]
+    assert both == (200, "ok\nnlp: active ok\nvision: standby (held by gpu-7:4242)\n")
+    assert orphan[0] == 503 and orphan[1].startswith("unhealthy: vision\n")
+    assert crashed[0] == 503 and crashed[1].startswith("unhealthy: nlp, vision\n")
+    assert "nlp: crashed: RuntimeError: boom" in crashed[1]
+
+
+def test_a_crashing_loop_is_told_and_the_others_go_on_until_a_signal_stops_them(tmp_path):
+    shared = tmp_path / "nfs"
+    (shared / ".argus").mkdir(parents=True)
+    told: list[tuple[str, str]] = []
+
+    def broken(_report) -> None:
+        raise RuntimeError("a publisher's bug")
+
+    loops = [Loop(tmp_path / name, str(shared), name, LoopSettings(TurnOptions(interval=1.0), watch=0,
+                                                                  publish=[broken] if name == "a" else []))
+             for name in ("a", "b")]
+    survivor = loops[1]
+
+    def stop_later() -> None:
+        try:
+            until(lambda: survivor.turns >= 3, "b goes on turning", 30)
+        finally:  # the way an operator stops the process: one signal for every loop
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    stopper = threading.Thread(target=stop_later)
+    stopper.start()
+    code = run_all(loops, crashed=lambda ws, why: told.append((ws, why)))
+    stopper.join(timeout=10)
+    assert told == [("a", "RuntimeError: a publisher's bug")]
+    assert loops[0].turns == 1 and survivor.turns >= 3 and survivor.stopping.is_set()
+    assert code == 1
+    assert not lease_path(str(shared), "a").exists() and not lease_path(str(shared), "b").exists()
+
+
+def fetch(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
