@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -24,12 +25,15 @@ from reconcile.serve.loop import Loop, LoopSettings
 from reconcile.serve.loops import run_all
 from reconcile.serve.metrics import Metrics
 from reconcile.serve.turn import TurnOptions
-from reconcile.views.html import Kept
+from reconcile.views.html import Kept, Site, render_page
+from state.code.gitinfo import origin_url
+from state.observed import RunStatus
 from state.queue.lease import lease_path
+from state.runs.records import job_dir
 from tests.support import gpu_queue
 from tests.support.cluster import jobs_of, until
 from tests.support.loops import listening, stopped
-from tests.support.status_page import browse_url, get, report
+from tests.support.status_page import browse_url, get, report, run
 
 HOLDS = ["python3", "-c", "import time; time.sleep(120)"]
 """A run that holds its GPUs for the whole test (stopped at its end)."""
@@ -131,3 +135,50 @@ def fetch(url: str) -> tuple[int, str]:
             return answer.status, answer.read().decode()
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode()
+
+
+def test_logs_are_served_for_every_kept_workspaces_runs_from_its_own_root_and_nothing_else(tmp_path):
+    roots = {name: tmp_path / f"nfs-{name}" for name in ("nlp", "vision")}
+    for name, root in roots.items():
+        log = job_dir(str(root), f"{name}-a1") / "logs" / "driver.log"
+        log.parent.mkdir(parents=True)
+        log.write_text(f"{name}'s own log\n")
+    other = job_dir(str(roots["vision"]), "audio-a1") / "logs" / "driver.log"
+    other.parent.mkdir(parents=True)
+    other.write_text("another team's log\n")
+    kept = [Kept(name, {"gpu": Site("http://10.0.0.1:8265", str(root))}) for name, root in roots.items()]
+    server = StatusServer("127.0.0.1", 0, Metrics(), kept=kept)
+    try:
+        for name in roots:
+            server.publish(report(workspace=name, runs={"train": [run(f"{name}-a1", RunStatus.RUNNING)]}))
+        served = {name: get(server, f"/logs/{name}-a1") for name in roots}
+        refused = [get(server, path)[0] for path in ("/logs/audio-a1", "/logs/..%2fnfs-vision", "/logs/")]
+        page = get(server, "/")[1]
+    finally:
+        server.close()
+    assert served == {name: (200, f"{name}'s own log\n") for name in roots}
+    assert refused == [404, 404, 404]
+    assert 'href="/logs/nlp-a1"' in page and 'href="/logs/vision-a1"' in page
+
+
+def test_serve_once_of_a_repository_root_keeps_every_workspace_under_it(tmp_path, gpu_cluster, shared, argus):
+    repo = tmp_path / "repo"
+    for name in ("nlp", "vision"):
+        gpu_queue.team(repo / "teams", name, gpu_cluster, shared)
+    result = argus("serve", repo, "--once")
+    assert result.code == 0, result.err
+    turns = [line for line in result.err.splitlines() if " turn=1 " in f" {line.removeprefix('argus serve: ')} "]
+    assert sorted(re.search(r"workspace=(\S+)", line).group(1) for line in turns) == ["nlp", "vision"], result.err
+    assert not any(lease_path(str(shared), name).exists() for name in ("nlp", "vision")), "leases released"
+
+
+def test_origin_url_is_read_from_git_config_and_links_the_commit(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
+    subprocess.run(["git", "-C", str(tmp_path / "repo"), "remote", "add", "origin",
+                    "https://ci-bot:ghp_TOKEN@github.com/team/models.git"], check=True)
+    (tmp_path / "repo" / "teams" / "nlp").mkdir(parents=True)
+    remote = origin_url(tmp_path / "repo" / "teams" / "nlp")
+    page = render_page(report(commit="9f1c2e3d4b5a6978"), time.time(), Kept("llm-rl", {"gpu": Site()}, remote))
+    assert remote == "https://ci-bot:ghp_TOKEN@github.com/team/models.git"
+    assert 'href="https://github.com/team/models/commit/9f1c2e3d4b5a6978"' in page and "TOKEN" not in page
+    assert origin_url(tmp_path) is None
