@@ -1,4 +1,6 @@
-"""argus serve: the reconcile loop (reconcile.serve), with its notifier and HTTP endpoints."""
+"""argus serve: the reconcile loop (reconcile.serve), with its notifier and HTTP endpoints; with several
+workspaces (DIRs, or a repository root standing for those under it), a loop and a lease each in one process
+(reconcile.serve.loops) and one HTTP server whose page groups them by cluster (docs/serve.md)."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ under the same lock, after planning again under it.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -159,7 +160,8 @@ def _pulled(directory: Path, options: TurnOptions, out: Outcome) -> bool:
     from state.code import checkout, safegit
 
     try:
-        pulled = checkout.pull(directory)
+        with _PULLING:
+            pulled = checkout.pull(directory)
     except safegit.GitError as err:
         out.notes.append(f"git pull failed ({err}): nothing applied this turn")
         return False
@@ -307,5 +309,8 @@ def _audit_view(desired: DesiredState) -> dict:
     return {"last_apply": followed.last_apply, "audit_verified": True}
 
 
+_PULLING = threading.Lock()
+"""Several workspaces' loops in one process (reconcile.serve.loops) often share one checkout: their pulls
+take turns, so two never race for the repository's index lock."""
 _AUDIT = AuditFollower()
 """This process's reader of its audit logs: each turn reads what the turn before had not."""
