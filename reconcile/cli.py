@@ -47,8 +47,19 @@ LOCAL_DIR = typer.Option(Path("~/.argus/local"), "--state-dir", envvar="ARGUS_LO
                          help="Where the local cluster records its processes.")
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from reconcile.version import build
+
+        typer.echo(build().line())
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
-def _root(ctx: typer.Context, debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors.")) -> None:
+def _root(ctx: typer.Context, debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
+          _version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                        help="Print argus's version (and the git commit it was installed from, "
+                                             "when known), then exit.")) -> None:
     ctx.ensure_object(Invocation).debug = debug
 
 
