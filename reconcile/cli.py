@@ -35,8 +35,9 @@ FETCH_TIMEOUT = typer.Option(300.0, "--fetch-timeout", min=1.0,
                              help="Seconds each git fetch of a code snapshot's source may take (a first clone of a "
                                   "large repository needs minutes); a fetch over it is stopped and reported.")
 APPLY_TARGET = typer.Argument(Path("."), help="The workspace directory, or a plan file saved by `argus plan -o` "
-                                             "(then the workspace is --dir).")
-WORKSPACE_DIR = typer.Option(Path("."), "--dir", help="The workspace, when applying a plan file.")
+                                             "(then the workspace is the one the plan names, or --dir).")
+WORKSPACE_DIR = typer.Option(None, "--dir", help="The workspace, when applying a plan file (default: the directory "
+                             "the plan records, in the git repository of the current directory or of the plan file).")
 GC_THRESHOLD = 50_000
 """Allocations between two young-generation collections (Python's default: 700). A plan of thousands
 of jobs makes millions of small objects (YAML nodes, models) that live until it ends: at the default,
@@ -120,7 +121,7 @@ def plan(directory: Path = DIR, timeout: float = TIMEOUT,
 
 
 @app.command()
-def apply(directory: Path = APPLY_TARGET, workspace_dir: Path = WORKSPACE_DIR,
+def apply(directory: Path = APPLY_TARGET, workspace_dir: Path | None = WORKSPACE_DIR,
           timeout: float = TIMEOUT,
           auto_approve: bool = typer.Option(False, "--auto-approve", help="Do not ask for confirmation."),
           stop_timeout: float = typer.Option(120.0, "--stop-timeout",
@@ -141,6 +142,17 @@ def apply(directory: Path = APPLY_TARGET, workspace_dir: Path = WORKSPACE_DIR,
     if directory.is_file():
         return command.run_saved(directory, workspace_dir, options)
     return command.run(directory, options)
+
+
+PLAN_FILE = typer.Argument(..., help="A plan file saved by `argus plan -o`.")
+
+
+@app.command()
+def show(plan_file: Path = PLAN_FILE, output_format: Format = FORMAT, as_json: bool = JSON) -> int:
+    """Show a saved plan as it was reviewed. Checks the file as apply does; needs no cluster, changes nothing."""
+    from reconcile.commands import plan_file as command
+
+    return command.show(plan_file, "json" if as_json else output_format.value, is_tty())
 
 
 @app.command()
