@@ -73,7 +73,8 @@ def write(path: Path, saved: SavedPlan) -> None:
     seal = "hmac-sha256" if os.environ.get(PLAN_KEY) else "sha256"
     unsealed = saved.model_copy(update={"seal": seal})
     sealed = unsealed.model_copy(update={"digest": content_digest(unsealed)})
-    path.write_text(json.dumps(sealed.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+    body = sealed.model_dump(mode="json", exclude=_later_fields(saved.format_version))
+    path.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
 
 
 def check_destination(path: Path) -> None:
@@ -106,10 +107,7 @@ def read(path: Path) -> SavedPlan:
         raise ArgusError(f"{path} is a saved plan of format version {found} (argus {data.get('argus_version', '?')}); "
                          f"this argus reads versions {', '.join(map(str, READABLE_VERSIONS))}. Run `argus plan -o` "
                          "again with this argus.")
-    if found < FORMAT_VERSION and LOCATION_FIELDS & data.keys():
-        raise ArgusError(f"{path} is a saved plan of format version {found} with fields of a later version "
-                         f"({', '.join(sorted(LOCATION_FIELDS & data.keys()))}): it was edited. Run `argus plan -o` "
-                         "again.")
+    data = {key: value for key, value in data.items() if key not in _later_fields(found)}  # unsealed: dropped
     try:
         saved = SavedPlan.model_validate(data)
     except ValidationError as err:
@@ -125,11 +123,16 @@ def read(path: Path) -> SavedPlan:
 
 def content_digest(saved: SavedPlan) -> str:
     """sha256 of the content; with ARGUS_PLAN_KEY set in the environment, an HMAC keyed by it."""
-    unsealed = {"digest"} | (LOCATION_FIELDS if saved.format_version < 3 else set())  # as that version wrote it
+    unsealed = {"digest"} | _later_fields(saved.format_version)
     body = json.dumps(saved.model_dump(mode="json", exclude=unsealed), sort_keys=True, separators=(",", ":"))
     if saved.seal == "hmac-sha256":
         return hmac.new(os.environ.get(PLAN_KEY, "").encode(), body.encode(), hashlib.sha256).hexdigest()
     return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _later_fields(format_version: int) -> set[str]:
+    """Fields a file of this version does not have: it is written and sealed as that version wrote it."""
+    return LOCATION_FIELDS if format_version < 3 else set()
 
 
 def hand_edits(saved: SavedPlan) -> list[str]:
