@@ -53,15 +53,20 @@ def installed_version() -> str:
 
 
 def installed_commit() -> str:
-    """From PEP 610's direct_url.json: a VCS install records its commit; an editable install points at
-    its checkout, whose HEAD is read now. Without that metadata, the checkout argus runs from, if it
-    is one (site-packages is not)."""
     try:
-        origin = _direct_url(distribution(DISTRIBUTION).read_text("direct_url.json"))
+        recorded = distribution(DISTRIBUTION).read_text("direct_url.json")
     except PackageNotFoundError:
-        origin = None
-    if origin is None:  # not installed, or installed without PEP 610 metadata (an egg-info in the checkout)
-        return _head(SOURCE)
+        recorded = None
+    return commit_from(recorded, SOURCE)
+
+
+def commit_from(direct_url: str | None, source: Path) -> str:
+    """From PEP 610's direct_url.json: a VCS install records its commit; an editable install points at
+    its checkout, whose HEAD is read now. Without that metadata (not installed, or an egg-info in the
+    checkout), the checkout argus runs from (`source`), if it is one: site-packages is not."""
+    origin = _direct_url(direct_url)
+    if origin is None:
+        return _head(source)
     commit = str((origin.get("vcs_info") or {}).get("commit_id") or "")
     if commit:
         return commit if _COMMIT.match(commit) else ""
