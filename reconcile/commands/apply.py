@@ -71,6 +71,7 @@ def run_saved(plan_file: Path, directory: Path | None, options: ApplyOptions) ->
     stored = saved.read(plan_file)
     if directory is None:
         directory = workspace_of(plan_file, stored, Path.cwd())
+        typer.echo(f"{plan_file} is a plan of workspace {stored.workspace}: applying it at {directory}", err=True)
     desired = load(directory)
     if stored.workspace != desired.workspace.name:
         raise ArgusError(f"{plan_file} is a plan of workspace {stored.workspace!r}, not of {desired.workspace.name!r} "

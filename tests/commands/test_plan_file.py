@@ -172,6 +172,7 @@ def test_apply_of_a_plan_file_from_the_repository_root_and_from_elsewhere(worksp
     monkeypatch.chdir(tmp_path)
     applied = argus("apply", "plan.json")
     assert applied.code == 0, applied.out + applied.err
+    assert f"applying it at {workspace.root.resolve()}" in applied.err
     [job] = jobs_of(workspace.address, workspace.name)
     assert job.metadata["argus.plan"] == data["plan_id"]
     monkeypatch.chdir(tmp_path.parent)  # outside any repository: the plan file's repository is used
