@@ -9,18 +9,21 @@ cuts the URL's parts out of the one line a problem quotes.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import hashlib
 import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 import apprise
 
+from reconcile.report import Event
 from specs.errors import ArgusError
+from specs.notifications import URL_REFERENCE, Notifications, Template
 
 STRUCTURED = ("json", "jsons")
 """Schemes that get the JSON event (docs/notifications.md) instead of text for people."""
@@ -42,6 +45,17 @@ class Channel:
     scheme: str
     plugin: Any
     secrets: tuple[str, ...]
+    route: str | None = None
+    """The argus.yaml route it belongs to; None for a --notify URL, which hears every event."""
+    kinds: frozenset[str] = frozenset()
+    jobs: tuple[str, ...] = ()
+    template: Template | None = None
+
+    def wants(self, event: Event) -> bool:
+        """The route's filters, each matched when empty (docs/notifications.md, Routes)."""
+        if self.kinds and event.kind not in self.kinds:
+            return False
+        return not self.jobs or (event.job is not None and any(fnmatch.fnmatchcase(event.job, g) for g in self.jobs))
 
 
 def channels(urls: Sequence[str]) -> list[Channel]:
@@ -60,7 +74,30 @@ def channels(urls: Sequence[str]) -> list[Channel]:
     return list(found.values())
 
 
-def _places(urls: Sequence[str], errors: list[str]) -> list[tuple[str, str]]:
+def route_channels(notifications: Notifications) -> list[Channel]:
+    """One channel a URL of each route of argus.yaml's `notifications:`; raises NotifyError naming every
+    reference that holds no URL and every URL apprise cannot use. A channel's ledger id is its route's
+    name with its URL: changing a route's filters or template sends nothing again; the same URL in two
+    routes hears each event the two routes match twice, once in each route's words."""
+    found: dict[str, Channel] = {}
+    errors: list[str] = []
+    for route in notifications.routes:
+        template = notifications.templates.get(route.template) if route.template else None
+        references = [f"env:{URL_REFERENCE.match(to).group(1)}" for to in route.to]  # type: ignore[union-attr]
+        for place, url in _places(references, errors, what=f"route {route.name}: to"):
+            try:
+                channel = _channel(f"route {route.name} {place}", url, salt=f"route {route.name}\n")
+            except ValueError as err:
+                errors.append(str(err))
+                continue
+            found.setdefault(channel.id, replace(channel, route=route.name, kinds=frozenset(route.events),
+                                                 jobs=tuple(route.jobs), template=template))
+    if errors:
+        raise NotifyError("\n".join(errors))
+    return list(found.values())
+
+
+def _places(urls: Sequence[str], errors: list[str], what: str = "--notify") -> list[tuple[str, str]]:
     """(place, URL): "#2" for the second --notify; "$ARGUS_NOTIFY#1" for the first URL in the
     variable that `--notify env:ARGUS_NOTIFY` names (whitespace between URLs), which keeps tokens
     out of the command line every local user can read."""
@@ -72,12 +109,12 @@ def _places(urls: Sequence[str], errors: list[str]) -> list[tuple[str, str]]:
             continue
         found = os.environ.get(name, "").split() if name.isidentifier() else []
         if not found:
-            errors.append(f"--notify #{number} env:{name}: the environment variable {name} holds no URL")
+            errors.append(f"{what} #{number} env:{name}: the environment variable {name} holds no URL")
         places += [(f"${name}#{k}", url) for k, url in enumerate(found, start=1)]
     return places
 
 
-def _channel(place: str, url: str) -> Channel:
+def _channel(place: str, url: str, salt: str = "") -> Channel:
     scheme = url.partition("://")[0].lower() if "://" in url else ""
     shown = scheme if scheme.isascii() and scheme.replace("+", "").isalnum() and len(scheme) <= 20 else "?"
     with CAPTURE.lines():  # apprise says why it refuses a URL by quoting the URL
@@ -87,19 +124,20 @@ def _channel(place: str, url: str) -> Channel:
     with_host = any("{host}" in template for template in getattr(plugin, "templates", ()))
     host = str(plugin.host) if with_host and getattr(plugin, "host", None) else "…"
     port = f":{plugin.port}" if host != "…" and isinstance(getattr(plugin, "port", None), int) else ""
-    return Channel(label=f"{place} {shown}://{host}{port}", id=_channel_id(url), scheme=scheme, plugin=plugin,
+    return Channel(label=f"{place} {shown}://{host}{port}", id=_channel_id(salt + url), scheme=scheme, plugin=plugin,
                    secrets=_secrets(url, keep=host))
 
 
 def _refusal(place: str, scheme: str, shown: str) -> str:
+    place = place if place.startswith("route ") else f"--notify {place}"
     if not scheme:
-        return f"--notify {place}: not a URL (no scheme://); give an apprise URL such as {EXAMPLES}"
+        return f"{place}: not a URL (no scheme://); give an apprise URL such as {EXAMPLES}"
     service = _services().get(scheme)
     if service is None:
-        return (f"--notify {place} ({shown}://…): not a notification service apprise knows; "
+        return (f"{place} ({shown}://…): not a notification service apprise knows; "
                 f"give an apprise URL such as {EXAMPLES}")
     name, setup_url = service
-    return (f"--notify {place} ({shown}://…): not a valid {name} URL, or the service is disabled here "
+    return (f"{place} ({shown}://…): not a valid {name} URL, or the service is disabled here "
             f"(a missing package); the form of the URL: {setup_url}")
 
 
