@@ -2,9 +2,11 @@
 
 Modelled on Argo CD Notifications: a route is a trigger (which events: by kind and job) and a
 subscription (where to: `to`) in one, and a template says what people read. Every route an event
-matches sends it (as every Argo CD subscription does); `argus serve --notify URL` is one more route
-that matches everything. A workspace's routes see its own events only (its job names and logs are
-its team's): routing by workspace is which argus.yaml a route is written in.
+matches sends it (as every Argo CD subscription does), down to the first matching route that says
+`stop: true` (then the routes below it do not: "everything else" is a catch-all after it);
+`argus serve --notify URL` is one more route that matches everything. A workspace's routes see its
+own events only (its job names and logs are its team's): routing by workspace is which argus.yaml a
+route is written in.
 
 The section is in git, where a pull request writes, and an apprise URL carries its service's token.
 So `to` holds only `${env:NAME}` references, resolved by `argus serve` alone; NAME must say it holds
@@ -15,6 +17,7 @@ expressions, no filters, no attribute access. Pure.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import string
 from typing import Annotated, Literal
@@ -109,11 +112,30 @@ class Route(Frozen):
     to: list[UrlReference] = Field(min_length=1)
     """`${env:NAME}`: the variable holds the apprise URL (several: separated by spaces)."""
     template: str | None = None
+    stop: bool = Field(default=False, strict=True)
+    """An event this route takes goes to no route below it (`--notify` still hears everything): a
+    catch-all after it hears everything else."""
+
+    def matches(self, kind: str, job: str | None) -> bool:
+        """Each filter given matches (docs/notifications.md, Routes)."""
+        if self.events and kind not in self.events:
+            return False
+        return not self.jobs or (job is not None and any(fnmatch.fnmatchcase(job, glob) for glob in self.jobs))
 
 
 class Notifications(Frozen):
     routes: list[Route] = []
     templates: dict[RouteName, Template] = {}
+
+    def routes_for(self, kind: str, job: str | None) -> list[str]:
+        """The names of the routes an event goes to: every route it matches, down to the first that stops."""
+        taken = []
+        for route in self.routes:
+            if route.matches(kind, job):
+                taken.append(route.name)
+                if route.stop:
+                    break
+        return taken
 
     @model_validator(mode="after")
     def _consistent(self) -> Notifications:

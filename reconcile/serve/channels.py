@@ -9,7 +9,6 @@ cuts the URL's parts out of the one line a problem quotes.
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import hashlib
 import logging
 import os
@@ -21,7 +20,6 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 import apprise
 
-from reconcile.report import Event
 from specs.errors import ArgusError
 from specs.notifications import URL_REFERENCE, Notifications, Template
 
@@ -47,15 +45,7 @@ class Channel:
     secrets: tuple[str, ...]
     route: str | None = None
     """The argus.yaml route it belongs to; None for a --notify URL, which hears every event."""
-    kinds: frozenset[str] = frozenset()
-    jobs: tuple[str, ...] = ()
     template: Template | None = None
-
-    def wants(self, event: Event) -> bool:
-        """The route's filters, each matched when empty (docs/notifications.md, Routes)."""
-        if self.kinds and event.kind not in self.kinds:
-            return False
-        return not self.jobs or (event.job is not None and any(fnmatch.fnmatchcase(event.job, g) for g in self.jobs))
 
 
 def channels(urls: Sequence[str]) -> list[Channel]:
@@ -90,8 +80,7 @@ def route_channels(notifications: Notifications) -> list[Channel]:
             except ValueError as err:
                 errors.append(str(err))
                 continue
-            found.setdefault(channel.id, replace(channel, route=route.name, kinds=frozenset(route.events),
-                                                 jobs=tuple(route.jobs), template=template))
+            found.setdefault(channel.id, replace(channel, route=route.name, template=template))
     if errors:
         raise NotifyError("\n".join(errors))
     return list(found.values())

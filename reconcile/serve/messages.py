@@ -64,9 +64,14 @@ def body(event: Event) -> str:
         lines.append(f"attempt: {_attempt(event)}")
     if event.next:
         lines.append(f"next: {event.next}")
+    if event.exit_code is not None:
+        lines.append(f"exit code: {event.exit_code}")
+    if event.ended_at:
+        lines.append(f"ended: {event.ended_at}")
     if event.commit:
-        lines.append(f"commit: {event.commit[:12]}")
+        lines.append(f"commit: {event.commit[:12]}" + (f" {event.commit_url}" if event.commit_url else ""))
     lines += [f"{name}: {value}" for name, value in sorted(event.details.items())]
+    lines += [f"{name}: {url}" for name, url in (("log", event.log_url), ("page", event.page_url)) if url]
     lines.append(f"time: {event.time}")
     return neutral("\n".join(lines))  # an error or log line quoted from Ray: no escape reaches a chat client
 

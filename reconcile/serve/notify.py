@@ -54,7 +54,8 @@ class Notifier:
         """`urls`: --notify, every event; `routes`: argus.yaml's. Raises NotifyError naming every URL apprise
         cannot use (by place and scheme) and every route whose variable holds none."""
         quiet_apprise()
-        self.channels = channels(urls) + (route_channels(routes) if routes is not None else [])
+        self.routes = routes or Notifications()
+        self.channels = channels(urls) + route_channels(self.routes)
         self.ledger = SentLedger(shared_root, workspace)
         self.budget = budget
         self.links = links or Links()
@@ -74,7 +75,9 @@ class Notifier:
         deadline = time.monotonic() + self.budget
         stop = threading.Event()
         linked = [self.links.add(event) for event in events]
-        started = [c for c in self.channels if self._start(c, [e for e in linked if c.wants(e)], stop)]
+        taken = {event.key: self.routes.routes_for(event.kind, event.job) for event in linked}
+        started = [c for c in self.channels
+                   if self._start(c, [e for e in linked if c.route is None or c.route in taken[e.key]], stop)]
         for channel in started:
             self._workers[channel.id].join(max(0.0, deadline - time.monotonic()))
         stop.set()
