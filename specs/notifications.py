@@ -9,10 +9,10 @@ own events only (its job names and logs are its team's): routing by workspace is
 route is written in.
 
 The section is in git, where a pull request writes, and an apprise URL carries its service's token.
-So `to` holds only `${env:NAME}` references, resolved by `argus serve` alone; NAME must say it holds
-a notification URL (NOTIFY or WEBHOOK in it), so that no spec can point the loop's events at another
-secret of its machine. A template substitutes the event's fields (`${job}`) and nothing else: no
-expressions, no filters, no attribute access. Pure.
+So `to` holds only references, `${env:NAME}` or a file's path, resolved by `argus serve` alone; the
+name must say it holds a notification URL (notify or webhook in it), so that no spec can point the
+loop's events at another secret of its machine. A template substitutes the event's fields (`${job}`)
+and nothing else: no expressions, no filters, no attribute access. Pure.
 """
 
 from __future__ import annotations
@@ -46,8 +46,13 @@ GLOB = r"^[a-z0-9*?\[\]!-]{1,63}$"
 
 Glob = Annotated[str, StringConstraints(pattern=GLOB)]
 UrlReference = Annotated[str, AfterValidator(lambda reference: check_url_reference(reference)),
-                         Field(json_schema_extra={"pattern": URL_REFERENCE.pattern})]
+                         Field(json_schema_extra={"pattern": r"^(\$\{env:[A-Za-z_][A-Za-z0-9_]*\}|/.*|~/.*)$"})]
 RouteName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
+
+
+URL_FILE_RULE = ("a URL file must have notify or webhook in its name (like /run/secrets/ops-notify.url): argus "
+                 "serve sends the workspace's events to what it holds, so a spec must not be able to point them at "
+                 "another secret file of the machine the loop runs on")
 
 
 def is_url_variable(name: str) -> bool:
@@ -55,16 +60,26 @@ def is_url_variable(name: str) -> bool:
     return "NOTIFY" in upper or "WEBHOOK" in upper
 
 
+def is_url_file_name(name: str) -> bool:
+    return is_url_variable(name)
+
+
 def check_url_reference(reference: str) -> str:
-    """`${env:NAME}`, never a URL: the value is not echoed, since it may be the URL with its token."""
+    """`${env:NAME}` or the path of a file, absolute or ~/..., never a URL: the value is not echoed, since it
+    may be the URL with its token. A relative path is refused: that file would be in the workspace, in git."""
     match = URL_REFERENCE.match(reference)
-    if match is None:
-        raise ValueError("an apprise URL carries its service's token, and this spec is in git: write "
-                         "`${env:NAME}` (NAME with NOTIFY or WEBHOOK in it, like ARGUS_NOTIFY_OPS) and export "
-                         "NAME, holding the URL (or several, separated by spaces), where argus serve runs")
-    if not is_url_variable(match.group(1)):
-        raise ValueError(URL_VARIABLE_RULE)
-    return reference
+    if match is not None:
+        if not is_url_variable(match.group(1)):
+            raise ValueError(URL_VARIABLE_RULE)
+        return reference
+    if reference.startswith(("/", "~/")) and "://" not in reference and reference.isprintable():
+        if not is_url_file_name(reference.rsplit("/", 1)[-1]):
+            raise ValueError(URL_FILE_RULE)
+        return reference
+    raise ValueError("an apprise URL carries its service's token, and this spec is in git: write `${env:NAME}` "
+                     "(NAME with NOTIFY or WEBHOOK in it, like ARGUS_NOTIFY_OPS) and export NAME, holding the URL "
+                     "(or several, separated by spaces), where argus serve runs; or give the path of a file "
+                     "holding them, absolute or ~/... (like /run/secrets/ops-notify.url)")
 
 
 def template_fields(text: str) -> list[str]:
@@ -110,7 +125,8 @@ class Route(Frozen):
     """fnmatch patterns of job names (`llama-*`); an event about no job (drift of the plan,
     apply_failed) matches only a route without `jobs`."""
     to: list[UrlReference] = Field(min_length=1)
-    """`${env:NAME}`: the variable holds the apprise URL (several: separated by spaces)."""
+    """`${env:NAME}`, or the path of a file (absolute or ~/...): holding the apprise URL (several: separated by
+    whitespace)."""
     template: str | None = None
     stop: bool = Field(default=False, strict=True)
     """An event this route takes goes to no route below it (`--notify` still hears everything): a

@@ -12,19 +12,23 @@ import contextlib
 import hashlib
 import logging
 import os
+import stat
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 import apprise
 
 from specs.errors import ArgusError
-from specs.notifications import URL_REFERENCE, Notifications, Template
+from specs.notifications import URL_FILE_RULE, URL_REFERENCE, Notifications, Template, is_url_file_name
 
 STRUCTURED = ("json", "jsons")
 """Schemes that get the JSON event (docs/notifications.md) instead of text for people."""
+MAX_URL_FILE = 65536
+"""Bytes of a route's URL file: a few URLs; anything near this is no URL file."""
 EXAMPLES = "slack://, feishu://, lark://, dingtalk://, wecombot://, mailto://, mailtos://, json://, jsons://"
 
 
@@ -73,8 +77,7 @@ def route_channels(notifications: Notifications) -> list[Channel]:
     errors: list[str] = []
     for route in notifications.routes:
         template = notifications.templates.get(route.template) if route.template else None
-        references = [f"env:{URL_REFERENCE.match(to).group(1)}" for to in route.to]  # type: ignore[union-attr]
-        for place, url in _places(references, errors, what=f"route {route.name}: to"):
+        for place, url in _route_places(route.to, errors, what=f"route {route.name}: to"):
             try:
                 channel = _channel(f"route {route.name} {place}", url, salt=f"route {route.name}\n")
             except ValueError as err:
@@ -86,12 +89,51 @@ def route_channels(notifications: Notifications) -> list[Channel]:
     return list(found.values())
 
 
-def _places(urls: Sequence[str], errors: list[str], what: str = "--notify") -> list[tuple[str, str]]:
+def _route_places(references: Sequence[str], errors: list[str], what: str) -> list[tuple[str, str]]:
+    """(place, URL) of a route's `to`: `${env:NAME}` as --notify's env:NAME; a file's URLs as
+    "/run/secrets/ops-notify.url#1"."""
+    places = []
+    for number, reference in enumerate(references, start=1):
+        variable = URL_REFERENCE.match(reference)
+        if variable is not None:
+            places += _places([f"env:{variable.group(1)}"], errors, what, first=number)
+            continue
+        found = _file_urls(reference, errors, f"{what} #{number} {reference}")
+        places += [(f"{reference}#{k}", url) for k, url in enumerate(found, start=1)]
+    return places
+
+
+def _file_urls(reference: str, errors: list[str], where: str) -> list[str]:
+    """The URLs in a file (whitespace between them), or [] with the reason in `errors`. Its content is
+    never quoted. Symlinks are followed (secret mounts use them), but the file they reach must be
+    named as a notification URL file too: a link in a checkout must not lead to ~/.git-credentials."""
+    try:
+        path = Path(reference).expanduser()
+        real = os.path.realpath(path)
+        if not is_url_file_name(os.path.basename(real)):
+            errors.append(f"{where}: a link to a file of another name; {URL_FILE_RULE}")
+            return []
+        with open(real, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                errors.append(f"{where}: not a regular file")
+                return []
+            data = file.read(MAX_URL_FILE + 1)
+    except (OSError, RuntimeError) as err:
+        errors.append(f"{where}: cannot be read ({getattr(err, 'strerror', None) or type(err).__name__})")
+        return []
+    found = data[:MAX_URL_FILE].decode("utf-8", errors="replace").split() if len(data) <= MAX_URL_FILE else []
+    if not found:
+        errors.append(f"{where}: holds no URL" + (f" (or is larger than {MAX_URL_FILE} bytes)"
+                                                   if len(data) > MAX_URL_FILE else ""))
+    return found
+
+
+def _places(urls: Sequence[str], errors: list[str], what: str = "--notify", first: int = 1) -> list[tuple[str, str]]:
     """(place, URL): "#2" for the second --notify; "$ARGUS_NOTIFY#1" for the first URL in the
     variable that `--notify env:ARGUS_NOTIFY` names (whitespace between URLs), which keeps tokens
     out of the command line every local user can read."""
     places = []
-    for number, given in enumerate(urls, start=1):
+    for number, given in enumerate(urls, start=first):
         name = given.removeprefix("env:") if given.startswith("env:") else None
         if name is None:
             places.append((f"#{number}", given))

@@ -5,12 +5,14 @@ links an event carries, and that validate refuses a URL written in the spec."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
+from pydantic import ValidationError
 
 from reconcile.serve.channels import NotifyError, channels
 from reconcile.serve.links import Links, commit_base, page_url
@@ -209,3 +211,30 @@ def test_validate_refuses_a_url_in_argus_yaml_at_its_line_without_showing_it(tmp
     assert "argus.yaml:13: notifications.templates.short.title" in said and "${password}" in said
     assert SLACK_TOKEN not in said and "xoxb" not in said
     assert not (tmp_path / "shared").exists()  # nothing half-written
+
+
+def test_a_route_reads_its_urls_from_a_file_named_for_them(receivers, tmp_path: Path) -> None:
+    a, _b = receivers
+    good = tmp_path / "ops-notify.url"
+    good.write_text(f"json://127.0.0.1:{a.port}/file\n")
+    secret = tmp_path / "credentials"
+    secret.write_text(f"slack://{SLACK_TOKEN}/#ops\n")
+    (tmp_path / "link-notify.url").symlink_to(secret)
+    notifier = Notifier([], str(tmp_path), "ws", routes=routes({"routes": [{"name": "ops", "to": [str(good)]}]}))
+    assert notifier.send([event()]) == [] and [e["kind"] for e in a.events()] == ["failed"]
+    with pytest.raises(NotifyError) as raised:
+        Notifier([], str(tmp_path), "ws", routes=routes({"routes": [
+            {"name": "ops", "to": [str(tmp_path / "link-notify.url"), str(tmp_path / "gone-notify.url")]}]}))
+    said = str(raised.value)
+    assert "link-notify.url: a link to a file of another name" in said and "gone-notify.url: cannot be read" in said
+    assert SLACK_TOKEN not in said and "xoxb" not in said
+
+
+@pytest.mark.parametrize(("reference", "why"), [
+    ("hooks/notify.url", "write `${env:NAME}`"), ("/etc/argus/credentials", "notify or webhook in its name"),
+    ("~/.git-credentials", "notify or webhook in its name"), ("json://127.0.0.1/notify", "write `${env:NAME}`")])
+def test_a_route_names_only_references_to_notification_urls(reference: str, why: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(why)) as raised:
+        routes({"routes": [{"name": "ops", "to": [reference]}]})
+    [error] = raised.value.errors()
+    assert error["loc"] == ("routes", 0, "to", 0) and reference not in error["msg"]  # what validate prints
