@@ -1,4 +1,5 @@
-"""Where notifications go: the --notify URLs as apprise channels, and what may be said about them.
+"""Where notifications go: the --notify URLs and argus.yaml's routes as apprise channels, and what may be said
+about them.
 
 A URL carries tokens and passwords. No message names more of it than its place in the list, its
 scheme and, for services addressed by a host, that host. apprise's own log lines may quote URLs, so

@@ -1,9 +1,13 @@
 """The loop's events to people and programs, through apprise: each event to each channel once.
 
-A channel is one `--notify` URL. The ledger (state.queue.sent_events) is kept per channel, so a Slack
-that is down does not make a working webhook hear an event twice; it is on the shared root, so
-a restarted loop, or a standby that takes over, does not send again what was sent. A try is
-counted before it is made; after MAX_TRIES failed tries an event is given up on that channel.
+A channel is one `--notify` URL, which hears every event, or one URL of a route of argus.yaml's
+`notifications:` (specs.notifications), which hears the events its route takes, in its template's
+words. `deliver` says what the services took, so the turn's log says "sent" for those alone.
+
+The ledger (state.queue.sent_events) is kept per channel, so a Slack that is down does not make a
+working webhook hear an event twice; it is on the shared root, so a restarted loop, or a standby
+that takes over, does not send again what was sent. A try is counted before it is made; after
+MAX_TRIES failed tries an event is given up on that channel.
 
 `send` never raises and never takes much longer than its budget: each channel sends from its own
 thread, the caller waits for them at most `budget` seconds, and a channel that is still busy then
