@@ -114,7 +114,7 @@ def _file_urls(reference: str, errors: list[str], where: str) -> list[str]:
         if not is_url_file_name(os.path.basename(real)):
             errors.append(f"{where}: a link to a file of another name; {URL_FILE_RULE}")
             return []
-        with open(real, "rb") as file:
+        with os.fdopen(os.open(real, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:  # a FIFO must not hang start-up
             if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
                 errors.append(f"{where}: not a regular file")
                 return []

@@ -5,6 +5,7 @@ links an event carries, and that validate refuses a URL written in the spec."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 from collections.abc import Iterator
@@ -238,3 +239,10 @@ def test_a_route_names_only_references_to_notification_urls(reference: str, why:
         routes({"routes": [{"name": "ops", "to": [reference]}]})
     [error] = raised.value.errors()
     assert error["loc"] == ("routes", 0, "to", 0) and reference not in error["msg"]  # what validate prints
+
+
+def test_a_fifo_named_as_a_url_file_is_refused_without_waiting(tmp_path: Path) -> None:
+    fifo = tmp_path / "ops-notify.url"
+    os.mkfifo(fifo)
+    with pytest.raises(NotifyError, match="ops-notify.url: not a regular file"):
+        Notifier([], str(tmp_path), "ws", routes=routes({"routes": [{"name": "ops", "to": [str(fifo)]}]}))
