@@ -271,6 +271,9 @@ def serve(directory: Path = DIR,
                                             "status page."),
           once: bool = typer.Option(False, "--once", help="One turn, then exit (cron, tests)."),
           log_format: LogFormat = LOG_FORMAT,
+          public_url: str | None = typer.Option(None, "--public-url", help="The status page's address as people "
+                                                "reach it (behind a proxy); notifications link to it and to "
+                                                "logs under it. Default: the --listen address."),
           stop_timeout: float = typer.Option(120.0, "--stop-timeout",
                                              help="Seconds to wait for a stopped job to reach a final status."),
           watch: float = typer.Option(1.0, "--watch", min=0.0, help="Seconds between polls of each cluster's job "
@@ -285,7 +288,8 @@ def serve(directory: Path = DIR,
                        stop_timeout=stop_timeout, pending_alert=pending_alert, stall_alert=stall_alert,
                        with_audit=listen is not None)
     return command.run(directory, command.ServeOptions(turn=turn, notify=tuple(notify), listen=listen, once=once,
-                                                       log_format=log_format.value, watch=watch))
+                                                       log_format=log_format.value, watch=watch,
+                                                       public_url=public_url))
 
 
 @audit_app.command("verify")

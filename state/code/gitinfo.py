@@ -52,3 +52,18 @@ def _differs(copy: WorkingCopy, commit: str, under: str) -> bool:
 
 def _contents(files: Iterable[tuple[str, str, bytes]]) -> set[tuple[str, str, str]]:
     return {(rel, mode, hashlib.sha256(data).hexdigest()) for rel, mode, data in files}
+
+
+def origin_url(root: str) -> str | None:
+    """`remote.origin.url` of the repository holding the workspace, or None (no repository, no origin).
+    For links only: read with git's own config parser, never a program the repository names."""
+    from state.code import safegit, workcopy
+
+    copy = workcopy.find_working_copy(root)
+    if copy is None:
+        return None
+    try:
+        found = safegit.run(copy.common_dir, "config", "--get", "remote.origin.url", timeout=10)
+    except (safegit.GitError, OSError):
+        return None
+    return found.decode(errors="replace").strip() or None
