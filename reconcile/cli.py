@@ -15,7 +15,7 @@ from pathlib import Path
 
 import typer
 
-from reconcile.boundary import EXIT_OK, Invocation, guarded, is_tty, wants_json
+from reconcile.boundary import Invocation, guarded, is_tty, wants_json
 
 app = typer.Typer(help="Declarative, GitOps-style reconciler for Ray training clusters. Exit codes: 0 done, "
                   "1 error, 2 changes (plan --detailed-exitcode), 3 a bug in argus, 130 interrupted. With --json "
@@ -136,13 +136,27 @@ def apply(directory: Path = APPLY_TARGET, workspace_dir: Path = WORKSPACE_DIR,
     return command.run(directory, options)
 
 
-@app.command()
-def schema() -> int:
-    """Print the JSON Schema of every kind (also committed as schema/argus.schema.json)."""
-    from specs.schema import schema_text
+class Kind(str, Enum):
+    Workspace = "Workspace"
+    Cluster = "Cluster"
+    CodeSnapshot = "CodeSnapshot"
+    Job = "Job"
 
-    typer.echo(schema_text(), nl=False)
-    return EXIT_OK
+
+SCHEMA_KIND = typer.Option(None, "--kind", help="Only this kind's schema (schema/job.schema.json for Job); "
+                           "default: any kind, told by its `kind` field.")
+SCHEMA_SPLIT = typer.Option([], "--split", metavar="FILE", help="Write each YAML document of this spec file to "
+                            "--out as <file>.line<N>.json, for schema tools that read one document per file "
+                            "(check-jsonschema). Repeatable.")
+SCHEMA_OUT = typer.Option(None, "--out", metavar="DIR", help="Where --split writes.")
+
+
+@app.command()
+def schema(kind: Kind | None = SCHEMA_KIND, split: list[Path] = SCHEMA_SPLIT, out: Path | None = SCHEMA_OUT) -> int:
+    """Print the JSON Schema of every kind (also committed as schema/argus.schema.json), or split spec files."""
+    from reconcile.commands import schema as command
+
+    return command.run(kind.value if kind else None, split, out)
 
 
 @app.command()
