@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from reconcile.model import Plan, UnmanagedJob
 from specs.diagnostics import printable
-from state.observed import RunStatus
+from state.observed import ACTIVE, RunStatus
 
 HEADER = "Not managed by this workspace (never touched):"
 HINT = "(`--all-workspaces` lists each job)"
@@ -22,7 +22,6 @@ WORKSPACES_LISTED = 20
 """Other workspaces given a line each; the rest (labels are anyone's to write) share one line."""
 ACTIVE_LISTED = 20
 """Active jobs argus did not submit listed one a line; more are counted."""
-_ACTIVE = (RunStatus.RUNNING, RunStatus.PENDING)
 
 
 def unmanaged_lines(plan: Plan, all_workspaces: bool = False, indent: str = "") -> list[str]:
@@ -44,7 +43,7 @@ def summed_up(jobs: Iterable[UnmanagedJob], workspace: str) -> list[str]:
         else:
             theirs.setdefault(job.owner, []).append(job)
     lines = _workspace_lines(theirs) + _foreign_lines(foreign)
-    counted = bool(theirs) or any(j.status not in _ACTIVE for j in foreign) or _active_count(foreign) > ACTIVE_LISTED
+    counted = bool(theirs) or any(j.status not in ACTIVE for j in foreign) or _active_count(foreign) > ACTIVE_LISTED
     return lines + ([HINT] if counted else [])
 
 
@@ -60,8 +59,8 @@ def _workspace_lines(theirs: dict[str, list[UnmanagedJob]]) -> list[str]:
 
 
 def _foreign_lines(foreign: list[UnmanagedJob]) -> list[str]:
-    active = [j for j in foreign if j.status in _ACTIVE]
-    finished = [j for j in foreign if j.status not in _ACTIVE]
+    active = [j for j in foreign if j.status in ACTIVE]
+    finished = [j for j in foreign if j.status not in ACTIVE]
     lines = [f"not submitted by argus, on {j.cluster}: {_job(j)}" for j in active[:ACTIVE_LISTED]]
     more = active[ACTIVE_LISTED:]
     if more:
@@ -89,7 +88,7 @@ def _counts(jobs: list[UnmanagedJob]) -> str:
 
 
 def _active_count(jobs: list[UnmanagedJob]) -> int:
-    return sum(j.status in _ACTIVE for j in jobs)
+    return sum(j.status in ACTIVE for j in jobs)
 
 
 def _on(jobs: list[UnmanagedJob]) -> str:
