@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import re
 from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any
@@ -34,7 +35,20 @@ def json_schema(kind: str | None = None) -> dict[str, Any]:
     head = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_BASE + schema_file(kind)}
     if kind is None:
         return {**head, "title": "argus resource (one YAML document)", **_by_kind(), "$defs": schema["$defs"]}
-    return {**head, "title": f"argus {kind} (one YAML document)", "$ref": f"#/$defs/{kind}", "$defs": schema["$defs"]}
+    definitions = schema["$defs"]
+    return {**head, "title": f"argus {kind} (one YAML document)", "$ref": f"#/$defs/{kind}",
+            "$defs": {name: definitions[name] for name in sorted(_reachable(definitions, kind))}}
+
+
+def _reachable(definitions: dict[str, Any], start: str) -> set[str]:
+    """The definitions `start` refers to, through any depth of `$ref`s: one kind's file holds only its own."""
+    found, todo = set(), [start]
+    while todo:
+        name = todo.pop()
+        if name not in found:
+            found.add(name)
+            todo += re.findall(r'"#/\$defs/([A-Za-z]+)"', json.dumps(definitions[name]))
+    return found
 
 
 def _by_kind() -> dict[str, Any]:
