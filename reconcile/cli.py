@@ -91,6 +91,9 @@ PRUNE = typer.Option(False, "--prune", help="Delete this workspace's code snapsh
 TARGET = typer.Option([], "--target", help="Limit to this address (job.NAME, code.NAME) and what it needs. Repeatable.")
 REPLACE = typer.Option([], "--replace", help="Run this job (job.NAME) again although unchanged. Repeatable.")
 ALLOW_EMPTY = typer.Option(False, "--allow-empty", help="Allow a desired state with no jobs to stop every job.")
+ALL_WORKSPACES = typer.Option(False, "--all-workspaces", help="List every job on the clusters that is not this "
+                              "workspace's, one a line (default: one line per other workspace; jobs argus did not "
+                              "submit listed while active, counted once finished). JSON always lists them all.")
 
 
 def _plan_options(prune: bool, targets: list[str], replace: list[str], allow_empty: bool):
@@ -109,13 +112,14 @@ def plan(directory: Path = DIR, timeout: float = TIMEOUT,
          out: Path | None = OUT,
          verify_snapshots: bool = typer.Option(False, "--verify-snapshots",
                                                help="Re-hash every snapshot's files against its digest."),
-         fetch_timeout: float = FETCH_TIMEOUT) -> int:
+         fetch_timeout: float = FETCH_TIMEOUT, all_workspaces: bool = ALL_WORKSPACES) -> int:
     """Show what apply would do. Read-only (it may fill argus's private cache, never the shared root)."""
     from reconcile.commands import plan as command
 
     spec = command.PlanCommand(detailed_exitcode=detailed_exitcode, timeout=timeout, colour=is_tty(),
                                output_format="json" if as_json else output_format.value, out=out,
                                verify_snapshots=verify_snapshots, fetch_timeout=fetch_timeout,
+                               all_workspaces=all_workspaces,
                                options=_plan_options(prune, target, replace, allow_empty))
     return command.run(directory, spec)
 
@@ -155,13 +159,27 @@ def show(plan_file: Path = PLAN_FILE, output_format: Format = FORMAT, as_json: b
     return command.show(plan_file, "json" if as_json else output_format.value, is_tty())
 
 
-@app.command()
-def schema() -> int:
-    """Print the JSON Schema of every kind (also committed as schema/argus.schema.json)."""
-    from specs.schema import schema_text
+class Kind(str, Enum):
+    Workspace = "Workspace"
+    Cluster = "Cluster"
+    CodeSnapshot = "CodeSnapshot"
+    Job = "Job"
 
-    typer.echo(schema_text(), nl=False)
-    return EXIT_OK
+
+SCHEMA_KIND = typer.Option(None, "--kind", help="Only this kind's schema (schema/job.schema.json for Job); "
+                           "default: any kind, told by its `kind` field.")
+SCHEMA_SPLIT = typer.Option([], "--split", metavar="FILE", help="Write each YAML document of this spec file to "
+                            "--out as <file>.line<N>.json, for schema tools that read one document per file "
+                            "(check-jsonschema). Repeatable.")
+SCHEMA_OUT = typer.Option(None, "--out", metavar="DIR", help="Where --split writes.")
+
+
+@app.command()
+def schema(kind: Kind | None = SCHEMA_KIND, split: list[Path] = SCHEMA_SPLIT, out: Path | None = SCHEMA_OUT) -> int:
+    """Print the JSON Schema of every kind (also committed as schema/argus.schema.json), or split spec files."""
+    from reconcile.commands import schema as command
+
+    return command.run(kind.value if kind else None, split, out)
 
 
 @app.command()
@@ -187,11 +205,12 @@ def unlock(lock_id: str = typer.Argument(..., help="The id printed by the apply 
 @app.command()
 def status(directory: Path = DIR, timeout: float = TIMEOUT, output_format: Format = FORMAT, as_json: bool = JSON,
            watch: float | None = typer.Option(None, "--watch", help="Refresh every SECONDS until every run "
-                                                                   "has finished.")) -> int:
+                                                                   "has finished."),
+           all_workspaces: bool = ALL_WORKSPACES) -> int:
     """Per job: in sync / changed / missing, and the health of its run on Ray."""
     from reconcile.commands import status as command
 
-    return command.run(directory, timeout, "json" if as_json else output_format.value, watch)
+    return command.run(directory, timeout, "json" if as_json else output_format.value, watch, all_workspaces)
 
 
 @app.command()

@@ -26,6 +26,8 @@ class PlanCommand:
     verify_snapshots: bool = False
     options: PlanOptions = PlanOptions()
     fetch_timeout: float | None = None
+    all_workspaces: bool = False
+    """List every other job on the clusters one a line, not summed up per workspace."""
 
 
 def run(directory: Path, command: PlanCommand) -> int:
@@ -37,7 +39,7 @@ def run(directory: Path, command: PlanCommand) -> int:
     check_addresses(desired, command.options)
     _, plan = observe_and_plan(desired, connect(desired, command.timeout), command.options,
                                command.verify_snapshots, command.fetch_timeout)
-    typer.echo(show(plan, command.output_format, command.colour))
+    typer.echo(show(plan, command.output_format, command.colour, command.all_workspaces))
     if plan.errors:  # shown above, with the plan; an error object after it would make two JSON documents
         if command.out is not None:
             typer.echo(f"Not saved to {command.out}: a plan with errors cannot be applied; fix them first.", err=True)
@@ -48,14 +50,14 @@ def run(directory: Path, command: PlanCommand) -> int:
     return EXIT_CHANGES if command.detailed_exitcode and plan.differs else EXIT_OK
 
 
-def show(plan: Plan, output_format: str, colour: bool) -> str:
+def show(plan: Plan, output_format: str, colour: bool, all_workspaces: bool = False) -> str:
     from reconcile.views import machine as views
 
     if output_format == "json":
         return views.plan_json(plan)
     if output_format == "markdown":
         return views.plan_markdown(plan)
-    return render_plan(plan, colour=colour)
+    return render_plan(plan, colour=colour, all_workspaces=all_workspaces)
 
 
 def save(path: Path, desired: DesiredState, plan: Plan) -> None:

@@ -24,13 +24,14 @@ if TYPE_CHECKING:
     from state.ray.client import RayClient
 
 
-def run(directory: Path, timeout: float, output_format: str = "human", watch: float | None = None) -> int:
+def run(directory: Path, timeout: float, output_format: str = "human", watch: float | None = None,
+        all_workspaces: bool = False) -> int:
     desired = load(directory)
     while True:  # each refresh connects anew: its own --timeout budget per dashboard (state.ray.client)
         plan, unseen, held = observe(desired, connect(desired, timeout))
         if watch and is_tty():
             typer.clear()
-        show(plan, set(desired.jobs), output_format, unseen, held)
+        show(plan, set(desired.jobs), output_format, unseen, held, all_workspaces)
         if not watch or not any(c.current and c.current.on_ray and not c.current.finished for c in plan.changes):
             return EXIT_ERROR if unseen.clusters else EXIT_OK  # --watch ends when nothing is PENDING or RUNNING
         typer.echo(f"-- refreshing every {watch:g}s until every run has finished (^C to stop) --")
@@ -51,7 +52,7 @@ def observe(desired: DesiredState, ray: dict[str, RayClient]) -> tuple[Plan, Uns
 
 
 def show(plan: Plan, desired_jobs: set[str], output_format: str, unseen: Unseen | None = None,
-         held: Mapping[str, Mapping[str, float]] | None = None) -> None:
+         held: Mapping[str, Mapping[str, float]] | None = None, all_workspaces: bool = False) -> None:
     if output_format == "json":
         from reconcile.views.machine import status_json
 
@@ -59,6 +60,6 @@ def show(plan: Plan, desired_jobs: set[str], output_format: str, unseen: Unseen 
     elif output_format == "markdown":
         from reconcile.views.machine import fenced
 
-        typer.echo(fenced(render_status(plan, desired_jobs, unseen)))
+        typer.echo(fenced(render_status(plan, desired_jobs, unseen, all_workspaces)))
     else:
-        typer.echo(render_status(plan, desired_jobs, unseen))
+        typer.echo(render_status(plan, desired_jobs, unseen, all_workspaces))

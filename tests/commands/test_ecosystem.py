@@ -19,6 +19,13 @@ def test_the_committed_schema_is_current(argus):
     kinds = {d["properties"]["kind"]["const"] for d in json.loads(committed)["$defs"].values()
              if "kind" in d.get("properties", {})}
     assert kinds == {"Workspace", "Cluster", "CodeSnapshot", "Job"}
+    for kind in sorted(kinds):
+        name = f"{kind.lower()}.schema.json"
+        one = argus("schema", "--kind", kind)
+        assert one.code == 0 and one.out == (ROOT / "schema" / name).read_text(), \
+            f"schema drifted: run `argus schema --kind {kind} > schema/{name}`"
+    assert sorted(p.name for p in (ROOT / "schema").iterdir()) == sorted(
+        ["argus.schema.json", *(f"{k.lower()}.schema.json" for k in kinds)])
 
 
 def test_every_example_names_the_schema_for_editors():
