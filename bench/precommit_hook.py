@@ -1,6 +1,6 @@
 """argus's pre-commit hook for real, as a team would use it: what installing it costs, that it holds no Ray,
 and that it catches an error at a monorepo's root naming the file from there. Too slow for `make test`
-(pre-commit builds the hook's environment from scratch: about 1 min 45 s on the 2-core machine), so
+(pre-commit builds the hook's environment from scratch: 57-105 s measured on the shared 2-core machine), so
 tests/commands/test_precommit.py runs the hook's entry the way pre-commit does instead.
 
     .venv/bin/python bench/precommit_hook.py
