@@ -86,9 +86,12 @@ def save(path: Path, desired: DesiredState, plan: Plan) -> None:
     from reconcile import saved
     from specs.content import desired_digest
     from state.code.gitinfo import desired_commit
+    from state.code.repository import location_of
     from state.runs.records import now
 
+    where = location_of(desired.root)
     saved.write(path, saved.SavedPlan(
         format_version=saved.FORMAT_VERSION, argus_version=saved.argus_version(), workspace=plan.workspace,
         plan_id=uuid.uuid4().hex[:12], created_at=now(), desired_digest=desired_digest(desired),
-        commit=desired_commit(desired.root).commit, plan=plan))
+        commit=desired_commit(desired.root).commit, plan=plan, workspace_dir=where.directory,
+        repository=where.repository))
