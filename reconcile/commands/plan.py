@@ -9,11 +9,12 @@ from pathlib import Path
 import typer
 
 from reconcile.boundary import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
-from reconcile.commands.common import check_addresses, load
+from reconcile.commands.common import check_addresses, load, shown_from, shown_prefix
 from reconcile.execute.cycle import connect, observe_and_plan
 from reconcile.model import Plan, PlanOptions
 from reconcile.views.human import render_plan
 from specs.desired import DesiredState
+from specs.errors import ArgusError
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,20 @@ class PlanCommand:
     """List every other job on the clusters one a line, not summed up per workspace."""
 
 
+def run_all(directories: list[Path], changed_from: str | None, command: PlanCommand) -> int:
+    """One workspace as always, or several (reconcile.commands.several): each planned and shown under its
+    directory; --detailed-exitcode then gives 1 if any failed, else 2 if any has changes, else 0."""
+    from reconcile.commands import several
+
+    found = several.expand(directories, changed_from)
+    if found is None:
+        return run(directories[0], command)
+    if command.out is not None:
+        raise ArgusError(f"-o {command.out} saves one workspace's plan, and these DIRs hold {len(found)}: plan each "
+                         "with its own file (`argus plan teams/nlp -o nlp.plan`; `argus workspaces --json` lists them)")
+    return several.run_each(found, lambda path: run(path, command), command.output_format)
+
+
 def run(directory: Path, command: PlanCommand) -> int:
     if command.out is not None:
         from reconcile import saved
@@ -39,7 +54,8 @@ def run(directory: Path, command: PlanCommand) -> int:
     check_addresses(desired, command.options)
     _, plan = observe_and_plan(desired, connect(desired, command.timeout), command.options,
                                command.verify_snapshots, command.fetch_timeout)
-    typer.echo(show(plan, command.output_format, command.colour, command.all_workspaces))
+    typer.echo(show(plan if command.output_format == "json" else named_from_here(plan, directory),
+                    command.output_format, command.colour, command.all_workspaces))
     if plan.errors:  # shown above, with the plan; an error object after it would make two JSON documents
         if command.out is not None:
             typer.echo(f"Not saved to {command.out}: a plan with errors cannot be applied; fix them first.", err=True)
@@ -48,6 +64,13 @@ def run(directory: Path, command: PlanCommand) -> int:
         save(command.out, desired, plan)
         typer.echo(f"Saved the plan to {command.out}; apply exactly it with `argus apply {command.out}`.", err=True)
     return EXIT_CHANGES if command.detailed_exitcode and plan.differs else EXIT_OK
+
+
+def named_from_here(plan: Plan, directory: Path) -> Plan:
+    """The plan as shown to people: its diagnostics name files as the user finds them (docs/workspaces.md).
+    Plan JSON and saved plans keep names relative to the workspace they name."""
+    prefix = shown_prefix(directory)
+    return plan.model_copy(update={"diagnostics": tuple(shown_from(prefix, plan.diagnostics))}) if prefix else plan
 
 
 def show(plan: Plan, output_format: str, colour: bool, all_workspaces: bool = False) -> str:
