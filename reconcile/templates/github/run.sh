@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # argus in CI: one entry point per moment of a pull request's life. Writes its outputs to $OUT_DIR.
+#   run.sh workspaces DIR the workspaces under DIR as JSON (workspaces.json), the matrix of the jobs below;
+#                         with $CHANGED_FROM, only those changed since its merge base with DIR's HEAD
 #   run.sh plan     DIR   validate, save the plan (plan.json) and a PR comment body (comment.md)
 #   run.sh validate DIR   validate only (pull requests from forks, on a GitHub-hosted runner)
 #   run.sh apply    DIR   apply the saved plan $OUT_DIR/plan.json, refusing a stale one
@@ -9,7 +11,7 @@
 # workspace ($ARGUS_WORKSPACE, relative to the repository root), so one comment per pull request is
 # updated in place instead of one added per push.
 set -uo pipefail
-mode="${1:?plan|validate|apply|drift}"
+mode="${1:?workspaces|plan|validate|apply|drift}"
 dir="${2:-.}"
 out="${OUT_DIR:-argus-out}"
 argus="${ARGUS:-argus}"
@@ -17,7 +19,8 @@ marker="<!-- argus-plan: ${ARGUS_WORKSPACE:-$dir} -->"
 
 mkdir -p "$out"
 if [ "$mode" != apply ]; then  # a self-hosted runner keeps its work directory: never pass on an older run's files
-  rm -f "$out/plan.json" "$out/plan.md" "$out/plan.err" "$out/comment.md" "$out/validate.txt"
+  rm -f "$out/plan.json" "$out/plan.md" "$out/plan.err" "$out/comment.md" "$out/validate.txt" \
+        "$out/workspaces.json"
 fi
 
 pre() {  # argus's own text, HTML-escaped in <pre>: a file name can't close a code fence and become markdown
@@ -35,6 +38,15 @@ validated() {
 }
 
 case "$mode" in
+  workspaces)  # git reads the pull request's history as data: merge-base runs no hook and no filter
+    if [ -n "${CHANGED_FROM:-}" ]; then
+      base=$(git -C "$dir" merge-base "$CHANGED_FROM" HEAD) || {
+        echo "::error::$CHANGED_FROM is not in the history of $dir: check it out with fetch-depth: 0." >&2; exit 1; }
+      "$argus" workspaces "$dir" --changed-from "$base" --json > "$out/workspaces.json"
+    else
+      "$argus" workspaces "$dir" --json > "$out/workspaces.json"
+    fi
+    ;;
   plan)
     validated || exit 1
     "$argus" plan "$dir" -o "$out/plan.json" --format markdown > "$out/plan.md" 2> "$out/plan.err"
@@ -58,7 +70,7 @@ case "$mode" in
     exit "$code"
     ;;
   *)
-    echo "unknown mode $mode: use plan, validate, apply or drift" >&2
+    echo "unknown mode $mode: use workspaces, plan, validate, apply or drift" >&2
     exit 1
     ;;
 esac
