@@ -76,6 +76,26 @@ def guarded(dispatch: Callable[[Invocation], object], as_json: bool = False) -> 
     return result if isinstance(result, int) else EXIT_OK
 
 
+def contained(call: Callable[[], int]) -> tuple[int, ArgusError | None]:
+    """One of several parts of a command (a workspace of `argus plan ROOT`): its exit code, and the user
+    error that ended it, printed as the boundary prints one, so that the other parts still run. A bug
+    (any other exception) still ends the whole command here."""
+    try:
+        return call(), None
+    except ArgusError as err:
+        typer.echo(typer.style("Error: ", fg="red", bold=True) + plain(str(err)), err=True)
+        return err.exit_code, err
+
+
+def error_object(err: ArgusError) -> dict[str, Any]:
+    """The JSON object the boundary prints for a user error (a SpecError adds its diagnostics)."""
+    data: dict[str, Any] = {"error": str(err), "kind": type(err).__name__, "where": None}
+    if isinstance(err, SpecError):
+        located = [d.where.text for d in err.diagnostics if d.where]
+        data.update(where=located[0] if located else None, diagnostics=[diagnostic_json(d) for d in err.diagnostics])
+    return data
+
+
 def wants_json(args: Sequence[str]) -> bool:
     """`--json`, `--format json` or `--format=json` before any `--`: the output asked for."""
     words = list(itertools.takewhile(lambda word: word != "--", args))

@@ -28,6 +28,11 @@ audit_app = typer.Typer(help="The workspace's tamper-evident audit log.", no_arg
 app.add_typer(audit_app, name="audit")
 
 DIR = typer.Argument(Path("."), help="The workspace directory (holding argus.yaml).")
+DIRS = typer.Argument(None, help="Workspace directories (holding argus.yaml; default: the current one). A directory "
+                     "holding none stands for every workspace under it, each shown under its directory "
+                     "(docs/workspaces.md).", show_default=False)
+CHANGED_FROM = typer.Option(None, "--changed-from", metavar="GITREF", help="Only the workspaces under the DIRs that "
+                            "`git diff GITREF...HEAD` touches (docs/workspaces.md).")
 TIMEOUT = typer.Option(10.0, "--timeout", help="Seconds to wait for each request to a Ray dashboard; also what one "
                        "command spends in all on failed requests and retries against one dashboard "
                        "(docs/reliability.md).")
@@ -53,7 +58,7 @@ def _root(ctx: typer.Context, debug: bool = typer.Option(False, "--debug", help=
 
 
 @app.command()
-def validate(directory: Path = DIR,
+def validate(directories: list[Path] = DIRS, changed_from: str | None = CHANGED_FROM,
              deep: bool = typer.Option(False, "--deep", help="Also compose every verl job's Hydra config "
                                        "against its code snapshot's source (fetches the sources)."),
              fetch_timeout: float = FETCH_TIMEOUT,
@@ -63,7 +68,7 @@ def validate(directory: Path = DIR,
     """Check the desired state: YAML, schema, names, references. Offline."""
     from reconcile.commands import validate as command
 
-    return command.run(directory, deep, fetch_timeout, as_json)
+    return command.run_all(directories or [Path(".")], changed_from, deep, fetch_timeout, as_json)
 
 
 class Format(str, Enum):
@@ -88,7 +93,7 @@ def _plan_options(prune: bool, targets: list[str], replace: list[str], allow_emp
 
 
 @app.command()
-def plan(directory: Path = DIR, timeout: float = TIMEOUT,
+def plan(directories: list[Path] = DIRS, changed_from: str | None = CHANGED_FROM, timeout: float = TIMEOUT,
          detailed_exitcode: bool = typer.Option(False, "--detailed-exitcode",
                                                 help="Exit 2 when there are changes or drifted runs, 0 when "
                                                      "none (1 on errors, such as a cluster not read)."),
@@ -105,7 +110,7 @@ def plan(directory: Path = DIR, timeout: float = TIMEOUT,
                                output_format="json" if as_json else output_format.value, out=out,
                                verify_snapshots=verify_snapshots, fetch_timeout=fetch_timeout,
                                options=_plan_options(prune, target, replace, allow_empty))
-    return command.run(directory, spec)
+    return command.run_all(directories or [Path(".")], changed_from, spec)
 
 
 @app.command()
@@ -156,6 +161,23 @@ def init(directory: Path = DIR,
     return command.run(directory, address, shared_root, ci, install_from)
 
 
+ROOT = typer.Argument(Path("."), help="Where to look: every directory under it holding argus.yaml is a workspace "
+                     "(docs/workspaces.md).")
+
+
+@app.command()
+def workspaces(root: Path = ROOT,
+               changed_from: str | None = typer.Option(None, "--changed-from", metavar="GITREF",
+                                                       help="Only the workspaces that `git diff GITREF...HEAD` "
+                                                            "touches (a deleted argus.yaml's too)."),
+               as_json: bool = typer.Option(False, "--json", help='A list of {"dir", "name", "slug"}; dir relative '
+                                            'to the git repository\'s root (CI\'s matrix).')) -> int:
+    """List the workspaces under ROOT, or those a change touched. Offline."""
+    from reconcile.commands import workspaces as command
+
+    return command.run(root, changed_from, as_json)
+
+
 @app.command()
 def unlock(lock_id: str = typer.Argument(..., help="The id printed by the apply that is refused."),
            directory: Path = DIR) -> int:
@@ -166,13 +188,14 @@ def unlock(lock_id: str = typer.Argument(..., help="The id printed by the apply 
 
 
 @app.command()
-def status(directory: Path = DIR, timeout: float = TIMEOUT, output_format: Format = FORMAT, as_json: bool = JSON,
+def status(directories: list[Path] = DIRS, timeout: float = TIMEOUT, output_format: Format = FORMAT,
+           as_json: bool = JSON,
            watch: float | None = typer.Option(None, "--watch", help="Refresh every SECONDS until every run "
                                                                    "has finished.")) -> int:
     """Per job: in sync / changed / missing, and the health of its run on Ray."""
     from reconcile.commands import status as command
 
-    return command.run(directory, timeout, "json" if as_json else output_format.value, watch)
+    return command.run_all(directories or [Path(".")], timeout, "json" if as_json else output_format.value, watch)
 
 
 @app.command()

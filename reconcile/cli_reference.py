@@ -38,7 +38,7 @@ def _param(param) -> str:
     names = ", ".join(f"`{o}`" for o in param.opts) if param.param_type_name == "option" else f"`{param.name.upper()}`"
     default = param.default
     unset = default is None or default is False or default in ((), [])
-    shown = "" if unset and param.param_type_name == "option" else f"`{_plain(default)}`"
+    shown = "" if unset and (param.param_type_name == "option" or default is None) else f"`{_plain(default)}`"
     meaning = (getattr(param, "help", None) or "").replace("|", "\\|")
     return f"| {names} | {shown} | {meaning} |"
 

@@ -3,16 +3,52 @@ observing and planning, which the loop shares too, are reconcile.execute.cycle's
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from reconcile.model import PlanOptions
 from specs.desired import DesiredState
-from specs.errors import ArgusError
+from specs.diagnostics import Diagnostic, Where
+from specs.errors import ArgusError, SpecError
 from specs.loader import load_workspace
 
 
 def load(directory: Path) -> DesiredState:
-    return load_workspace(directory)
+    """The workspace's desired state; its problems name files as the user finds them (`shown_from`)."""
+    try:
+        return load_workspace(directory)
+    except SpecError as err:
+        prefix = shown_prefix(directory)
+        if not prefix:
+            raise
+        raise SpecError(shown_from(prefix, err.diagnostics)) from None
+
+
+def shown_prefix(workspace: Path) -> str:
+    """What goes before a workspace-relative file name to name it for the user. Inside the workspace's git
+    repository: its path from the current directory when it lies there (`jobs/x.yaml` from the workspace
+    itself, as always; `teams/vision/jobs/x.yaml` from the repository's root), else from the repository's
+    root (the name every teammate and CI know the file by). Outside git: from the current directory when
+    the workspace lies there, else nothing (names relative to the workspace, as always)."""
+    from state.code.gitinfo import repository_root
+
+    here, path = Path.cwd().resolve(), workspace.resolve()
+    repository = repository_root(path)
+    beneath_here = path == here or here in path.parents
+    if beneath_here and (repository is None or repository == here or repository in here.parents):
+        rel = os.path.relpath(path, here)
+    elif repository is not None:
+        rel = os.path.relpath(path, repository)
+    else:
+        return ""
+    return "" if rel == "." else Path(rel).as_posix() + "/"
+
+
+def shown_from(prefix: str, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics with `prefix` before each file they name."""
+    return [d.model_copy(update={"where": Where(prefix + d.where.file, d.where.line)}) if d.where else d
+            for d in diagnostics]
 
 
 def check_addresses(desired: DesiredState, options: PlanOptions) -> None:

@@ -14,6 +14,7 @@ from reconcile.execute.cycle import connect, observe_and_plan
 from reconcile.model import Plan, PlanOptions
 from reconcile.views.human import render_plan
 from specs.desired import DesiredState
+from specs.errors import ArgusError
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,20 @@ class PlanCommand:
     verify_snapshots: bool = False
     options: PlanOptions = PlanOptions()
     fetch_timeout: float | None = None
+
+
+def run_all(directories: list[Path], changed_from: str | None, command: PlanCommand) -> int:
+    """One workspace as always, or several (reconcile.commands.several): each planned and shown under its
+    directory; --detailed-exitcode then gives 1 if any failed, else 2 if any has changes, else 0."""
+    from reconcile.commands import several
+
+    found = several.expand(directories, changed_from)
+    if found is None:
+        return run(directories[0], command)
+    if command.out is not None:
+        raise ArgusError(f"-o {command.out} saves one workspace's plan, and these DIRs hold {len(found)}: plan each "
+                         "with its own file (`argus plan teams/nlp -o nlp.plan`; `argus workspaces --json` lists them)")
+    return several.run_each(found, lambda path: run(path, command), command.output_format)
 
 
 def run(directory: Path, command: PlanCommand) -> int:

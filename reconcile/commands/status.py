@@ -19,9 +19,22 @@ from reconcile.execute.cycle import connect
 from reconcile.model import Plan
 from reconcile.views.human import Unseen, render_status
 from specs.desired import DesiredState
+from specs.errors import ArgusError
 
 if TYPE_CHECKING:
     from state.ray.client import RayClient
+
+
+def run_all(directories: list[Path], timeout: float, output_format: str = "human", watch: float | None = None) -> int:
+    """One workspace as always, or several, each under its directory (reconcile.commands.several)."""
+    from reconcile.commands import several
+
+    found = several.expand(directories)
+    if found is None:
+        return run(directories[0], timeout, output_format, watch)
+    if watch:
+        raise ArgusError("--watch follows one workspace: give one DIR that holds argus.yaml")
+    return several.run_each(found, lambda path: run(path, timeout, output_format), output_format)
 
 
 def run(directory: Path, timeout: float, output_format: str = "human", watch: float | None = None) -> int:

@@ -11,16 +11,28 @@ from pathlib import Path
 import typer
 
 from reconcile.boundary import diagnostic_json
-from reconcile.commands.common import load
+from reconcile.commands.common import load, shown_from, shown_prefix
 from reconcile.views.human import render_diagnostics
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
 
 
+def run_all(directories: list[Path], changed_from: str | None, deep: bool = False,
+            fetch_timeout: float | None = None, as_json: bool = False) -> int:
+    """One workspace as always, or several (reconcile.commands.several)."""
+    from reconcile.commands import several
+
+    found = several.expand(directories, changed_from)
+    if found is None:
+        return run(directories[0], deep, fetch_timeout, as_json)
+    return several.run_each(found, lambda path: run(path, deep, fetch_timeout, as_json), "json" if as_json else "human")
+
+
 def run(directory: Path, deep: bool = False, fetch_timeout: float | None = None, as_json: bool = False) -> int:
     desired = load(directory)
     found = _deep(desired, fetch_timeout) if deep else None
-    diagnostics = None if found is None else [d for items in found.values() for d in items]
+    diagnostics = None if found is None else shown_from(shown_prefix(directory),
+                                                        [d for items in found.values() for d in items])
     failed = any(d.severity == "error" for d in diagnostics or [])
     if as_json:
         typer.echo(json.dumps(_as_data(desired, diagnostics, failed)))

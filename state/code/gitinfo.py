@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -52,3 +54,35 @@ def _differs(copy: WorkingCopy, commit: str, under: str) -> bool:
 
 def _contents(files: Iterable[tuple[str, str, bytes]]) -> set[tuple[str, str, str]]:
     return {(rel, mode, hashlib.sha256(data).hexdigest()) for rel, mode, data in files}
+
+
+def repository_root(path: str | os.PathLike[str]) -> Path | None:
+    """The working tree of the git repository holding `path` (searching upwards, like git), or None."""
+    from state.code import workcopy
+
+    copy = workcopy.find_working_copy(path)
+    return None if copy is None else copy.root
+
+
+def changed_since(repository: Path, ref: str, timeout: float = 60.0) -> list[str]:
+    """The paths (relative to the repository's root) that differ between `ref` and HEAD as `git diff
+    REF...HEAD` names them: since the merge base, so what the base branch did meanwhile is not counted.
+    Renames count as a deletion and an addition, so both directories are affected. Runs git in the
+    user's own checkout, as CI does; `ref` is refused when git could take it for an option."""
+    from specs.errors import ArgusError
+    from state.code import safegit
+
+    if not ref or ref.startswith("-") or any(not c.isprintable() or c.isspace() for c in ref):
+        raise ArgusError(f"--changed-from {ref!r}: not a git revision; give a branch, tag or commit, e.g. origin/main")
+    command = ["git", "-C", str(repository), "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff",
+               "--no-textconv", f"{ref}...HEAD", "--"]
+    try:
+        done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
+                              env=safegit.git_env(), check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise ArgusError(f"git diff {ref}...HEAD in {repository} failed: {err}") from err
+    if done.returncode:
+        why = safegit.last_line(done.stderr.decode(errors="replace"))
+        raise ArgusError(f"git diff {ref}...HEAD in {repository} failed: {why}. Is {ref!r} fetched? In CI, check "
+                         "out with the history (actions/checkout's fetch-depth: 0).")
+    return sorted({os.fsdecode(name) for name in done.stdout.split(b"\0") if name})

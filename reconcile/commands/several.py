@@ -1,0 +1,102 @@
+"""Several workspaces in one command: `argus validate|plan|status DIR [DIR ...]`, a repository root standing
+for every workspace under it (docs/workspaces.md).
+
+One DIR holding argus.yaml is today's single-workspace command, its output unchanged. Otherwise each
+workspace's output is headed by its directory (relative to the git repository's root), an error in one
+does not stop the others, and the exit code is the worst of them. With --json the outputs become one
+object keyed by directory, an error standing as the error object the boundary would print.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from reconcile.boundary import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, contained, error_object
+from reconcile.commands.workspaces import Found, find, found_at
+from specs.diagnostics import printable
+from specs.errors import ArgusError
+from specs.reading import WORKSPACE_FILE
+
+
+class RemovedWorkspace(ArgusError):
+    """A workspace whose argus.yaml the change deleted: its jobs still run, and nothing can plan their stop."""
+
+
+def expand(directories: list[Path], changed_from: str | None = None) -> list[Found] | None:
+    """The workspaces the DIRs stand for; None for one DIR that is a workspace (or holds none: the
+    single-workspace command then says what is missing) and no --changed-from."""
+    if changed_from is None and len(directories) == 1:
+        only = directories[0]
+        if (only / WORKSPACE_FILE).is_file() or not only.is_dir() or not find(only, None):
+            return None
+    found: dict[Path, Found] = {}
+    for directory in directories:
+        if changed_from is None and (directory / WORKSPACE_FILE).is_file():
+            listed = [found_at(directory)]
+        else:
+            listed = find(directory, changed_from)
+            if not listed and changed_from is None:
+                raise ArgusError(f"{directory}: no {WORKSPACE_FILE} in it or in any directory under it")
+        found.update((workspace.path, workspace) for workspace in listed)
+    return sorted(found.values(), key=lambda workspace: workspace.shown)
+
+
+def run_each(found: list[Found], one: Callable[[Path], int], output_format: str = "human") -> int:
+    """Run `one` on every workspace: headed (human, markdown) or gathered into one JSON object."""
+    codes: list[int] = []
+    gathered: dict[str, Any] = {}
+    for workspace in found:
+        if output_format == "json":
+            code, gathered[workspace.shown] = _captured(workspace, one)
+        else:
+            heading = f"## {workspace.shown}" if output_format == "markdown" else f"== {workspace.shown} =="
+            typer.echo(printable(heading))
+            code = _guarded(workspace, one)
+        codes.append(code)
+    if output_format == "json":
+        typer.echo(json.dumps(gathered))
+    failed = [w.shown for w, code in zip(found, codes, strict=True) if code not in (EXIT_OK, EXIT_CHANGES)]
+    if failed:
+        typer.echo(f"{len(failed)} of {len(found)} workspaces failed: {printable(', '.join(failed))}.", err=True)
+    elif not found:
+        typer.echo("No workspace to check.", err=True)
+    return worst(codes)
+
+
+def worst(codes: list[int]) -> int:
+    """1 (or another failure's code) if any failed, else 2 if any has changes, else 0."""
+    failures = [code for code in codes if code not in (EXIT_OK, EXIT_CHANGES)]
+    if failures:
+        return EXIT_ERROR if EXIT_ERROR in failures else max(failures)
+    return EXIT_CHANGES if EXIT_CHANGES in codes else EXIT_OK
+
+
+def _guarded(workspace: Found, one: Callable[[Path], int]) -> int:
+    return contained(lambda: one(_present(workspace)))[0]
+
+
+def _captured(workspace: Found, one: Callable[[Path], int]) -> tuple[int, Any]:
+    """The command's one JSON document (stdout caught for it), or the error object in its place."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code, err = contained(lambda: one(_present(workspace)))
+    if err is not None:
+        return code, error_object(err)
+    text = buffer.getvalue().strip()
+    return code, json.loads(text) if text else None
+
+
+def _present(workspace: Found) -> Path:
+    if workspace.removed:
+        raise RemovedWorkspace(
+            f"{workspace.shown}: its {WORKSPACE_FILE} was deleted, but the jobs it started keep running and nothing "
+            f"can plan their stop. Restore {WORKSPACE_FILE}, delete the job specs and `argus apply --allow-empty` "
+            "first; delete the workspace once its jobs are stopped (docs/workspaces.md).")
+    return workspace.path

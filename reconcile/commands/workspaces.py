@@ -1,0 +1,77 @@
+"""argus workspaces: list the workspaces under a root, or those a change touched (CI's matrix). Offline.
+
+`--json` is the interface the generated CI builds its matrix from (docs/workspaces.md): a list of
+{"dir", "name", "slug"}, `dir` relative to the git repository's root (to ROOT outside git), and
+`"removed": true` added for a workspace whose argus.yaml the change deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import typer
+
+from reconcile.boundary import EXIT_OK
+from specs.diagnostics import printable
+from specs.errors import ArgusError
+from specs.reading import WORKSPACE_FILE
+from specs.workspaces import affected, discover, slugs, workspace_name
+
+
+@dataclass(frozen=True)
+class Found:
+    """One workspace: its directory, as shown (relative to the repository) and on disk."""
+
+    shown: str
+    path: Path
+    removed: bool = False
+
+
+def run(root: Path, changed_from: str | None, as_json: bool) -> int:
+    found = find(root, changed_from)
+    names = slugs(f.shown for f in found)
+    rows = [{"dir": f.shown, "name": workspace_name(f.path) if not f.removed else "", "slug": names[f.shown],
+             **({"removed": True} if f.removed else {})} for f in found]
+    if as_json:
+        typer.echo(json.dumps(rows))
+        return EXIT_OK
+    if not rows:
+        typer.echo(f"No workspace changed since {changed_from}." if changed_from else f"No workspace under {root}.")
+    for row in rows:
+        label = "removed: its argus.yaml was deleted" if row.get("removed") else f"workspace {row['name']!r}"
+        typer.echo(f"{printable(str(row['dir']))}  ({printable(label)})")
+    return EXIT_OK
+
+
+def find(root: Path, changed_from: str | None) -> list[Found]:
+    """The workspaces under `root` (every one, or those changed since the ref), named from the repository."""
+    from state.code.gitinfo import changed_since, repository_root
+
+    top = root.resolve()
+    if not top.is_dir():
+        raise ArgusError(f"{root}: no such directory")
+    repository = repository_root(top)
+    base = repository or top
+    if changed_from is None:
+        paths = discover(top)
+    elif repository is None:
+        raise ArgusError(f"--changed-from needs a git repository, and {root} is not in one")
+    else:
+        paths = affected(top, [repository / name for name in changed_since(repository, changed_from)])
+    return [Found(shown(path, base), path, not (path / WORKSPACE_FILE).is_file()) for path in paths]
+
+
+def found_at(directory: Path) -> Found:
+    """The one workspace at `directory`, named from its repository."""
+    from state.code.gitinfo import repository_root
+
+    path = directory.resolve()
+    return Found(shown(path, repository_root(path) or path), path)
+
+
+def shown(path: Path, base: Path) -> str:
+    """`path` relative to `base` in git's spelling (`teams/nlp`; `.` for base itself)."""
+    return Path(os.path.relpath(path, base)).as_posix()

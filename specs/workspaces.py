@@ -1,0 +1,143 @@
+"""Workspaces in a repository: every directory holding argus.yaml, found Atlantis-style from a root.
+
+A monorepo gives each team a directory (`teams/nlp`, `teams/vision`) with its own argus.yaml. CI plans
+only the workspaces a change touches (`affected`), pre-commit validates the ones its files lie in
+(`owner`), and every command that takes several DIRs expands a repository root into its workspaces
+(`discover`). Everything here reads only names of directories (and one small argus.yaml for the
+name): a pull request controls the tree, so symlinked directories are never followed, argus's own
+state (a directory holding `.argus/`, i.e. a shared root) is never entered, and the walk is bounded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from specs.errors import ArgusError
+from specs.reading import MAX_FILE_BYTES, STATE_DIR, WORKSPACE_FILE, read_at_most
+
+SKIPPED = frozenset({"node_modules", "__pycache__", "venv"})
+"""Never descended into, besides every hidden directory (.git, .venv, .shared, .argus): they hold no
+workspace, and in a large repository they hold most of the directories."""
+MAX_DIRECTORIES = 100_000
+"""A repository with more directories is walked from a narrower ROOT; the bound keeps one command's walk
+to about a second whatever a pull request adds."""
+SLUG_LENGTH = 48
+
+
+def discover(root: Path) -> list[Path]:
+    """Every directory at or under `root` that holds argus.yaml (root / its relative path), sorted.
+    A workspace's own subdirectories are searched too: a nested workspace is a workspace of its own
+    (the loader leaves its files out of the outer one)."""
+    found: list[Path] = []
+    pending = [root]
+    visited = 0
+    while pending:
+        folder = pending.pop()
+        visited += 1
+        if visited > MAX_DIRECTORIES:
+            raise ArgusError(f"{root}: more than {MAX_DIRECTORIES} directories to search for {WORKSPACE_FILE}; "
+                             "pass the directory that holds the workspaces (e.g. `teams`) instead")
+        children, holds_workspace = _listing(folder)
+        if holds_workspace:
+            found.append(folder)
+        pending.extend(children)
+    return sorted(found, key=lambda path: path.relative_to(root).parts)
+
+
+def _listing(folder: Path) -> tuple[list[Path], bool]:
+    """The subdirectories worth searching, and whether `folder` holds a regular argus.yaml."""
+    try:
+        with os.scandir(folder) as listed:
+            entries = list(listed)
+    except OSError:
+        return [], False  # unreadable: nothing to find there, as git would see nothing either
+    names = {entry.name for entry in entries}
+    if STATE_DIR in names and folder_is_state(folder):
+        return [], False  # a shared root: any job writes there
+    children = [Path(entry.path) for entry in entries
+                if not entry.name.startswith(".") and entry.name not in SKIPPED
+                and entry.is_dir(follow_symlinks=False)]
+    workspace = next((e for e in entries if e.name == WORKSPACE_FILE), None)
+    return children, workspace is not None and workspace.is_file(follow_symlinks=False)
+
+
+def folder_is_state(folder: Path) -> bool:
+    """`folder/.argus` is a real directory: argus's state lives in `folder` (a shared root)."""
+    try:
+        return stat.S_ISDIR(os.lstat(folder / STATE_DIR).st_mode)
+    except OSError:
+        return False
+
+
+def owner(workspaces: Iterable[Path], path: Path) -> Path | None:
+    """The deepest of `workspaces` that holds `path` (both absolute, or both relative to one root)."""
+    holding = [w for w in workspaces if path == w or w in path.parents]
+    return max(holding, key=lambda w: len(w.parts), default=None)
+
+
+def affected(root: Path, changed_paths: Iterable[str | Path]) -> list[Path]:
+    """The workspaces under `root` that the changed paths (relative to `root`, or absolute) touch, sorted.
+
+    A path belongs to the deepest workspace holding it, as the loader reads it. A deleted argus.yaml
+    (the path names one that no longer exists) makes its directory affected too, although discover no
+    longer finds it: that workspace's jobs still run on the cluster, and whoever plans it must be told
+    (`argus plan` says what to do, see docs/workspaces.md); the files it held now belong to the
+    workspace around it, if any, which is affected as well."""
+    existing = discover(root)
+    hit: set[Path] = set()
+    for changed in changed_paths:
+        path = root / changed
+        if (found := owner(existing, path.parent if path.name == WORKSPACE_FILE else path)) is not None:
+            hit.add(found)
+        if path.name == WORKSPACE_FILE and not path.is_file():
+            hit.add(path.parent)  # a removed workspace
+    return sorted(hit, key=lambda path: path.relative_to(root).parts)
+
+
+def workspace_name(directory: Path) -> str:
+    """The `name:` of the Workspace in directory/argus.yaml, or "" when it cannot be read (validate says why).
+    Read as the loader reads specs: no link followed, no FIFO waited on, at most a spec file's size."""
+    from specs.safe_yaml import load_documents
+
+    try:
+        fd = os.open(directory / WORKSPACE_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        data = read_at_most(fd, MAX_FILE_BYTES + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    finally:
+        os.close(fd)
+    try:
+        documents = load_documents(data.decode("utf-8")) if 0 < len(data) <= MAX_FILE_BYTES else []
+    except Exception:  # noqa: BLE001 - any YAML or decoding problem: validate reports it with its line
+        return ""
+    names = [d.get("name") for d in documents if hasattr(d, "get") and d.get("kind") == "Workspace"]
+    return names[0] if len(names) == 1 and isinstance(names[0], str) and names[0].isprintable() else ""
+
+
+def slug(directory: str) -> str:
+    """`teams/vision` as `teams-vision`: [a-z0-9-] only, for artifact, concurrency-group and environment
+    names. The repository root's workspace is `root`."""
+    text = re.sub(r"[^a-z0-9]+", "-", directory.lower()).strip("-") or "root"
+    return text[:SLUG_LENGTH].strip("-")
+
+
+def slugs(directories: Iterable[str]) -> dict[str, str]:
+    """Each directory's slug, unique among them: where two directories would share one (`a/b`, `a-b`),
+    or one was cut short, each of those gets a short hash of its own directory name appended."""
+    directories = list(directories)
+    plain = {d: slug(d) for d in directories}
+    counts: dict[str, int] = {}
+    for text in plain.values():
+        counts[text] = counts.get(text, 0) + 1
+    return {d: text if counts[text] == 1 and len(slug_source(d)) <= SLUG_LENGTH
+            else f"{text}-{hashlib.sha256(d.encode()).hexdigest()[:8]}" for d, text in plain.items()}
+
+
+def slug_source(directory: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", directory.lower()).strip("-")
