@@ -20,7 +20,7 @@ marker="<!-- argus-plan: ${ARGUS_WORKSPACE:-$dir} -->"
 mkdir -p "$out"
 if [ "$mode" != apply ]; then  # a self-hosted runner keeps its work directory: never pass on an older run's files
   rm -f "$out/plan.json" "$out/plan.md" "$out/plan.err" "$out/comment.md" "$out/validate.txt" \
-        "$out/workspaces.json"
+        "$out/workspaces.json" "$out/found.json"
 fi
 
 pre() {  # argus's own text, HTML-escaped in <pre>: a file name can't close a code fence and become markdown
@@ -38,14 +38,18 @@ validated() {
 }
 
 case "$mode" in
-  workspaces)  # git reads the pull request's history as data: merge-base runs no hook and no filter
-    if [ -n "${CHANGED_FROM:-}" ]; then
-      base=$(git -C "$dir" merge-base "$CHANGED_FROM" HEAD) || {
-        echo "::error::$CHANGED_FROM is not in the history of $dir: check it out with fetch-depth: 0." >&2; exit 1; }
-      "$argus" workspaces "$dir" --changed-from "$base" --json > "$out/workspaces.json"
-    else
-      "$argus" workspaces "$dir" --json > "$out/workspaces.json"
-    fi
+  workspaces)  # the matrix of the jobs that follow: argus reads the tree and git's history as data
+    "$argus" workspaces "$dir" ${CHANGED_FROM:+--changed-from "$CHANGED_FROM"} --json > "$out/found.json" || exit 1
+    # A workspace whose argus.yaml the change deleted has nothing to plan or apply: a notice, not a job.
+    python3 - "$out/found.json" "$out/workspaces.json" <<'PY' || exit 1
+import json, sys
+rows = json.load(open(sys.argv[1]))
+for row in rows:
+    if row.get("removed"):
+        print(f"::notice::{json.dumps(row['dir'])}: its argus.yaml was deleted; argus no longer plans it, "
+              "and its runs are left as they are.")
+json.dump([row for row in rows if not row.get("removed")], open(sys.argv[2], "w"))
+PY
     ;;
   plan)
     validated || exit 1
