@@ -41,7 +41,8 @@ def test_the_generated_ci_has_no_zizmor_finding_but_the_documented_trigger(tmp_p
     assert findings(repo / ".github") == []
     assert findings(repo / ".github", "--no-config") == [("dangerous-triggers", "argus-plan.yml")]
     plan = repo / ".github" / "workflows" / "argus-plan.yml"  # a second dangerous trigger is not exempt
-    plan.write_text(plan.read_text().replace("permissions: {}\n", "  workflow_run: {workflows: [ci]}\npermissions: {}\n", 1))
+    second = "  workflow_run: {workflows: [ci]}\npermissions: {}\n"
+    plan.write_text(plan.read_text().replace("permissions: {}\n", second, 1))
     assert ("dangerous-triggers", "argus-plan.yml") in findings(repo / ".github")
 
 
