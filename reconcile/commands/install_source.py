@@ -59,7 +59,7 @@ def given(spec: str) -> InstallSource:
 
 def detect() -> InstallSource:
     """The running argus's own source."""
-    distribution = importlib.metadata.distribution(DISTRIBUTION)
+    distribution = installed()
     direct = distribution.read_text("direct_url.json")
     if not direct:
         return InstallSource(f"{DISTRIBUTION}=={distribution.version}",
@@ -75,6 +75,15 @@ def detect() -> InstallSource:
     if "archive_info" in info and url.endswith(".whl"):
         return InstallSource(f"{DISTRIBUTION} @ {public(url)}", "the wheel the running argus was installed from")
     raise ArgusError(f"argus cannot tell where it was installed from ({url or 'no URL'}). {ADVICE}")
+
+
+def installed() -> importlib.metadata.Distribution:
+    """The installed argus-ray: a checkout's own argus_ray.egg-info (left by a build, on sys.path when argus
+    runs from there) says nothing of how argus was installed, so one with direct_url.json comes first."""
+    found = list(importlib.metadata.distributions(name=DISTRIBUTION))
+    if not found:
+        raise ArgusError(f"{DISTRIBUTION} is not installed, so argus cannot tell CI which argus to install. {ADVICE}")
+    return next((d for d in found if d.read_text("direct_url.json")), found[0])
 
 
 def from_checkout(directory: Path) -> InstallSource:
