@@ -59,6 +59,8 @@ def _root(ctx: typer.Context, debug: bool = typer.Option(False, "--debug", help=
 
 @app.command()
 def validate(directories: list[Path] = DIRS, changed_from: str | None = CHANGED_FROM,
+             files: bool = typer.Option(False, "--files", help="The arguments are files (as pre-commit passes "
+                                        "them): validate each workspace holding one; a file in none is skipped."),
              deep: bool = typer.Option(False, "--deep", help="Also compose every verl job's Hydra config "
                                        "against its code snapshot's source (fetches the sources)."),
              fetch_timeout: float = FETCH_TIMEOUT,
@@ -68,7 +70,7 @@ def validate(directories: list[Path] = DIRS, changed_from: str | None = CHANGED_
     """Check the desired state: YAML, schema, names, references. Offline."""
     from reconcile.commands import validate as command
 
-    return command.run_all(directories or [Path(".")], changed_from, deep, fetch_timeout, as_json)
+    return command.run_all(directories or [Path(".")], changed_from, deep, fetch_timeout, as_json, files)
 
 
 class Format(str, Enum):

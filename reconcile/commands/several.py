@@ -48,6 +48,29 @@ def expand(directories: list[Path], changed_from: str | None = None) -> list[Fou
     return sorted(found.values(), key=lambda workspace: workspace.shown)
 
 
+def owners(files: list[Path]) -> list[Found]:
+    """The workspaces holding the files (pre-commit's staged names): for each, the nearest directory above it
+    holding argus.yaml, within its git repository. A file in no workspace (a workflow, a README) is none's."""
+    found: dict[Path, Found] = {}
+    for file in files:
+        if (holder := _holder(file)) is not None and holder not in found:
+            found[holder] = found_at(holder)
+    return sorted(found.values(), key=lambda workspace: workspace.shown)
+
+
+def _holder(file: Path) -> Path | None:
+    from state.code.gitinfo import repository_root
+
+    folder = (file if file.is_dir() else file.absolute().parent).resolve()
+    top = repository_root(folder)
+    for candidate in (folder, *folder.parents):
+        if (candidate / WORKSPACE_FILE).is_file() and not (candidate / WORKSPACE_FILE).is_symlink():
+            return candidate
+        if candidate == top:
+            return None
+    return None
+
+
 def run_each(found: list[Found], one: Callable[[Path], int], output_format: str = "human") -> int:
     """Run `one` on every workspace: headed (human, markdown) or gathered into one JSON object."""
     codes: list[int] = []
