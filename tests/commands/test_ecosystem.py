@@ -33,7 +33,8 @@ def test_every_example_names_the_schema_for_editors():
 
 def test_the_pre_commit_hook_runs_validate():
     [hook] = YAML(typ="safe").load((ROOT / ".pre-commit-hooks.yaml").read_text())
-    assert hook["id"] == "argus-validate" and hook["entry"] == "argus validate" and hook["pass_filenames"] is False
+    assert hook["id"] == "argus-validate" and hook["entry"] == "argus validate --files" and hook["pass_filenames"]
+    # what it does at a monorepo's root, run as pre-commit runs it: tests/commands/test_precommit.py
 
 
 def test_init_in_a_git_repository_writes_the_ci_at_the_repository_root(tmp_path, argus, ray_cluster):
