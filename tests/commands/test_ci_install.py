@@ -81,7 +81,10 @@ def test_the_install_step_installs_the_argus_that_wrote_it_in_a_fresh_venv(tmp_p
     assert direct["vcs_info"]["commit_id"] == commit and direct["url"] == ROOT.as_uri(), installed
     assert Path(installed["module"]).is_relative_to(argus.parent.parent)  # the venv's own copy, not this checkout
     assert installed["detected"] == source.requirement  # an init run by the installed argus pins the same argus
-    assert subprocess.run([str(argus), "--help"], capture_output=True).returncode == 0
+    assert subprocess.run([str(argus), "--help"], capture_output=True, cwd=tmp_path).returncode == 0
+    version = subprocess.run([str(argus), "--version"], capture_output=True, text=True, cwd=tmp_path)
+    if version.returncode == 0:  # `argus --version` (another part of issue 27) names the version and the commit
+        assert version.stdout.split("\n")[0].startswith(f"argus {installed['version']} (git {commit[:12]})")
 
     installed_at = (argus.parent.parent / ".installed").stat().st_mtime_ns
     output.write_text("")
@@ -137,3 +140,35 @@ def test_a_wheel_is_pinned_by_its_absolute_path(tmp_path):
     wheel = tmp_path / "argus_ray-0.1.0-py3-none-any.whl"
     wheel.write_bytes(b"PK")
     assert given(str(wheel)).requirement == f"argus-ray @ {wheel.as_uri()}"
+
+
+def test_a_checkout_is_pinned_at_head_by_its_origin_without_credentials_and_a_dirty_one_warns(tmp_path):
+    from reconcile.commands.install_source import from_checkout
+
+    repo = tmp_path / "argus"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "pyproject.toml").write_text("[project]\nname = 'argus-ray'\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "argus"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    clean = from_checkout(repo)
+    assert clean.requirement == f"argus-ray @ git+{repo.as_uri()}@{commit}" and clean.warning == ""
+
+    subprocess.run([*git, "remote", "add", "origin", "https://bot:ghp_SECRET@git.example/org/argus.git"], check=True)
+    (repo / "pyproject.toml").write_text("[project]\nname = 'argus-ray'\nversion = '9'\n")
+    dirty = from_checkout(repo)
+    assert dirty.requirement == f"argus-ray @ git+https://git.example/org/argus.git@{commit}"
+    assert "uncommitted changes" in dirty.warning and commit[:12] in dirty.warning
+    assert "SECRET" not in dirty.requirement + dirty.origin + dirty.warning
+
+
+def test_a_second_init_by_another_argus_says_its_pin_differs(tmp_path, argus, monkeypatch):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    monkeypatch.chdir(tmp_path)
+    assert argus("init", "teams/nlp", "--install-from", "argus-ray==0.0.9").code == 0
+    pinned = (tmp_path / ".github" / "actions" / "argus" / "requirements.txt").read_text()
+    second = argus("init", "teams/vision", "--install-from", "argus-ray==0.1.0")
+    assert second.code == 0
+    assert "requirements.txt pins another argus than this one (argus-ray==0.1.0)" in second.out
+    assert (tmp_path / ".github" / "actions" / "argus" / "requirements.txt").read_text() == pinned
