@@ -34,17 +34,15 @@ def run(directory: Path, address: str, shared_root: str, ci: bool = True, instal
     name = re.sub(r"[^a-z0-9-]", "-", directory.resolve().name.lower()).strip("-")[:63] or "workspace"
     root = repository_root(directory)
     own = scaffold(name, address, shared_root)
-    files = {directory / rel: text for rel, text in own.items()}
     source = (given(install_from) if install_from else detect()) if ci else None
     ci_files = {root / rel: text for rel, text in github_files(source).items()} if source else {}
-    core = {path: text for path, text in ci_files.items() if path.name not in LINT}
-    present = sorted(path for path in core if path.exists())
-    write(files | ({} if present else core) | {p: t for p, t in ci_files.items() if p.name in LINT and not p.exists()})
+    present = any(path.exists() for path in ci_files if path.name not in LINT)
+    write({directory / rel: text for rel, text in own.items()} | _to_write(ci_files, present))
     typer.echo(f"Created workspace {name!r} in {directory}: {', '.join(sorted(own))}.")
     if source is None:
         typer.echo("No CI written (--no-ci).")
     elif present:
-        _say_ci_is_there(root, core, ci_files)
+        _say_ci_is_there(root, ci_files)
     else:
         typer.echo(f"Created its CI in {_shown(root)}: {', '.join(sorted(_rel(p, root) for p in ci_files))}. "
                    f"It installs {source.requirement}. docs/ci.md says which settings they need (an environment "
@@ -55,20 +53,36 @@ def run(directory: Path, address: str, shared_root: str, ci: bool = True, instal
     return EXIT_OK
 
 
-def _say_ci_is_there(root: Path, core: dict[Path, str], ci_files: dict[Path, str]) -> None:
+def _to_write(ci_files: dict[Path, str], present: bool) -> dict[Path, str]:
+    """All the CI where the repository has none of it; else only a linter's settings file it lacks."""
+    return {path: text for path, text in ci_files.items() if not path.exists() and (not present or path.name in LINT)}
+
+
+def _say_ci_is_there(root: Path, ci_files: dict[Path, str]) -> None:
     """The workflows serve every workspace: say so, and name what differs from this argus's, leaving it."""
     typer.echo(f"argus's CI is already in {_shown(root / '.github')}: its workflows serve every workspace, "
                f"so none of it was written. The new workspace needs an environment argus-<slug> (docs/ci.md).")
-    differ = sorted(_rel(p, root) for p, text in ci_files.items() if p.exists() and _text(p) != text)
-    missing = sorted(_rel(p, root) for p in core if not p.exists())
+    differ = sorted(_rel(p, root) for p, text in ci_files.items() if p.exists() and _differs(p, text))
+    missing = sorted(_rel(p, root) for p in ci_files if p.name not in LINT and not p.exists())
     if differ:
         typer.echo(f"These differ from what this argus writes, and were left as they are: {', '.join(differ)}.")
     if REQUIREMENTS in differ:
-        pin = ci_files[root / REQUIREMENTS].splitlines()[-1]
-        typer.echo(f"{REQUIREMENTS} pins another argus than this one ({pin}): upgrade it in a pull request "
-                   "of its own (docs/ci.md).")
+        typer.echo(f"{REQUIREMENTS} pins another argus than this one ({_pins(ci_files[root / REQUIREMENTS])[0]}): "
+                   "upgrade it in a pull request of its own (docs/ci.md).")
     if missing:
         typer.echo(f"These are missing, and were not written: {', '.join(missing)}.")
+
+
+def _differs(path: Path, ours: str) -> bool:
+    """requirements.txt differs only by what it installs: its comment says who wrote it, and how."""
+    theirs = _text(path)
+    if theirs is None or path.name != "requirements.txt":
+        return theirs != ours
+    return _pins(theirs) != _pins(ours)
+
+
+def _pins(requirements_text: str) -> list[str]:
+    return [line.strip() for line in requirements_text.splitlines() if line.strip() and not line.startswith("#")]
 
 
 def write(files: dict[Path, str]) -> None:

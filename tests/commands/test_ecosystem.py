@@ -78,6 +78,9 @@ def test_a_second_workspace_gets_no_second_ci_and_nothing_is_overwritten(tmp_pat
     plan = github / "workflows" / "argus-plan.yml"
     plan.write_text(plan.read_text() + "# ours\n")  # the repository's own edit
     before[plan] = plan.read_bytes()
+    pin = github / "actions" / "argus" / "requirements.txt"  # a comment of its own; the same argus
+    pin.write_text("# pinned by the platform team\n" + pin.read_text())
+    before[pin] = pin.read_bytes()
     (github / "workflows" / "argus-drift.yml").unlink()  # and a workflow it chose not to have
     del before[github / "workflows" / "argus-drift.yml"]
 
