@@ -82,7 +82,13 @@ def test_the_install_step_installs_the_argus_that_wrote_it_in_a_fresh_venv(tmp_p
     assert direct["vcs_info"]["commit_id"] == commit and direct["url"] == ROOT.as_uri(), installed
     assert Path(installed["module"]).is_relative_to(argus.parent.parent)  # the venv's own copy, not this checkout
     assert installed["detected"] == source.requirement  # an init run by the installed argus pins the same argus
-    assert subprocess.run([str(argus), "--help"], capture_output=True, cwd=tmp_path).returncode == 0
+    again_repo = tmp_path / "next-repo"  # the installed argus (its packaged templates) writes CI pinning itself
+    subprocess.run(["git", "init", "-q", str(again_repo)], check=True)
+    made = subprocess.run([str(argus), "init", str(again_repo / "teams" / "nlp")], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    written = (again_repo / ".github" / "actions" / "argus" / "requirements.txt").read_text()
+    assert written.splitlines()[-1] == source.requirement and (again_repo / ".github" / "zizmor.yml").is_file()
     version = subprocess.run([str(argus), "--version"], capture_output=True, text=True, cwd=tmp_path)
     if version.returncode == 0:  # `argus --version` (another part of issue 27) names the version and the commit
         assert version.stdout.split("\n")[0].startswith(f"argus {installed['version']} (git {commit[:12]})")
