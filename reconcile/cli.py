@@ -40,8 +40,9 @@ FETCH_TIMEOUT = typer.Option(300.0, "--fetch-timeout", min=1.0,
                              help="Seconds each git fetch of a code snapshot's source may take (a first clone of a "
                                   "large repository needs minutes); a fetch over it is stopped and reported.")
 APPLY_TARGET = typer.Argument(Path("."), help="The workspace directory, or a plan file saved by `argus plan -o` "
-                                             "(then the workspace is --dir).")
-WORKSPACE_DIR = typer.Option(Path("."), "--dir", help="The workspace, when applying a plan file.")
+                                             "(then the workspace is the one the plan names, or --dir).")
+WORKSPACE_DIR = typer.Option(None, "--dir", help="The workspace, when applying a plan file (default: the directory "
+                             "the plan records, in the git repository of the current directory or of the plan file).")
 GC_THRESHOLD = 50_000
 """Allocations between two young-generation collections (Python's default: 700). A plan of thousands
 of jobs makes millions of small objects (YAML nodes, models) that live until it ends: at the default,
@@ -52,8 +53,19 @@ LOCAL_DIR = typer.Option(Path("~/.argus/local"), "--state-dir", envvar="ARGUS_LO
                          help="Where the local cluster records its processes.")
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from reconcile.version import build
+
+        typer.echo(build().line())
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
-def _root(ctx: typer.Context, debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors.")) -> None:
+def _root(ctx: typer.Context, debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
+          _version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                        help="Print argus's version (and the git commit it was installed from, "
+                                             "when known), then exit.")) -> None:
     ctx.ensure_object(Invocation).debug = debug
 
 
@@ -116,7 +128,7 @@ def plan(directories: list[Path] = DIRS, changed_from: str | None = CHANGED_FROM
 
 
 @app.command()
-def apply(directory: Path = APPLY_TARGET, workspace_dir: Path = WORKSPACE_DIR,
+def apply(directory: Path = APPLY_TARGET, workspace_dir: Path | None = WORKSPACE_DIR,
           timeout: float = TIMEOUT,
           auto_approve: bool = typer.Option(False, "--auto-approve", help="Do not ask for confirmation."),
           stop_timeout: float = typer.Option(120.0, "--stop-timeout",
@@ -137,6 +149,17 @@ def apply(directory: Path = APPLY_TARGET, workspace_dir: Path = WORKSPACE_DIR,
     if directory.is_file():
         return command.run_saved(directory, workspace_dir, options)
     return command.run(directory, options)
+
+
+PLAN_FILE = typer.Argument(..., help="A plan file saved by `argus plan -o`.")
+
+
+@app.command()
+def show(plan_file: Path = PLAN_FILE, output_format: Format = FORMAT, as_json: bool = JSON) -> int:
+    """Show a saved plan as it was reviewed. Checks the file as apply does; needs no cluster, changes nothing."""
+    from reconcile.commands import plan_file as command
+
+    return command.show(plan_file, "json" if as_json else output_format.value, is_tty())
 
 
 @app.command()
@@ -277,6 +300,9 @@ def serve(directory: Path = DIR,
                                             "status page."),
           once: bool = typer.Option(False, "--once", help="One turn, then exit (cron, tests)."),
           log_format: LogFormat = LOG_FORMAT,
+          public_url: str | None = typer.Option(None, "--public-url", help="The status page's address as people "
+                                                "reach it (behind a proxy); notifications link to it and to "
+                                                "logs under it. Default: the --listen address."),
           stop_timeout: float = typer.Option(120.0, "--stop-timeout",
                                              help="Seconds to wait for a stopped job to reach a final status."),
           watch: float = typer.Option(1.0, "--watch", min=0.0, help="Seconds between polls of each cluster's job "
@@ -291,7 +317,8 @@ def serve(directory: Path = DIR,
                        stop_timeout=stop_timeout, pending_alert=pending_alert, stall_alert=stall_alert,
                        with_audit=listen is not None)
     return command.run(directory, command.ServeOptions(turn=turn, notify=tuple(notify), listen=listen, once=once,
-                                                       log_format=log_format.value, watch=watch))
+                                                       log_format=log_format.value, watch=watch,
+                                                       public_url=public_url))
 
 
 @audit_app.command("verify")

@@ -95,6 +95,8 @@ def affected(root: Path, changed_paths: Iterable[str | Path]) -> list[Path]:
     hit: set[Path] = set()
     for changed in changed_paths:
         path = root / changed
+        if root not in path.parents:
+            continue  # outside the root asked about (git names every path of the repository)
         if (found := owner(existing, path.parent if path.name == WORKSPACE_FILE else path)) is not None:
             hit.add(found)
         if path.name == WORKSPACE_FILE and not path.is_file():

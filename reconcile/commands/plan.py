@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from reconcile.boundary import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
-from reconcile.commands.common import check_addresses, load
+from reconcile.commands.common import check_addresses, load, shown_from, shown_prefix
 from reconcile.execute.cycle import connect, observe_and_plan
 from reconcile.model import Plan, PlanOptions
 from reconcile.views.human import render_plan
@@ -52,7 +52,8 @@ def run(directory: Path, command: PlanCommand) -> int:
     check_addresses(desired, command.options)
     _, plan = observe_and_plan(desired, connect(desired, command.timeout), command.options,
                                command.verify_snapshots, command.fetch_timeout)
-    typer.echo(show(plan, command.output_format, command.colour))
+    typer.echo(show(plan if command.output_format == "json" else named_from_here(plan, directory),
+                    command.output_format, command.colour))
     if plan.errors:  # shown above, with the plan; an error object after it would make two JSON documents
         if command.out is not None:
             typer.echo(f"Not saved to {command.out}: a plan with errors cannot be applied; fix them first.", err=True)
@@ -61,6 +62,13 @@ def run(directory: Path, command: PlanCommand) -> int:
         save(command.out, desired, plan)
         typer.echo(f"Saved the plan to {command.out}; apply exactly it with `argus apply {command.out}`.", err=True)
     return EXIT_CHANGES if command.detailed_exitcode and plan.differs else EXIT_OK
+
+
+def named_from_here(plan: Plan, directory: Path) -> Plan:
+    """The plan as shown to people: its diagnostics name files as the user finds them (docs/workspaces.md).
+    Plan JSON and saved plans keep names relative to the workspace they name."""
+    prefix = shown_prefix(directory)
+    return plan.model_copy(update={"diagnostics": tuple(shown_from(prefix, plan.diagnostics))}) if prefix else plan
 
 
 def show(plan: Plan, output_format: str, colour: bool) -> str:
@@ -78,9 +86,12 @@ def save(path: Path, desired: DesiredState, plan: Plan) -> None:
     from reconcile import saved
     from specs.content import desired_digest
     from state.code.gitinfo import desired_commit
+    from state.code.repository import location_of
     from state.runs.records import now
 
+    where = location_of(desired.root)
     saved.write(path, saved.SavedPlan(
         format_version=saved.FORMAT_VERSION, argus_version=saved.argus_version(), workspace=plan.workspace,
         plan_id=uuid.uuid4().hex[:12], created_at=now(), desired_digest=desired_digest(desired),
-        commit=desired_commit(desired.root).commit, plan=plan))
+        commit=desired_commit(desired.root).commit, plan=plan, workspace_dir=where.directory,
+        repository=where.repository))

@@ -86,3 +86,18 @@ def changed_since(repository: Path, ref: str, timeout: float = 60.0) -> list[str
         raise ArgusError(f"git diff {ref}...HEAD in {repository} failed: {why}. Is {ref!r} fetched? In CI, check "
                          "out with the history (actions/checkout's fetch-depth: 0).")
     return sorted({os.fsdecode(name) for name in done.stdout.split(b"\0") if name})
+
+
+def origin_url(root: str) -> str | None:
+    """`remote.origin.url` of the repository holding the workspace, or None (no repository, no origin).
+    For links only: read with git's own config parser, never a program the repository names."""
+    from state.code import safegit, workcopy
+
+    copy = workcopy.find_working_copy(root)
+    if copy is None:
+        return None
+    try:
+        found = safegit.run(copy.common_dir, "config", "--get", "remote.origin.url", timeout=10)
+    except (safegit.GitError, OSError):
+        return None
+    return found.decode(errors="replace").strip() or None

@@ -87,6 +87,15 @@ def test_an_error_in_one_workspace_names_its_file_from_the_root_and_the_other_is
     assert alone.code == 1 and "teams/vision/jobs/broken.yaml:3:" in alone.err
 
 
+def test_a_plan_error_names_its_file_from_the_root_and_plan_json_from_the_workspace(teams, argus, tmp_path):
+    teams["nlp"].write("code/nowhere.yaml", f"kind: CodeSnapshot\nname: nowhere\ncluster: local\ngit:\n"
+                                            f"  url: {tmp_path / 'no-such-repo'}\n  ref: v1\n")
+    plan = argus("plan", "teams/nlp")
+    assert plan.code == 1 and "teams/nlp/code/nowhere.yaml:5: git failed:" in plan.out
+    data = json.loads(argus("plan", "teams/nlp", "--json").out)
+    assert [d["where"] for d in data["diagnostics"] if d["severity"] == "error"] == ["code/nowhere.yaml:5"]
+
+
 def test_out_with_several_workspaces_is_refused_and_writes_nothing(teams, argus, tmp_path):
     out = tmp_path / "both.plan"
     refused = argus("plan", "-o", out)

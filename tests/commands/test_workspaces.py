@@ -80,3 +80,16 @@ def test_changed_from_outside_git_is_refused(tmp_path, argus):
     assert json.loads(argus("workspaces", tmp_path, "--json").out) == [{"dir": ".", "name": "solo", "slug": "root"}]
     refused = argus("workspaces", tmp_path, "--changed-from", "main")
     assert refused.code == 1 and "needs a git repository" in refused.err
+
+
+def test_a_directory_name_cannot_forge_lines_of_the_listing_or_of_a_heading(tmp_path, argus, monkeypatch):
+    evil = tmp_path / "teams" / "x\n== teams/nlp ==\x1b[2J"
+    evil.mkdir(parents=True)
+    (evil / "argus.yaml").write_text("kind: Workspace\nname: evil\n")
+    listed = argus("workspaces", tmp_path)
+    assert listed.out.count("\n") == 1 and "\x1b" not in listed.out
+    monkeypatch.chdir(tmp_path)
+    checked = argus("validate", ".", "--json")  # a repository root: keyed by the directory, as data
+    assert list(json.loads(checked.out)) == ["teams/x\n== teams/nlp ==\x1b[2J"]
+    headed = argus("validate", ".")
+    assert headed.out.splitlines()[0] == "== teams/x\\n== teams/nlp ==\\u001b[2J ==" and "\x1b" not in headed.out

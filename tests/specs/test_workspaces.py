@@ -59,6 +59,7 @@ def test_affected_maps_paths_to_the_deepest_workspace(tmp_path):
     assert affected(tmp_path, ["teams/vision/argus.yaml", "teams/nlp/x.yaml"]) == [nlp, vision]
     assert affected(tmp_path, [tmp_path / "teams/vision/jobs/b.yaml"]) == [vision]  # absolute paths too
     assert affected(tmp_path, []) == []
+    assert affected(tmp_path / "teams", [tmp_path / "gone" / "argus.yaml", tmp_path / "teams" / "nlp" / "x"]) == [nlp]
 
 
 def test_a_deleted_argus_yaml_leaves_its_workspace_affected_and_the_one_around_it(tmp_path):
