@@ -121,3 +121,32 @@ def test_a_pull_request_touching_two_workspaces_gets_a_plan_and_comment_each(tmp
     linted = actionlint(repo)
     assert linted.returncode == 0 and linted.stdout == "", linted.stdout
     assert json.loads(zizmor(repo / ".github", "--format", "json").stdout) == []
+
+
+def test_the_listing_leaves_out_a_deleted_workspace_with_a_notice_and_refuses_a_push_with_no_parent(tmp_path):
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    for team in ("nlp", "vision"):
+        (repo / "teams" / team).mkdir(parents=True)
+        (repo / "teams" / team / "argus.yaml").write_text(f"kind: Workspace\nname: {team}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "two teams")
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "teams" / "vision" / "argus.yaml").unlink()
+    (repo / "teams" / "nlp" / "notes.md").write_text("x\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "vision leaves")
+    script = Path(__file__).resolve().parents[2] / "reconcile" / "templates" / "github" / "run.sh"
+    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp_path), "OUT_DIR": str(tmp_path / "out"),
+           "ARGUS": str(BIN / "argus")}
+
+    listed = subprocess.run(["bash", str(script), "workspaces", str(repo)], capture_output=True, text=True,
+                            env=env | {"CHANGED_FROM": base})
+    assert listed.returncode == 0, listed.stderr
+    assert [w["dir"] for w in json.loads((tmp_path / "out" / "workspaces.json").read_text())] == ["teams/nlp"]
+    assert '::notice::"teams/vision": its argus.yaml was deleted' in listed.stdout
+
+    orphan = subprocess.run(["bash", str(script), "workspaces", str(repo)], capture_output=True, text=True,
+                            env=env | {"CHANGED_FROM": "0" * 40})
+    assert orphan.returncode == 1 and "no commit before it" in orphan.stderr
+    assert not (tmp_path / "out" / "workspaces.json").exists()  # no older list passed on as this one's

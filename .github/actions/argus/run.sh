@@ -39,6 +39,11 @@ validated() {
 
 case "$mode" in
   workspaces)  # the matrix of the jobs that follow: argus reads the tree and git's history as data
+    case "${CHANGED_FROM:-}" in
+      *[!0]* | "") ;;
+      *) echo "::error::this push has no commit before it (a new branch): no change to list; plan by hand." >&2
+         exit 1 ;;
+    esac
     "$argus" workspaces "$dir" ${CHANGED_FROM:+--changed-from "$CHANGED_FROM"} --json > "$out/found.json" || exit 1
     # A workspace whose argus.yaml the change deleted has nothing to plan or apply: a notice, not a job.
     python3 - "$out/found.json" "$out/workspaces.json" <<'PY' || exit 1
