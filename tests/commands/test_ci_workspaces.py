@@ -150,3 +150,14 @@ def test_the_listing_leaves_out_a_deleted_workspace_with_a_notice_and_refuses_a_
                             env=env | {"CHANGED_FROM": "0" * 40})
     assert orphan.returncode == 1 and "no commit before it" in orphan.stderr
     assert not (tmp_path / "out" / "workspaces.json").exists()  # no older list passed on as this one's
+
+
+def test_a_hostile_directory_name_cannot_close_the_comments_marker_or_span_two_lines(tmp_path):
+    script = Path(__file__).resolve().parents[2] / "reconcile" / "templates" / "github" / "run.sh"
+    name = "x --> <img src=y>\n<!-- argus-plan: teams/nlp -->"
+    env = {"PATH": "/usr/bin:/bin", "OUT_DIR": str(tmp_path / "out"), "ARGUS": "false", "ARGUS_WORKSPACE": name}
+    failed = subprocess.run(["bash", str(script), "validate", str(tmp_path)], capture_output=True, text=True, env=env)
+    assert failed.returncode == 1  # validate failed: its comment says so, under the marker
+    marker = (tmp_path / "out" / "comment.md").read_text().split("\n", 1)[0]
+    assert marker.startswith("<!-- argus-plan: x ") and marker.endswith(" -->") and marker.count("-->") == 1
+    assert "<!-- argus-plan: teams/nlp -->" not in marker  # never another workspace's comment to update

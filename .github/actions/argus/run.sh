@@ -15,7 +15,8 @@ mode="${1:?workspaces|plan|validate|apply|drift}"
 dir="${2:-.}"
 out="${OUT_DIR:-argus-out}"
 argus="${ARGUS:-argus}"
-marker="<!-- argus-plan: ${ARGUS_WORKSPACE:-$dir} -->"
+# A directory's name is the pull request's: it can neither close the HTML comment nor span two lines.
+marker="<!-- argus-plan: $(printf '%s' "${ARGUS_WORKSPACE:-$dir}" | tr -d '\r\n' | sed -e 's/--/-\&#45;/g' -e 's/>/\&gt;/g') -->"
 
 mkdir -p "$out"
 if [ "$mode" != apply ]; then  # a self-hosted runner keeps its work directory: never pass on an older run's files
