@@ -93,3 +93,16 @@ def test_a_directory_name_cannot_forge_lines_of_the_listing_or_of_a_heading(tmp_
     assert list(json.loads(checked.out)) == ["teams/x\n== teams/nlp ==\x1b[2J"]
     headed = argus("validate", ".")
     assert headed.out.splitlines()[0] == "== teams/x\\n== teams/nlp ==\\u001b[2J ==" and "\x1b" not in headed.out
+
+
+def test_validate_changed_from_checks_only_the_touched_workspaces(repo, argus, monkeypatch):
+    monkeypatch.chdir(repo)
+    (repo / "teams" / "nlp" / "jobs" / "a.yaml").unlink()  # nlp becomes valid; vision's job stays broken
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "nlp: no job yet")
+    checked = argus("validate", "--changed-from", "HEAD~1", "--json")
+    assert checked.code == 0, checked.out
+    assert json.loads(checked.out) == {"teams/nlp": {"valid": True, "workspace": "nlp",
+                                                     "counts": {"clusters": 0, "code_snapshots": 0, "jobs": 0}}}
+    everything = argus("validate")  # the root: every workspace, vision's broken job named from the root
+    assert everything.code == 1 and "teams/vision/jobs/a.yaml:1" in everything.err
