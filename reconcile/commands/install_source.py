@@ -97,10 +97,12 @@ def from_checkout(directory: Path) -> InstallSource:
     sub = Path(directory).resolve().relative_to(Path(top).resolve()).as_posix()
     requirement = f"{DISTRIBUTION} @ git+{url}@{commit}" + ("" if sub == "." else f"#subdirectory={sub}")
     dirty = _git(directory, "status", "--porcelain", "--untracked-files=no")
-    warning = (f"{top} has uncommitted changes: CI installs its commit {commit[:12]}, without them."
-               if dirty else "")
+    warnings = [f"{top} has uncommitted changes: CI installs its commit {commit[:12]}, without them."] if dirty else []
+    if not remote:
+        warnings.append(f"{top} has no origin remote: CI installs from that path, which only a runner on this "
+                        "machine can read. Add the remote and run init again, or pass --install-from.")
     return InstallSource(requirement, f"the git checkout argus runs from ({'origin' if remote else 'its path'}, "
-                                      "at HEAD)", warning)
+                                      "at HEAD)", " ".join(warnings))
 
 
 def public(url: str) -> str:

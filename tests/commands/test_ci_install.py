@@ -160,13 +160,14 @@ def test_a_checkout_is_pinned_at_head_by_its_origin_without_credentials_and_a_di
     subprocess.run([*git, "commit", "-qm", "argus"], check=True)
     commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     clean = from_checkout(repo)
-    assert clean.requirement == f"argus-ray @ git+{repo.as_uri()}@{commit}" and clean.warning == ""
+    assert clean.requirement == f"argus-ray @ git+{repo.as_uri()}@{commit}"
+    assert "no origin remote" in clean.warning and "uncommitted" not in clean.warning
 
     subprocess.run([*git, "remote", "add", "origin", "https://bot:ghp_SECRET@git.example/org/argus.git"], check=True)
     (repo / "pyproject.toml").write_text("[project]\nname = 'argus-ray'\nversion = '9'\n")
     dirty = from_checkout(repo)
     assert dirty.requirement == f"argus-ray @ git+https://git.example/org/argus.git@{commit}"
-    assert "uncommitted changes" in dirty.warning and commit[:12] in dirty.warning
+    assert "uncommitted changes" in dirty.warning and commit[:12] in dirty.warning and "origin" not in dirty.warning
     assert "SECRET" not in dirty.requirement + dirty.origin + dirty.warning
 
 
