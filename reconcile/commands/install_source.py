@@ -42,19 +42,20 @@ def given(spec: str) -> InstallSource:
     """--install-from: a package-index pin, a git URL at a full commit, or a wheel file."""
     if PIN.fullmatch(spec):
         return InstallSource(spec, f"--install-from {spec} (the package index)")
+    shown = f"git+{public(spec[4:])}" if spec.startswith("git+") else public(spec)  # never a credential
     if spec.startswith("git+"):
         url, _, commit = spec.rpartition("@")
         if not url.startswith("git+") or not COMMIT.fullmatch(commit):
-            raise ArgusError(f"--install-from {spec}: a git source needs a full commit, git+URL@<40-hex commit>, "
+            raise ArgusError(f"--install-from {shown}: a git source needs a full commit, git+URL@<40-hex commit>, "
                              "so that CI installs exactly one argus.")
         return InstallSource(f"{DISTRIBUTION} @ git+{public(url[4:])}@{commit}", "--install-from (git)")
     wheel = Path(spec).expanduser()
     if wheel.suffix == ".whl":
         if not wheel.name.startswith("argus_ray-") or not wheel.is_file():
-            raise ArgusError(f"--install-from {spec}: no argus_ray-*.whl file there.")
+            raise ArgusError(f"--install-from {shown}: no argus_ray-*.whl file there.")
         return InstallSource(f"{DISTRIBUTION} @ {wheel.resolve().as_uri()}",
                              "--install-from (a wheel: the runner must see it at this path)")
-    raise ArgusError(f"--install-from {spec}: not a pin, a git source or a wheel. {ADVICE}")
+    raise ArgusError(f"--install-from {shown}: not a pin, a git source or a wheel. {ADVICE}")
 
 
 def detect() -> InstallSource:
@@ -92,6 +93,8 @@ def from_checkout(directory: Path) -> InstallSource:
     if top is None:
         raise ArgusError(f"argus runs from {directory}, which is no git checkout: CI could not install it. {ADVICE}")
     commit = _git(directory, "rev-parse", "HEAD") or ""
+    if not COMMIT.fullmatch(commit):
+        raise ArgusError(f"{top}, where argus runs from, has no commit yet: CI could not install it. {ADVICE}")
     remote = _git(directory, "remote", "get-url", "origin")
     url = public(remote) if remote else Path(top).as_uri()
     sub = Path(directory).resolve().relative_to(Path(top).resolve()).as_posix()

@@ -135,12 +135,15 @@ def test_scp_like_origins_become_urls_pip_reads():
 
 
 @pytest.mark.parametrize("spec", ["argus-ray", "git+https://github.com/org/argus@main", "argus==0.1.0",
-                                  "git+https://github.com/org/argus", "/nowhere/argus_ray-0.1.0-py3-none-any.whl"])
+                                  "git+https://github.com/org/argus", "/nowhere/argus_ray-0.1.0-py3-none-any.whl",
+                                  "git+https://bot:ghp_SECRET@github.com/org/argus@main",
+                                  "https://bot:ghp_SECRET@github.com/org/argus"])
 def test_install_from_refuses_what_would_not_pin_one_argus(spec, tmp_path, argus):
     with pytest.raises(ArgusError):
         given(spec)
     refused = argus("init", tmp_path / "ws", "--install-from", spec)
     assert refused.code == 1 and "--install-from" in refused.err and not (tmp_path / "ws").exists()
+    assert "SECRET" not in refused.out + refused.err
 
 
 def test_a_wheel_is_pinned_by_its_absolute_path(tmp_path):
@@ -155,6 +158,8 @@ def test_a_checkout_is_pinned_at_head_by_its_origin_without_credentials_and_a_di
     repo = tmp_path / "argus"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "pyproject.toml").write_text("[project]\nname = 'argus-ray'\n")
+    with pytest.raises(ArgusError, match="has no commit yet"):
+        from_checkout(repo)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "argus"], check=True)
