@@ -116,6 +116,11 @@ def test_a_pull_request_touching_two_workspaces_gets_a_plan_and_comment_each(tmp
         names["apply group"].add(evaluate(apply["concurrency"]["group"], context))
         names["environment"].add(evaluate(apply["environment"], context))
     assert all(len(kind) == len(found) for kind in names.values()), names  # none collides
+
+    merged = load(repo / ".github" / "workflows" / "argus-apply.yml")["jobs"]["workspaces"]  # the push to main
+    lister = Runner(repo, tmp_path / "runner" / "apply-workspaces", {"github.event.before": base, "github.sha": head})
+    lister.job(merged)
+    assert json.loads(evaluate(merged["outputs"]["workspaces"], lister.context)) == found  # the same matrix
     assert f"argus-plan-teams-nlp-{head}" in names["artifact"]
 
     linted = actionlint(repo)
