@@ -192,12 +192,16 @@ def schema(kind: Kind | None = SCHEMA_KIND, split: list[Path] = SCHEMA_SPLIT, ou
 @app.command()
 def init(directory: Path = DIR,
          address: str = typer.Option("http://127.0.0.1:8265", "--address", help="The cluster's Ray dashboard."),
-         shared_root: str = typer.Option(".shared", "--shared-root", help="The NFS mount every node sees.")) -> int:
-    """Scaffold a workspace (argus.yaml, a cluster, a job, .gitignore) and its CI at the git repository's root.
-    Never overwrites."""
+         shared_root: str = typer.Option(".shared", "--shared-root", help="The NFS mount every node sees."),
+         ci: bool = typer.Option(True, "--ci/--no-ci", help="Write the CI too, unless the repository has it."),
+         install_from: str | None = typer.Option(
+             None, "--install-from", help="What CI installs: argus-ray==X, git+URL@COMMIT or a wheel's path "
+                                          "(default: where this argus is installed from).")) -> int:
+    """Scaffold a workspace (argus.yaml, a cluster, a job, .gitignore) and, unless the repository has it, the CI
+    for all its workspaces at the git repository's root. Never overwrites."""
     from reconcile.commands import init as command
 
-    return command.run(directory, address, shared_root)
+    return command.run(directory, address, shared_root, ci, install_from)
 
 
 ROOT = typer.Argument(Path("."), help="Where to look: every directory under it holding argus.yaml is a workspace "

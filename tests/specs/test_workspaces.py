@@ -104,3 +104,10 @@ def test_slugs_are_safe_and_unique():
     assert len(set(made.values())) == 4
     assert all(set(text) <= set("abcdefghijklmnopqrstuvwxyz0123456789-") and len(text) <= 60 for text in made.values())
     assert made["teams/nlp"].startswith("teams-nlp-") and made["teams-nlp"].startswith("teams-nlp-")
+
+
+def test_a_workspace_made_by_init_is_found_although_it_holds_the_editor_schema_in_argus_dir(tmp_path):
+    made = _workspace(tmp_path / "teams" / "nlp")
+    (made / ".argus").mkdir()  # argus init writes .argus/argus.schema.json there
+    (made / ".argus" / "argus.schema.json").write_text("{}")
+    assert discover(tmp_path) == [made]
