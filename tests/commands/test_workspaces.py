@@ -106,3 +106,20 @@ def test_validate_changed_from_checks_only_the_touched_workspaces(repo, argus, m
                                                      "counts": {"clusters": 0, "code_snapshots": 0, "jobs": 0}}}
     everything = argus("validate")  # the root: every workspace, vision's broken job named from the root
     assert everything.code == 1 and "teams/vision/jobs/a.yaml:1" in everything.err
+
+
+def test_a_slug_is_the_same_whichever_workspaces_a_diff_lists(repo, argus, monkeypatch):
+    """teams/nlp and teams-nlp would share `teams-nlp`: each gets its hash whether or not the other changed, so a
+    plan run and the apply run after it (each listing its own diff) name one workspace's artifact alike."""
+    monkeypatch.chdir(repo)
+    (repo / "teams-nlp").mkdir()
+    (repo / "teams-nlp" / "argus.yaml").write_text("kind: Workspace\nname: nlp2\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "a look-alike")
+    every = {row["dir"]: row["slug"] for row in json.loads(argus("workspaces", "--json").out)}
+    assert every["teams/nlp"] != every["teams-nlp"] and every["teams/nlp"].startswith("teams-nlp-")
+    (repo / "teams" / "nlp" / "jobs" / "d.yaml").write_text("kind: Job\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "nlp alone")
+    alone = json.loads(argus("workspaces", "--changed-from", "HEAD~1", "--json").out)
+    assert [(row["dir"], row["slug"]) for row in alone] == [("teams/nlp", every["teams/nlp"])]
