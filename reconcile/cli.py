@@ -40,8 +40,9 @@ FETCH_TIMEOUT = typer.Option(300.0, "--fetch-timeout", min=1.0,
                              help="Seconds each git fetch of a code snapshot's source may take (a first clone of a "
                                   "large repository needs minutes); a fetch over it is stopped and reported.")
 APPLY_TARGET = typer.Argument(Path("."), help="The workspace directory, or a plan file saved by `argus plan -o` "
-                                             "(then the workspace is --dir).")
-WORKSPACE_DIR = typer.Option(Path("."), "--dir", help="The workspace, when applying a plan file.")
+                                             "(then the workspace is the one the plan names, or --dir).")
+WORKSPACE_DIR = typer.Option(None, "--dir", help="The workspace, when applying a plan file (default: the directory "
+                             "the plan records, in the git repository of the current directory or of the plan file).")
 GC_THRESHOLD = 50_000
 """Allocations between two young-generation collections (Python's default: 700). A plan of thousands
 of jobs makes millions of small objects (YAML nodes, models) that live until it ends: at the default,
@@ -52,13 +53,26 @@ LOCAL_DIR = typer.Option(Path("~/.argus/local"), "--state-dir", envvar="ARGUS_LO
                          help="Where the local cluster records its processes.")
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from reconcile.version import build
+
+        typer.echo(build().line())
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
-def _root(ctx: typer.Context, debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors.")) -> None:
+def _root(ctx: typer.Context, debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
+          _version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                        help="Print argus's version (and the git commit it was installed from, "
+                                             "when known), then exit.")) -> None:
     ctx.ensure_object(Invocation).debug = debug
 
 
 @app.command()
 def validate(directories: list[Path] = DIRS, changed_from: str | None = CHANGED_FROM,
+             files: bool = typer.Option(False, "--files", help="The arguments are files (as pre-commit passes "
+                                        "them): validate each workspace holding one; a file in none is skipped."),
              deep: bool = typer.Option(False, "--deep", help="Also compose every verl job's Hydra config "
                                        "against its code snapshot's source (fetches the sources)."),
              fetch_timeout: float = FETCH_TIMEOUT,
@@ -68,7 +82,7 @@ def validate(directories: list[Path] = DIRS, changed_from: str | None = CHANGED_
     """Check the desired state: YAML, schema, names, references. Offline."""
     from reconcile.commands import validate as command
 
-    return command.run_all(directories or [Path(".")], changed_from, deep, fetch_timeout, as_json)
+    return command.run_all(directories or [Path(".")], changed_from, deep, fetch_timeout, as_json, files)
 
 
 class Format(str, Enum):
@@ -84,6 +98,9 @@ PRUNE = typer.Option(False, "--prune", help="Delete this workspace's code snapsh
 TARGET = typer.Option([], "--target", help="Limit to this address (job.NAME, code.NAME) and what it needs. Repeatable.")
 REPLACE = typer.Option([], "--replace", help="Run this job (job.NAME) again although unchanged. Repeatable.")
 ALLOW_EMPTY = typer.Option(False, "--allow-empty", help="Allow a desired state with no jobs to stop every job.")
+ALL_WORKSPACES = typer.Option(False, "--all-workspaces", help="List every job on the clusters that is not this "
+                              "workspace's, one a line (default: one line per other workspace; jobs argus did not "
+                              "submit listed while active, counted once finished). JSON always lists them all.")
 
 
 def _plan_options(prune: bool, targets: list[str], replace: list[str], allow_empty: bool):
@@ -102,19 +119,20 @@ def plan(directories: list[Path] = DIRS, changed_from: str | None = CHANGED_FROM
          out: Path | None = OUT,
          verify_snapshots: bool = typer.Option(False, "--verify-snapshots",
                                                help="Re-hash every snapshot's files against its digest."),
-         fetch_timeout: float = FETCH_TIMEOUT) -> int:
+         fetch_timeout: float = FETCH_TIMEOUT, all_workspaces: bool = ALL_WORKSPACES) -> int:
     """Show what apply would do. Read-only (it may fill argus's private cache, never the shared root)."""
     from reconcile.commands import plan as command
 
     spec = command.PlanCommand(detailed_exitcode=detailed_exitcode, timeout=timeout, colour=is_tty(),
                                output_format="json" if as_json else output_format.value, out=out,
                                verify_snapshots=verify_snapshots, fetch_timeout=fetch_timeout,
+                               all_workspaces=all_workspaces,
                                options=_plan_options(prune, target, replace, allow_empty))
     return command.run_all(directories or [Path(".")], changed_from, spec)
 
 
 @app.command()
-def apply(directory: Path = APPLY_TARGET, workspace_dir: Path = WORKSPACE_DIR,
+def apply(directory: Path = APPLY_TARGET, workspace_dir: Path | None = WORKSPACE_DIR,
           timeout: float = TIMEOUT,
           auto_approve: bool = typer.Option(False, "--auto-approve", help="Do not ask for confirmation."),
           stop_timeout: float = typer.Option(120.0, "--stop-timeout",
@@ -137,24 +155,53 @@ def apply(directory: Path = APPLY_TARGET, workspace_dir: Path = WORKSPACE_DIR,
     return command.run(directory, options)
 
 
-@app.command()
-def schema() -> int:
-    """Print the JSON Schema of every kind (also committed as schema/argus.schema.json)."""
-    from specs.schema import schema_text
+PLAN_FILE = typer.Argument(..., help="A plan file saved by `argus plan -o`.")
 
-    typer.echo(schema_text(), nl=False)
-    return EXIT_OK
+
+@app.command()
+def show(plan_file: Path = PLAN_FILE, output_format: Format = FORMAT, as_json: bool = JSON) -> int:
+    """Show a saved plan as it was reviewed. Checks the file as apply does; needs no cluster, changes nothing."""
+    from reconcile.commands import plan_file as command
+
+    return command.show(plan_file, "json" if as_json else output_format.value, is_tty())
+
+
+class Kind(str, Enum):
+    Workspace = "Workspace"
+    Cluster = "Cluster"
+    CodeSnapshot = "CodeSnapshot"
+    Job = "Job"
+
+
+SCHEMA_KIND = typer.Option(None, "--kind", help="Only this kind's schema (schema/job.schema.json for Job); "
+                           "default: any kind, told by its `kind` field.")
+SCHEMA_SPLIT = typer.Option([], "--split", metavar="FILE", help="Write each YAML document of this spec file to "
+                            "--out as <file>.line<N>.json, for schema tools that read one document per file "
+                            "(check-jsonschema). Repeatable.")
+SCHEMA_OUT = typer.Option(None, "--out", metavar="DIR", help="Where --split writes.")
+
+
+@app.command()
+def schema(kind: Kind | None = SCHEMA_KIND, split: list[Path] = SCHEMA_SPLIT, out: Path | None = SCHEMA_OUT) -> int:
+    """Print the JSON Schema of every kind (also committed as schema/argus.schema.json), or split spec files."""
+    from reconcile.commands import schema as command
+
+    return command.run(kind.value if kind else None, split, out)
 
 
 @app.command()
 def init(directory: Path = DIR,
          address: str = typer.Option("http://127.0.0.1:8265", "--address", help="The cluster's Ray dashboard."),
-         shared_root: str = typer.Option(".shared", "--shared-root", help="The NFS mount every node sees.")) -> int:
-    """Scaffold a workspace (argus.yaml, a cluster, a job, .gitignore) and its CI at the git repository's root.
-    Never overwrites."""
+         shared_root: str = typer.Option(".shared", "--shared-root", help="The NFS mount every node sees."),
+         ci: bool = typer.Option(True, "--ci/--no-ci", help="Write the CI too, unless the repository has it."),
+         install_from: str | None = typer.Option(
+             None, "--install-from", help="What CI installs: argus-ray==X, git+URL@COMMIT or a wheel's path "
+                                          "(default: where this argus is installed from).")) -> int:
+    """Scaffold a workspace (argus.yaml, a cluster, a job, .gitignore) and, unless the repository has it, the CI
+    for all its workspaces at the git repository's root. Never overwrites."""
     from reconcile.commands import init as command
 
-    return command.run(directory, address, shared_root)
+    return command.run(directory, address, shared_root, ci, install_from)
 
 
 ROOT = typer.Argument(Path("."), help="Where to look: every directory under it holding argus.yaml is a workspace "
@@ -187,11 +234,13 @@ def unlock(lock_id: str = typer.Argument(..., help="The id printed by the apply 
 def status(directories: list[Path] = DIRS, timeout: float = TIMEOUT, output_format: Format = FORMAT,
            as_json: bool = JSON,
            watch: float | None = typer.Option(None, "--watch", help="Refresh every SECONDS until every run "
-                                                                   "has finished.")) -> int:
+                                                                   "has finished."),
+           all_workspaces: bool = ALL_WORKSPACES) -> int:
     """Per job: in sync / changed / missing, and the health of its run on Ray."""
     from reconcile.commands import status as command
 
-    return command.run_all(directories or [Path(".")], timeout, "json" if as_json else output_format.value, watch)
+    return command.run_all(directories or [Path(".")], timeout, "json" if as_json else output_format.value, watch,
+                           all_workspaces)
 
 
 @app.command()
@@ -271,6 +320,9 @@ def serve(directories: list[Path] = DIRS,
                                             "status page."),
           once: bool = typer.Option(False, "--once", help="One turn, then exit (cron, tests)."),
           log_format: LogFormat = LOG_FORMAT,
+          public_url: str | None = typer.Option(None, "--public-url", help="The status page's address as people "
+                                                "reach it (behind a proxy); notifications link to it and to "
+                                                "logs under it. Default: the --listen address."),
           stop_timeout: float = typer.Option(120.0, "--stop-timeout",
                                              help="Seconds to wait for a stopped job to reach a final status."),
           watch: float = typer.Option(1.0, "--watch", min=0.0, help="Seconds between polls of each cluster's job "
@@ -286,7 +338,7 @@ def serve(directories: list[Path] = DIRS,
                        stop_timeout=stop_timeout, pending_alert=pending_alert, stall_alert=stall_alert,
                        with_audit=listen is not None)
     options = command.ServeOptions(turn=turn, notify=tuple(notify), listen=listen, once=once,
-                                   log_format=log_format.value, watch=watch)
+                                   log_format=log_format.value, watch=watch, public_url=public_url)
     return command.run(directories or [Path(".")], options)
 
 

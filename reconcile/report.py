@@ -12,11 +12,8 @@ from typing import Literal
 
 from reconcile.model import Plan, RunView
 from specs.base import Frozen
+from specs.notifications import EVENT_KINDS, EventKind  # noqa: F401 - the kinds routes name are these
 from state.observed import RunStatus
-
-EVENT_KINDS = ("failed", "retried", "recovered", "lost", "pending", "stalled", "drift", "apply_failed", "preempted")
-EventKind = Literal["failed", "retried", "recovered", "lost", "pending", "stalled", "drift", "apply_failed",
-                    "preempted"]
 
 
 class Event(Frozen):
@@ -44,6 +41,17 @@ class Event(Frozen):
     """What argus does next ("retries as attempt 2 of 3", "nothing: retry policy exhausted")."""
     commit: str | None = None
     details: dict[str, str] = {}
+    status: str | None = None
+    """The run's Ray status when the event was made (FAILED, RUNNING, ...)."""
+    ended_at: str | None = None
+    exit_code: int | None = None
+    """ended_at and exit_code: from the run's own exit.json (reconcile.execute.wrapper); null when the run
+    has not ended or wrote none (a lost run, one killed with its node): never guessed."""
+    commit_url: str | None = None
+    page_url: str | None = None
+    log_url: str | None = None
+    """Links the serve adds when it sends (reconcile.serve.links): its status page, the run's log there,
+    the commit on the git host's web site."""
 
 
 @dataclass(frozen=True)

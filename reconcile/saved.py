@@ -26,7 +26,11 @@ from specs.base import Frozen
 from specs.errors import ArgusError
 from specs.submission import spec_hash, submission_id
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (2, 3)
+"""Version 3 added where the workspace sits in its repository (workspace_dir, repository); a version 2
+file is read as before: its workspace is --dir, or the current directory."""
+LOCATION_FIELDS = {"workspace_dir", "repository"}
 PLAN_KEY = "ARGUS_PLAN_KEY"
 """Set it where plans are made and applied (CI secrets), and a plan file can't be forged without it."""
 DISTRIBUTION = "argus-ray"
@@ -44,6 +48,12 @@ class SavedPlan(Frozen):
     commit: str
     """Git commit of the desired state when planned: for the audit trail only, never compared."""
     plan: Plan
+    workspace_dir: str = ""
+    """The workspace's directory relative to its git repository's root ("." for the root), "" when it was
+    not in one: `argus apply PLAN.json` finds the workspace there in the repository it runs in."""
+    repository: str = ""
+    """The repository's identity (its origin's host/path, never credentials), "" when unknown: apply
+    refuses a plan of another repository's workspace."""
     seal: Literal["sha256", "hmac-sha256"] = "sha256"
     """hmac-sha256 when ARGUS_PLAN_KEY was set: only who holds the key can write a plan apply accepts."""
     digest: str = ""
@@ -63,7 +73,8 @@ def write(path: Path, saved: SavedPlan) -> None:
     seal = "hmac-sha256" if os.environ.get(PLAN_KEY) else "sha256"
     unsealed = saved.model_copy(update={"seal": seal})
     sealed = unsealed.model_copy(update={"digest": content_digest(unsealed)})
-    path.write_text(json.dumps(sealed.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+    body = sealed.model_dump(mode="json", exclude=_later_fields(saved.format_version))
+    path.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
 
 
 def check_destination(path: Path) -> None:
@@ -92,9 +103,11 @@ def _can_write_in(directory: Path) -> bool:
 def read(path: Path) -> SavedPlan:
     data = _load(path)
     found = data.get("format_version")
-    if found != FORMAT_VERSION:
+    if found not in READABLE_VERSIONS:
         raise ArgusError(f"{path} is a saved plan of format version {found} (argus {data.get('argus_version', '?')}); "
-                         f"this argus reads version {FORMAT_VERSION}. Run `argus plan -o` again with this argus.")
+                         f"this argus reads versions {', '.join(map(str, READABLE_VERSIONS))}. Run `argus plan -o` "
+                         "again with this argus.")
+    data = {key: value for key, value in data.items() if key not in _later_fields(found)}  # unsealed: dropped
     try:
         saved = SavedPlan.model_validate(data)
     except ValidationError as err:
@@ -110,10 +123,16 @@ def read(path: Path) -> SavedPlan:
 
 def content_digest(saved: SavedPlan) -> str:
     """sha256 of the content; with ARGUS_PLAN_KEY set in the environment, an HMAC keyed by it."""
-    body = json.dumps(saved.model_dump(mode="json", exclude={"digest"}), sort_keys=True, separators=(",", ":"))
+    unsealed = {"digest"} | _later_fields(saved.format_version)
+    body = json.dumps(saved.model_dump(mode="json", exclude=unsealed), sort_keys=True, separators=(",", ":"))
     if saved.seal == "hmac-sha256":
         return hmac.new(os.environ.get(PLAN_KEY, "").encode(), body.encode(), hashlib.sha256).hexdigest()
     return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _later_fields(format_version: int) -> set[str]:
+    """Fields a file of this version does not have: it is written and sealed as that version wrote it."""
+    return LOCATION_FIELDS if format_version < 3 else set()
 
 
 def hand_edits(saved: SavedPlan) -> list[str]:

@@ -11,6 +11,7 @@ from pydantic import Field, StringConstraints, ValidationInfo, field_validator, 
 from specs import secret_names
 from specs.base import Frozen
 from specs.git_urls import check_git_ref, check_git_token, check_git_url, check_source_path
+from specs.notifications import Notifications
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 SECRET_REF_PATTERN = r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$"
@@ -45,6 +46,8 @@ class Workspace(Spec):
     name: Name
     """Stamped as `argus.workspace` on every job; jobs with another value are never touched."""
     description: str = ""
+    notifications: Notifications = Notifications()
+    """Where `argus serve` sends this workspace's events, and what they say (docs/notifications.md)."""
 
 
 class NodeExpectation(Spec):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import re
 from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,20 +19,53 @@ from pydantic import Field, TypeAdapter
 
 from specs import models
 from specs.models import Cluster, CodeSnapshot, Job, Workspace
+from specs.schema_rules import add_rules
 
-SCHEMA_ID = "https://argus.dev/schema/argus.schema.json"
+SCHEMA_BASE = "https://argus.dev/schema/"
+SCHEMA_ID = SCHEMA_BASE + "argus.schema.json"
+KINDS = ("Workspace", "Cluster", "CodeSnapshot", "Job")
 
 
-def json_schema() -> dict[str, Any]:
+def json_schema(kind: str | None = None) -> dict[str, Any]:
+    """Any kind, told by its `kind` (one document: editors apply it to each document of a file), or one kind."""
     resource = Annotated[Workspace | Cluster | CodeSnapshot | Job, Field(discriminator="kind")]
     schema = TypeAdapter(resource).json_schema()
     _describe(schema.get("$defs", {}))
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
-            "title": "argus resource (one YAML document)", **schema}
+    add_rules(schema)
+    head = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_BASE + schema_file(kind)}
+    if kind is None:
+        return {**head, "title": "argus resource (one YAML document)", **_by_kind(), "$defs": schema["$defs"]}
+    definitions = schema["$defs"]
+    return {**head, "title": f"argus {kind} (one YAML document)", "$ref": f"#/$defs/{kind}",
+            "$defs": {name: definitions[name] for name in sorted(_reachable(definitions, kind))}}
 
 
-def schema_text() -> str:
-    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+def _reachable(definitions: dict[str, Any], start: str) -> set[str]:
+    """The definitions `start` refers to, through any depth of `$ref`s: one kind's file holds only its own."""
+    found, todo = set(), [start]
+    while todo:
+        name = todo.pop()
+        if name not in found:
+            found.add(name)
+            todo += re.findall(r'"#/\$defs/([A-Za-z]+)"', json.dumps(definitions[name]))
+    return found
+
+
+def _by_kind() -> dict[str, Any]:
+    """The kind's schema, chosen by `kind` with if/then rather than oneOf: a tool then reports the document's
+    own errors ("'entrypoint' is a required property"), not that it matches none of four kinds."""
+    return {"type": "object", "required": ["kind"], "properties": {"kind": {"enum": list(KINDS)}},
+            "allOf": [{"if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]},
+                       "then": {"$ref": f"#/$defs/{kind}"}} for kind in KINDS]}
+
+
+def schema_file(kind: str | None = None) -> str:
+    """Its file under schema/: argus.schema.json for any kind, job.schema.json for Job."""
+    return f"{(kind or 'argus').lower()}.schema.json"
+
+
+def schema_text(kind: str | None = None) -> str:
+    return json.dumps(json_schema(kind), indent=2, sort_keys=True) + "\n"
 
 
 def _describe(definitions: dict[str, Any]) -> None:

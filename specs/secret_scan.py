@@ -24,6 +24,8 @@ WHOLE_REFERENCE = re.compile(r"^\$\{env:[A-Za-z_][A-Za-z0-9_]*\}$")
 ENV_MAPPINGS = ("env", "job_defaults.env")
 REFERENCE_FIELDS = ("auth_token", "git.token")
 """Fields whose own validator refuses anything but a reference, without echoing it: not scanned twice."""
+REFERENCE_PATHS = re.compile(r"^notifications\.routes\.\d+\.to\.\d+$")
+"""A route's URLs: the same (specs.notifications.check_url_reference)."""
 REDACTED = "<redacted>"
 MIN_REDACTED = 4
 """A literal under a secret-named key shorter than this is not searched for in other messages: "1"
@@ -44,7 +46,7 @@ def scan(strings: Iterable[StringAt], rel: str, keys: Iterable[StringAt] = ()) -
                                             hint="remove it; no spec field or variable is named like a token"))
             values.append(secret.secret)
     for path, line, value in strings:
-        if path in REFERENCE_FIELDS or WHOLE_REFERENCE.match(value):
+        if path in REFERENCE_FIELDS or REFERENCE_PATHS.match(path) or WHOLE_REFERENCE.match(value):
             continue
         secrets = find_secrets(value)
         by_key = not secrets and _secret_key(path)

@@ -57,13 +57,16 @@ def _listing(folder: Path) -> tuple[list[Path], bool]:
     except OSError:
         return [], False  # unreadable: nothing to find there, as git would see nothing either
     names = {entry.name for entry in entries}
-    if STATE_DIR in names and folder_is_state(folder):
+    workspace = next((e for e in entries if e.name == WORKSPACE_FILE), None)
+    holds_workspace = workspace is not None and workspace.is_file(follow_symlinks=False)
+    # `argus init` writes the editor schema into the workspace's own .argus/: a folder holding argus.yaml
+    # is a workspace, whatever else it holds; only one without it is taken for a shared root.
+    if STATE_DIR in names and not holds_workspace and folder_is_state(folder):
         return [], False  # a shared root: any job writes there
     children = [Path(entry.path) for entry in entries
                 if not entry.name.startswith(".") and entry.name not in SKIPPED
                 and entry.is_dir(follow_symlinks=False)]
-    workspace = next((e for e in entries if e.name == WORKSPACE_FILE), None)
-    return children, workspace is not None and workspace.is_file(follow_symlinks=False)
+    return children, holds_workspace
 
 
 def folder_is_state(folder: Path) -> bool:
@@ -92,6 +95,8 @@ def affected(root: Path, changed_paths: Iterable[str | Path]) -> list[Path]:
     hit: set[Path] = set()
     for changed in changed_paths:
         path = root / changed
+        if root not in path.parents:
+            continue  # outside the root asked about (git names every path of the repository)
         if (found := owner(existing, path.parent if path.name == WORKSPACE_FILE else path)) is not None:
             hit.add(found)
         if path.name == WORKSPACE_FILE and not path.is_file():

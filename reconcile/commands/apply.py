@@ -58,15 +58,20 @@ def run(directory: Path, options: ApplyOptions) -> int:
         return _execute(plan, _context(desired, ray, observed, plan_id, options))
 
 
-def run_saved(plan_file: Path, directory: Path, options: ApplyOptions) -> int:
-    """Apply what was reviewed: plan again, and execute the fresh steps only if no decision changed."""
+def run_saved(plan_file: Path, directory: Path | None, options: ApplyOptions) -> int:
+    """Apply what was reviewed: plan again, and execute the fresh steps only if no decision changed.
+    Without --dir (None), the workspace is the one the plan file names (reconcile.commands.plan_file)."""
     from reconcile import saved
+    from reconcile.commands.plan_file import workspace_of
     from reconcile.plan.planner import plan
     from state.code.sources import DEFAULT_FETCH_TIMEOUT
     from state.observe import observe
     from state.queue import lock
 
     stored = saved.read(plan_file)
+    if directory is None:
+        directory = workspace_of(plan_file, stored, Path.cwd())
+        typer.echo(f"{plan_file} is a plan of workspace {stored.workspace}: applying it at {directory}", err=True)
     desired = load(directory)
     if stored.workspace != desired.workspace.name:
         raise ArgusError(f"{plan_file} is a plan of workspace {stored.workspace!r}, not of {desired.workspace.name!r} "

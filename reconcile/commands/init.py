@@ -1,8 +1,12 @@
-"""argus init DIR: a workspace that validates and plans, for the local cluster or a real one, and its CI."""
+"""argus init DIR: a workspace that validates and plans, for the local cluster or a real one, and its CI.
+
+The CI serves every workspace of the repository (its first job lists the workspaces a change touches), so
+a second workspace's init writes only the workspace and says the CI is there. Nothing is ever overwritten.
+"""
 
 from __future__ import annotations
 
-import json
+import importlib.metadata
 import os
 import re
 from pathlib import Path
@@ -10,6 +14,7 @@ from pathlib import Path
 import typer
 
 from reconcile.boundary import EXIT_OK
+from reconcile.commands.install_source import DISTRIBUTION, InstallSource, detect, given
 from specs.errors import ArgusError
 
 SCHEMA = ".argus/argus.schema.json"
@@ -18,23 +23,66 @@ SCHEMA = ".argus/argus.schema.json"
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "github"
 """The CI recipe, identical to the repository's .github/actions/argus and examples/github (a test says so)."""
 
-ACTION = ("action.yml", "run.sh", "comment.js", "requirements.txt")
+ACTION = ("action.yml", "run.sh", "comment.js")
 WORKFLOWS = ("argus-plan.yml", "argus-validate.yml", "argus-apply.yml", "argus-drift.yml")
-TEMPLATE_WORKSPACE = "infra/argus"
-"""The workspace directory the templates are written for; init puts the real one in its place."""
+LINT = ("actionlint.yaml", "zizmor.yml")
+"""Linters' settings in .github/: the self-hosted label, and the one zizmor finding kept on purpose."""
+REQUIREMENTS = ".github/actions/argus/requirements.txt"
 
 
-def run(directory: Path, address: str, shared_root: str) -> int:
+def run(directory: Path, address: str, shared_root: str, ci: bool = True, install_from: str | None = None) -> int:
     name = re.sub(r"[^a-z0-9-]", "-", directory.resolve().name.lower()).strip("-")[:63] or "workspace"
     root = repository_root(directory)
-    workspace = directory.resolve().relative_to(root).as_posix()
-    own, ci = scaffold(name, address, shared_root), github_files(workspace)
-    write({directory / rel: text for rel, text in own.items()} | {root / rel: text for rel, text in ci.items()})
+    own = scaffold(name, address, shared_root)
+    source = (given(install_from) if install_from else detect()) if ci else None
+    ci_files = {root / rel: text for rel, text in github_files(source).items()} if source else {}
+    present = any(path.exists() for path in ci_files if path.name not in LINT)
+    write({directory / rel: text for rel, text in own.items()} | _to_write(ci_files, present))
     typer.echo(f"Created workspace {name!r} in {directory}: {', '.join(sorted(own))}.")
-    typer.echo(f"Created its CI in {_shown(root)}: {', '.join(sorted(ci))}. docs/ci.md says which settings "
-               "they need (an environment `argus`, a runner labelled ray-head).")
+    if source is None:
+        typer.echo("No CI written (--no-ci).")
+    elif present:
+        _say_ci_is_there(root, ci_files)
+    else:
+        typer.echo(f"Created its CI in {_shown(root)}: {', '.join(sorted(_rel(p, root) for p in ci_files))}. "
+                   f"It installs {source.requirement}. docs/ci.md says which settings they need (an environment "
+                   f"argus-<slug> per workspace, a runner labelled ray-head).")
+    if source is not None and source.warning:
+        typer.echo(f"Warning: {source.warning}", err=True)
     typer.echo(f"Next: `argus local up` (for the local cluster), then `argus plan {directory}`.")
     return EXIT_OK
+
+
+def _to_write(ci_files: dict[Path, str], present: bool) -> dict[Path, str]:
+    """All the CI where the repository has none of it; else only a linter's settings file it lacks."""
+    return {path: text for path, text in ci_files.items() if not path.exists() and (not present or path.name in LINT)}
+
+
+def _say_ci_is_there(root: Path, ci_files: dict[Path, str]) -> None:
+    """The workflows serve every workspace: say so, and name what differs from this argus's, leaving it."""
+    typer.echo(f"argus's CI is already in {_shown(root / '.github')}: its workflows serve every workspace, "
+               f"so none of it was written. The new workspace needs an environment argus-<slug> (docs/ci.md).")
+    differ = sorted(_rel(p, root) for p, text in ci_files.items() if p.exists() and _differs(p, text))
+    missing = sorted(_rel(p, root) for p in ci_files if p.name not in LINT and not p.exists())
+    if differ:
+        typer.echo(f"These differ from what this argus writes, and were left as they are: {', '.join(differ)}.")
+    if REQUIREMENTS in differ:
+        typer.echo(f"{REQUIREMENTS} pins another argus than this one ({_pins(ci_files[root / REQUIREMENTS])[0]}): "
+                   "upgrade it in a pull request of its own (docs/ci.md).")
+    if missing:
+        typer.echo(f"These are missing, and were not written: {', '.join(missing)}.")
+
+
+def _differs(path: Path, ours: str) -> bool:
+    """requirements.txt differs only by what it installs: its comment says who wrote it, and how."""
+    theirs = _text(path)
+    if theirs is None or path.name != "requirements.txt":
+        return theirs != ours
+    return _pins(theirs) != _pins(ours)
+
+
+def _pins(requirements_text: str) -> list[str]:
+    return [line.strip() for line in requirements_text.splitlines() if line.strip() and not line.startswith("#")]
 
 
 def write(files: dict[Path, str]) -> None:
@@ -56,19 +104,20 @@ def repository_root(directory: Path) -> Path:
     return next((p for p in (start, *start.parents) if (p / ".git").exists()), start)
 
 
-def github_files(workspace: str) -> dict[str, str]:
-    """The workflows (plan, fork validation, apply, drift) and the action, for WORKSPACE (relative to the root)."""
+def github_files(source: InstallSource) -> dict[str, str]:
+    """The workflows (plan, fork validation, apply, drift), the action with its argus pin, the linters' settings."""
     files = {f".github/actions/argus/{name}": (TEMPLATES / name).read_text() for name in ACTION}
-    for name in WORKFLOWS:
-        files[f".github/workflows/{name}"] = for_workspace((TEMPLATES / name).read_text(), workspace)
-    return files
+    files[REQUIREMENTS] = requirements(source)
+    files |= {f".github/workflows/{name}": (TEMPLATES / name).read_text() for name in WORKFLOWS}
+    return files | {f".github/{name}": (TEMPLATES / name).read_text() for name in LINT}
 
 
-def for_workspace(template: str, workspace: str) -> str:
-    """Paths filters and the action's `workspace:` input, as double-quoted YAML strings."""
-    paths = "**" if workspace == "." else f"{workspace}/**"
-    return (template.replace(f'"{TEMPLATE_WORKSPACE}/**"', json.dumps(paths))
-            .replace(f'"{TEMPLATE_WORKSPACE}"', json.dumps(workspace)))
+def requirements(source: InstallSource) -> str:
+    version = importlib.metadata.version(DISTRIBUTION)
+    return ("# The one pin of argus for CI: the workflows install exactly this, from the base branch's copy of this\n"
+            "# file (never from a pull request's). Upgrade argus by changing this line in a pull request of its own.\n"
+            f"# Written by `argus init` of argus {version}, from {source.origin}.\n"
+            f"{source.requirement}\n")
 
 
 def modeline(rel: str) -> str:
@@ -99,3 +148,14 @@ def _shown(path: Path) -> str:
     """A path as the person typed it: relative to the current directory when inside it."""
     relative = os.path.relpath(path)
     return path.as_posix() if relative.startswith("..") else relative
+
+
+def _rel(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None

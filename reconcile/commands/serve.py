@@ -4,6 +4,7 @@ workspaces (DIRs, or a repository root standing for those under it), a loop and 
 
 from __future__ import annotations
 
+import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,8 @@ class ServeOptions:
     log_format: Literal["text", "json"] = "text"
     watch: float = 1.0
     """Seconds between polls of each cluster's job list between turns (reconcile.serve.watch); 0: off."""
+    public_url: str | None = None
+    """The page's address behind a proxy, for the links in notifications; default: --listen's."""
 
 
 def run(directories: list[Path], options: ServeOptions) -> int:
@@ -41,14 +44,19 @@ def run(directories: list[Path], options: ServeOptions) -> int:
     if 0 < options.watch < MIN_WATCH:
         raise ArgusError(f"--watch {options.watch:g}: give 0 (no watch) or at least {MIN_WATCH:g} seconds "
                          "between polls.")
+    if options.public_url is not None and not re.match(r"^https?://[^\s/]+(/\S*)?$", options.public_url):
+        raise ArgusError(f"--public-url {options.public_url!r}: give the page's address as people open it, like "
+                         "https://argus.example.com/ (http:// or https://).")
     kept = [_workspace(directory, options) for directory in _directories(directories)]
     names = [desired.workspace.name for _directory, desired in kept]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         raise ArgusError(f"workspace name(s) {', '.join(twice)} given twice: each workspace has one lease, so "
                          "one serve keeps it once (two directories with the same argus.yaml name?).")
+    notifiers = [_notifier(options, _root(desired), desired) for _d, desired in kept]  # a bad URL: no port bound
     server, publish = _server(options.listen, kept)
-    loops = [_loop(directory, desired, options, publish) for directory, desired in kept]
+    loops = [_loop(directory, desired, options, publish, notifier, server)
+             for (directory, desired), notifier in zip(kept, notifiers, strict=True)]
     audit.act_as(f"argus serve@{socket.gethostname()}")
     try:
         return run_all(loops, crashed=server.crashed if server is not None else None)
@@ -74,12 +82,19 @@ def _workspace(directory: Path, options: ServeOptions) -> tuple[Path, DesiredSta
     return directory, desired
 
 
-def _loop(directory: Path, desired: DesiredState, options: ServeOptions, publish: list) -> Loop:
-    root = desired.shared_roots[sorted(desired.shared_roots)[0]]
-    settings = LoopSettings(turn=options.turn, once=options.once, log_format=options.log_format, watch=options.watch,
-                            notify=_notifier(options.notify, root, desired.workspace.name))
+def _loop(directory: Path, desired: DesiredState, options: ServeOptions, publish: list, notifier,
+          server: StatusServer | None) -> Loop:
+    settings = LoopSettings(turn=options.turn, once=options.once, log_format=options.log_format, watch=options.watch)
     settings.publish.extend(publish)
-    return Loop(directory, root, desired.workspace.name, settings, loaded=desired)
+    if notifier is not None:
+        notifier.links = _links(options, server, desired.root)
+        settings.notify = notifier.deliver
+    return Loop(directory, _root(desired), desired.workspace.name, settings, loaded=desired)
+
+
+def _root(desired: DesiredState) -> str:
+    """The shared root that holds the loop's lease and sent-event ledger: the first cluster's by name."""
+    return desired.shared_roots[sorted(desired.shared_roots)[0]]
 
 
 def _pull_first(directory: Path) -> None:
@@ -93,12 +108,27 @@ def _pull_first(directory: Path) -> None:
     print(f"argus serve: {pulled.message}", flush=True)
 
 
-def _notifier(urls: tuple[str, ...], root: str, workspace: str):
-    if not urls:
+def _notifier(options: ServeOptions, root: str, desired):
+    """--notify's URLs and argus.yaml's routes; None when there are neither."""
+    routes = desired.workspace.notifications
+    if not options.notify and not routes.routes:
         return None
     from reconcile.serve.notify import Notifier
 
-    return Notifier(list(urls), root, workspace).send
+    return Notifier(list(options.notify), root, desired.workspace.name, routes=routes)
+
+
+def _links(options: ServeOptions, server, workspace_root: str):
+    """Page and log links (with --listen or --public-url), commit links (an origin on a web host)."""
+    from reconcile.serve.links import Links, commit_base, page_url
+    from state.code.gitinfo import origin_url
+
+    page = None
+    if options.public_url or server is not None:
+        host = _host_port(options.listen)[0] if options.listen else ""
+        page = page_url(options.public_url, socket.getfqdn() if host in ("0.0.0.0", "::") else host,
+                        server.port if server is not None else 0)
+    return Links(page_url=page, commit_base=commit_base(origin_url(str(workspace_root))))
 
 
 def _server(listen: str | None, kept: list[tuple[Path, DesiredState]]) -> tuple[StatusServer | None, list]:

@@ -34,8 +34,9 @@ def expand(directories: list[Path], changed_from: str | None = None) -> list[Fou
     single-workspace command then says what is missing) and no --changed-from."""
     if changed_from is None and len(directories) == 1:
         only = directories[0]
-        if (only / WORKSPACE_FILE).is_file() or not only.is_dir() or not find(only, None):
+        if (only / WORKSPACE_FILE).is_file() or not only.is_dir():
             return None
+        return find(only, None) or None
     found: dict[Path, Found] = {}
     for directory in directories:
         if changed_from is None and (directory / WORKSPACE_FILE).is_file():
@@ -45,7 +46,30 @@ def expand(directories: list[Path], changed_from: str | None = None) -> list[Fou
             if not listed and changed_from is None:
                 raise ArgusError(f"{directory}: no {WORKSPACE_FILE} in it or in any directory under it")
         found.update((workspace.path, workspace) for workspace in listed)
-    return sorted(found.values(), key=lambda workspace: workspace.shown)
+    return sorted(found.values(), key=lambda workspace: Path(workspace.shown).parts)
+
+
+def owners(files: list[Path]) -> list[Found]:
+    """The workspaces holding the files (pre-commit's staged names): for each, the nearest directory above it
+    holding argus.yaml, within its git repository. A file in no workspace (a workflow, a README) is none's."""
+    found: dict[Path, Found] = {}
+    for file in files:
+        if (holder := _holder(file)) is not None and holder not in found:
+            found[holder] = found_at(holder)
+    return sorted(found.values(), key=lambda workspace: Path(workspace.shown).parts)
+
+
+def _holder(file: Path) -> Path | None:
+    from state.code.gitinfo import repository_root
+
+    folder = (file if file.is_dir() else file.absolute().parent).resolve()
+    top = repository_root(folder)
+    for candidate in (folder, *folder.parents):
+        if (candidate / WORKSPACE_FILE).is_file() and not (candidate / WORKSPACE_FILE).is_symlink():
+            return candidate
+        if candidate == top:
+            return None
+    return None
 
 
 def run_each(found: list[Found], one: Callable[[Path], int], output_format: str = "human") -> int:

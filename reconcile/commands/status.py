@@ -25,25 +25,28 @@ if TYPE_CHECKING:
     from state.ray.client import RayClient
 
 
-def run_all(directories: list[Path], timeout: float, output_format: str = "human", watch: float | None = None) -> int:
+def run_all(directories: list[Path], timeout: float, output_format: str = "human", watch: float | None = None,
+            all_workspaces: bool = False) -> int:
     """One workspace as always, or several, each under its directory (reconcile.commands.several)."""
     from reconcile.commands import several
 
     found = several.expand(directories)
     if found is None:
-        return run(directories[0], timeout, output_format, watch)
+        return run(directories[0], timeout, output_format, watch, all_workspaces)
     if watch:
         raise ArgusError("--watch follows one workspace: give one DIR that holds argus.yaml")
-    return several.run_each(found, lambda path: run(path, timeout, output_format), output_format)
+    return several.run_each(found, lambda path: run(path, timeout, output_format, all_workspaces=all_workspaces),
+                            output_format)
 
 
-def run(directory: Path, timeout: float, output_format: str = "human", watch: float | None = None) -> int:
+def run(directory: Path, timeout: float, output_format: str = "human", watch: float | None = None,
+        all_workspaces: bool = False) -> int:
     desired = load(directory)
     while True:  # each refresh connects anew: its own --timeout budget per dashboard (state.ray.client)
         plan, unseen, held = observe(desired, connect(desired, timeout))
         if watch and is_tty():
             typer.clear()
-        show(plan, set(desired.jobs), output_format, unseen, held)
+        show(plan, set(desired.jobs), output_format, unseen, held, all_workspaces)
         if not watch or not any(c.current and c.current.on_ray and not c.current.finished for c in plan.changes):
             return EXIT_ERROR if unseen.clusters else EXIT_OK  # --watch ends when nothing is PENDING or RUNNING
         typer.echo(f"-- refreshing every {watch:g}s until every run has finished (^C to stop) --")
@@ -64,7 +67,7 @@ def observe(desired: DesiredState, ray: dict[str, RayClient]) -> tuple[Plan, Uns
 
 
 def show(plan: Plan, desired_jobs: set[str], output_format: str, unseen: Unseen | None = None,
-         held: Mapping[str, Mapping[str, float]] | None = None) -> None:
+         held: Mapping[str, Mapping[str, float]] | None = None, all_workspaces: bool = False) -> None:
     if output_format == "json":
         from reconcile.views.machine import status_json
 
@@ -72,6 +75,6 @@ def show(plan: Plan, desired_jobs: set[str], output_format: str, unseen: Unseen 
     elif output_format == "markdown":
         from reconcile.views.machine import fenced
 
-        typer.echo(fenced(render_status(plan, desired_jobs, unseen)))
+        typer.echo(fenced(render_status(plan, desired_jobs, unseen, all_workspaces)))
     else:
-        typer.echo(render_status(plan, desired_jobs, unseen))
+        typer.echo(render_status(plan, desired_jobs, unseen, all_workspaces))

@@ -18,11 +18,12 @@ from specs.diagnostics import Diagnostic
 
 
 def run_all(directories: list[Path], changed_from: str | None, deep: bool = False,
-            fetch_timeout: float | None = None, as_json: bool = False) -> int:
-    """One workspace as always, or several (reconcile.commands.several)."""
+            fetch_timeout: float | None = None, as_json: bool = False, files: bool = False) -> int:
+    """One workspace as always, or several (reconcile.commands.several); with `files` the paths are files
+    (pre-commit's) and each workspace holding one is validated, under its directory."""
     from reconcile.commands import several
 
-    found = several.expand(directories, changed_from)
+    found = several.owners(directories) if files else several.expand(directories, changed_from)
     if found is None:
         return run(directories[0], deep, fetch_timeout, as_json)
     return several.run_each(found, lambda path: run(path, deep, fetch_timeout, as_json), "json" if as_json else "human")

@@ -32,7 +32,7 @@ class Found:
 
 def run(root: Path, changed_from: str | None, as_json: bool) -> int:
     found = find(root, changed_from)
-    names = slugs(f.shown for f in found)
+    names = slugs(every_workspace(root) | {f.shown for f in found})
     rows = [{"dir": f.shown, "name": workspace_name(f.path) if not f.removed else "", "slug": names[f.shown],
              **({"removed": True} if f.removed else {})} for f in found]
     if as_json:
@@ -62,6 +62,17 @@ def find(root: Path, changed_from: str | None) -> list[Found]:
     else:
         paths = affected(top, [repository / name for name in changed_since(repository, changed_from)])
     return [Found(shown(path, base), path, not (path / WORKSPACE_FILE).is_file()) for path in paths]
+
+
+def every_workspace(root: Path) -> set[str]:
+    """Every workspace of the repository holding `root`, as shown: slugs are made unique among them all, not
+    only among those listed, so a plan run and the apply run after it (each listing what its diff changed)
+    give a workspace the same artifact, concurrency group and environment."""
+    from state.code.gitinfo import repository_root
+
+    top = root.resolve()
+    base = repository_root(top) or top
+    return {shown(path, base) for path in discover(base)}
 
 
 def found_at(directory: Path) -> Found:

@@ -1,2 +1,2 @@
 """`argus serve`: the reconcile loop, its lease, notifications and HTTP (metrics, health, status page).
-May import: specs, state.*, model, report, plan, execute, views."""
+May import: specs, state.*, model, report, plan, execute, views, version."""

@@ -131,7 +131,8 @@ def _run_event(workspace: str, job: str, run: RunView, policy: Policy, retry: ob
                log_changed_at: float | None, clock: Clock) -> Event | None:
     common = {"job": job, "cluster": run.cluster, "submission_id": run.submission_id, "attempt": run.attempt,
               "max_attempts": policy.max_attempts if policy.on else None, "failure": run.failure,
-              "evidence": tuple(getattr(run, "evidence", ())), "advice": getattr(run, "advice", None)}
+              "evidence": tuple(getattr(run, "evidence", ())), "advice": getattr(run, "advice", None),
+              "status": str(run.status)}
     sid, age = run.submission_id, clock.now - run.started_at
     if run.lost:
         return _event(workspace, "lost", f"lost:{sid}", clock, **common, next=_next(run, policy, retry),

@@ -41,8 +41,9 @@ class LoopSettings:
     turn: TurnOptions
     once: bool = False
     log_format: Literal["text", "json"] = "text"
-    notify: Callable[[list[Event]], list[str]] | None = None
-    """Sends events, returns problems (never raises): reconcile.serve.notify."""
+    notify: Callable[[list[Event]], object] | None = None
+    """Sends events, never raises; returns an Outcome (what was delivered, and problems), or a list of
+    problems: reconcile.serve.notify."""
     publish: list[Callable[[TurnReport], None]] = field(default_factory=list)
     """Called with every report: the status page, the metrics."""
     watch: float = EVERY
@@ -67,6 +68,8 @@ class Loop:
         self._early: str | None = None
         """Why the watch asked for a turn now; None when it did not."""
         self._turn_ended = 0.0
+        self._sent: list[str] = []
+        """This turn's deliveries, `<kind> to <channel>`: what the turn's log line calls sent."""
         self._said: set[str] = set()
         """Warnings about the shared root's signatures already logged: each once, not every turn."""
 
@@ -175,9 +178,12 @@ class Loop:
                           notes=(f"standby: {holder} holds the lease of this workspace",))
 
     def _notify(self, report: TurnReport) -> None:
+        self._sent = []
         if self.settings.notify is None:  # called every turn: it also reports sends that ended late
             return
-        for problem in self.settings.notify(list(report.events)):
+        outcome = self.settings.notify(list(report.events))
+        self._sent = [f"{event.kind} to {label}" for label, event in getattr(outcome, "delivered", ())]
+        for problem in getattr(outcome, "problems", outcome):
             self.say(f"argus serve: notification: {problem}")
 
     def _finish_sends(self) -> None:
@@ -240,7 +246,7 @@ class Loop:
         return {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGINT)}
 
     def _log(self, report: TurnReport) -> None:
-        fields = log_fields(report, self.turns)
+        fields = {**log_fields(report, self.turns), "sent": self._sent if self.active.is_set() else []}
         if self.settings.log_format == "json":
             _emit(json.dumps(fields, sort_keys=True))
         else:

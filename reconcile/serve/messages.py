@@ -7,9 +7,12 @@ trip on (a field renamed, removed or retyped) bumps PAYLOAD_VERSION. New fields 
 from __future__ import annotations
 
 import json
+import re
+import string
 
 from reconcile.report import Event
 from specs.diagnostics import plain
+from specs.notifications import TEMPLATE_FIELDS, Template
 
 PAYLOAD_VERSION = 1
 """`argus_event_version` in every JSON event."""
@@ -25,8 +28,24 @@ MAX_LINE = 400
 lines that made the class come first. The JSON event carries all of it."""
 
 
+WORD_JOINER = "\u2060"
+"""Invisible, and not a word character: `@\u2060here` mentions nobody, `]\u2060(` links nowhere."""
+MENTION = re.compile(r"@(?=[\w!])")
+LINK = re.compile(r"\](?=\()")
+ANGLES = str.maketrans({"<": "\u2039", ">": "\u203a"})
+"""Slack's `<!channel>` and `<url|text>`, Discord's `<@id>`, an HTML tag: none is one with ‹ and ›."""
+
+
+def neutral(text: str, lines: bool = True) -> str:
+    """Text from outside argus as a chat service shows it, whatever the service parses: no escape
+    sequences (plain), no @-mention, no `<...>` control sequence or tag, no markdown link. Sent as
+    TEXT too; services that parse text anyway (mentions in Discord, Mattermost) meet nothing to act on."""
+    text = plain(text, lines=lines).translate(ANGLES)
+    return LINK.sub("]" + WORD_JOINER, MENTION.sub("@" + WORD_JOINER, text))
+
+
 def title(event: Event) -> str:
-    return plain(f"argus: {event.summary}", lines=False)
+    return neutral(f"argus: {event.summary}", lines=False)
 
 
 def body(event: Event) -> str:
@@ -45,11 +64,16 @@ def body(event: Event) -> str:
         lines.append(f"attempt: {_attempt(event)}")
     if event.next:
         lines.append(f"next: {event.next}")
+    if event.exit_code is not None:
+        lines.append(f"exit code: {event.exit_code}")
+    if event.ended_at:
+        lines.append(f"ended: {event.ended_at}")
     if event.commit:
-        lines.append(f"commit: {event.commit[:12]}")
+        lines.append(f"commit: {event.commit[:12]}" + (f" {event.commit_url}" if event.commit_url else ""))
     lines += [f"{name}: {value}" for name, value in sorted(event.details.items())]
+    lines += [f"{name}: {url}" for name, url in (("log", event.log_url), ("page", event.page_url)) if url]
     lines.append(f"time: {event.time}")
-    return plain("\n".join(lines))  # an error or log line quoted from Ray: no escape reaches a chat client
+    return neutral("\n".join(lines))  # an error or log line quoted from Ray: no escape reaches a chat client
 
 
 def payload(event: Event) -> dict[str, object]:
@@ -76,3 +100,22 @@ def _evidence(evidence: tuple[str, ...]) -> list[str]:
 
 def _cut(line: str) -> str:
     return line if len(line) <= MAX_LINE else line[: MAX_LINE - 3] + "..."
+
+
+def render(template: Template, event: Event) -> tuple[str, str]:
+    """(title, body) of a route's template: each `${field}` the event's value, made neutral; the template's
+    own text is the workspace's (in git, reviewed), so it may say what it likes. One pass: a value holding
+    `${...}` stays text."""
+    values = template_values(event)
+    title_values = {name: value.replace("\n", " ") for name, value in values.items()}
+    return (string.Template(plain(template.title, lines=False)).safe_substitute(title_values),
+            string.Template(plain(template.body)).safe_substitute(values))
+
+
+def template_values(event: Event) -> dict[str, str]:
+    dumped = event.model_dump(mode="json")
+    values = {name: "" if dumped.get(name) is None else str(dumped[name]) for name in TEMPLATE_FIELDS}
+    values["evidence"] = "\n".join(_cut(line) for line in event.evidence[:MAX_EVIDENCE_LINES])
+    values = {name: neutral(value) for name, value in values.items()}
+    values["message"] = body(event)  # neutral already
+    return values

@@ -1,91 +1,172 @@
-"""`/metrics`: what each turn saw, as Prometheus series (prometheus-client).
+"""`/metrics`: what each turn saw, as Prometheus series (prometheus-client), labelled by workspace.
 
-Its own registry, never the process-wide one: a second loop in the same process (tests, --once
-inside another command) must not share or collide with these series. Run series are set from the
-newest report alone and cleared first, so a job or status that is gone has no series left behind.
+One Metrics may be shared by several loops (one serve keeping several workspaces), so every series
+carries `workspace`, and `cluster` where a run or a queue entry belongs to one. What a turn saw (runs,
+failures, drift, the queue) is not kept in Gauges: a custom collector builds those series at each scrape
+from the newest report of each workspace. `record` then replaces one workspace's snapshot by one dict
+assignment: no other workspace's series is touched (Gauge.clear() would clear them all), and a job or
+status that is gone leaves no series behind without tracking label sets to remove. Counters (retries,
+failed turns) stay prometheus-client Counters, labelled by workspace: they only ever grow.
+
+Its own registry, never the process-wide one: a second Metrics in the same process (tests, --once
+inside another command) must not share or collide with these series.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter as Tally
+from collections.abc import Iterable, Iterator, Mapping
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, exposition, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, exposition, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from reconcile.model import RunView
 from reconcile.report import TurnReport
+from reconcile.version import build
 from reconcile.views.queue import queued
 from state.observed import RunStatus
 
 CONTENT_TYPE = getattr(exposition, "CONTENT_TYPE_PLAIN_0_0_4", CONTENT_TYPE_LATEST)
 """What generate_latest writes: the text format 0.0.4 (CONTENT_TYPE_LATEST says 1.0.0 from
 prometheus-client 0.22 on; before, it was this)."""
+STANDBY = "standby: "
+"""How the loop marks a turn of a standby (reconcile.serve.loop): another process holds the lease."""
+
+
+def is_standby(report: TurnReport) -> bool:
+    """A standby's turn looked at nothing: it only says who holds the workspace's lease."""
+    return report.plan is None and any(note.startswith(STANDBY) for note in report.notes)
 
 
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._lock = threading.Lock()
-        r = self.registry
-        self.runs = Gauge("argus_runs", "Runs of the workspace by job and status, as the last turn saw them.",
-                          ["job", "status"], registry=r)
-        self.failures = Gauge("argus_run_failures", "Failed or lost runs the last turn saw, by job and failure "
-                              "class.", ["job", "class"], registry=r)
-        self.retries = Counter("argus_retries", "New attempts the loop submitted, by job.", ["job"], registry=r)
-        self.last_success = Gauge("argus_last_success_timestamp_seconds",
-                                  "When the last successful turn finished (epoch seconds).", registry=r)
-        self.duration = Gauge("argus_loop_duration_seconds", "How long the last turn took.", registry=r)
-        self.errors = Counter("argus_loop_errors", "Turns that failed.", registry=r)
-        self.drift = Gauge("argus_drift_changes", "Changes the last turn found and did not carry out.", registry=r)
-        self.waiting = Gauge("argus_queue_waiting", "Jobs of the workspace waiting in the cluster's admission "
-                             "queue.", ["cluster"], registry=r)
-        self.position = Gauge("argus_queue_position", "Place of a waiting job in its cluster's admission queue "
-                              "(1: the head).", ["job", "cluster"], registry=r)
-        self.held = Gauge("argus_gpus_held", "GPUs the admitted runs of each workspace hold on the cluster, every "
-                          "workspace's counted.", ["workspace", "cluster"], registry=r)
+        self.turns = Turns()
+        self.retries = Counter("argus_retries", "New attempts the loop submitted, by workspace and job.",
+                               ["workspace", "job"], registry=self.registry)
+        self.errors = Counter("argus_loop_errors", "Turns that failed, by workspace.", ["workspace"],
+                              registry=self.registry)
+        self.registry.register(self.turns)
 
     def record(self, report: TurnReport) -> None:
-        """The loop calls this with every report."""
+        """Every loop calls this with each of its reports: only report.workspace's series change."""
         with self._lock:
-            self.duration.set(max(0.0, report.finished_at - report.started_at))
-            if report.ok:
-                self.last_success.set(report.finished_at)
-            else:
-                self.errors.inc()
-            if report.ok or report.plan is not None:  # a turn that failed before planning saw nothing new
-                self._record_runs(report)
+            self.turns.record(report)
+            if not report.ok:
+                self.errors.labels(workspace=report.workspace).inc()
             for job in _jobs_of(report, report.retried):
-                self.retries.labels(job=job).inc()
+                self.retries.labels(workspace=report.workspace, job=job).inc()
 
     def exposition(self) -> bytes:
         """The series in Prometheus's text format (CONTENT_TYPE)."""
         with self._lock:
             return generate_latest(self.registry)
 
-    def _record_runs(self, report: TurnReport) -> None:
-        self.runs.clear()
-        self.failures.clear()
-        self.drift.set(report.drift)
-        for job, runs in report.runs.items():
-            for status, count in Tally(str(run.status) for run in runs).items():
-                self.runs.labels(job=job, status=status).set(count)
-            for failure, count in Tally(_failure(run) for run in runs if _failure(run)).items():
-                self.failures.labels(**{"job": job, "class": failure}).set(count)
-        self._record_queue(report)
 
-    def _record_queue(self, report: TurnReport) -> None:
-        for gauge in (self.waiting, self.position, self.held):
-            gauge.clear()
-        waits = queued(report.plan)
-        counts = Tally(info.cluster for _job, info in waits)
-        for cluster in {*counts, *report.gpus_held}:  # a cluster whose queue was read and is empty: 0
-            self.waiting.labels(cluster=cluster).set(counts[cluster])
-        for job, info in waits:
-            if info.position is not None:
-                self.position.labels(job=job, cluster=info.cluster).set(info.position)
+class Turns(Collector):
+    """The gauges, from the newest report of each workspace (plus argus_build_info)."""
+
+    def __init__(self) -> None:
+        self.latest: dict[str, TurnReport] = {}
+        """Each workspace's newest report, whatever it was."""
+        self.seen: dict[str, TurnReport] = {}
+        """Each workspace's newest report that saw runs: a turn that failed before planning saw nothing new,
+        and a standby sees nothing at all (the active loop, elsewhere, exports its runs)."""
+        self.last_success: dict[str, float] = {}
+
+    def record(self, report: TurnReport) -> None:
+        workspace = report.workspace
+        self.latest[workspace] = report
+        if is_standby(report):
+            self.seen.pop(workspace, None)
+            return
+        if report.ok:
+            self.last_success[workspace] = report.finished_at
+        if report.ok or report.plan is not None:
+            self.seen[workspace] = report
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        return iter(_families().values())
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        latest, seen, last_success = dict(self.latest), dict(self.seen), dict(self.last_success)
+        f = _families()
+        info = build()
+        f["build"].add_metric([info.version, info.commit, info.python], 1)
+        for workspace, report in sorted(latest.items()):
+            f["active"].add_metric([workspace], 0 if is_standby(report) else 1)
+            f["duration"].add_metric([workspace], max(0.0, report.finished_at - report.started_at))
+        for workspace, when in sorted(last_success.items()):
+            f["success"].add_metric([workspace], when)
+        for workspace, report in sorted(seen.items()):
+            f["drift"].add_metric([workspace], report.drift)
+            _add_runs(f, workspace, report)
+            _add_queue(f, workspace, report)
+        for cluster, by_workspace in sorted(_gpus_held(seen.values()).items()):
+            for holder, gpus in sorted(by_workspace.items()):
+                f["held"].add_metric([holder, cluster], gpus)
+        return iter(f.values())
+
+
+SERIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "build": ("argus_build_info", "argus's version, the git commit it was installed from (empty when unknown) and "
+              "Python's version; always 1.", ("version", "commit", "python")),
+    "active": ("argus_loop_active", "1 when this process holds the workspace's lease and acts, 0 on standby.",
+               ("workspace",)),
+    "success": ("argus_last_success_timestamp_seconds", "When the workspace's last successful turn finished "
+                "(epoch seconds).", ("workspace",)),
+    "duration": ("argus_loop_duration_seconds", "How long the workspace's last turn took.", ("workspace",)),
+    "drift": ("argus_drift_changes", "Changes the workspace's last turn found and did not carry out.",
+              ("workspace",)),
+    "runs": ("argus_runs", "Runs of the workspace by cluster, job and status, as its last turn saw them.",
+             ("workspace", "cluster", "job", "status")),
+    "failures": ("argus_run_failures", "Failed or lost runs the workspace's last turn saw, by cluster, job and "
+                 "failure class.", ("workspace", "cluster", "job", "class")),
+    "waiting": ("argus_queue_waiting", "Jobs of the workspace waiting in the cluster's admission queue.",
+                ("workspace", "cluster")),
+    "position": ("argus_queue_position", "Place of a waiting job of the workspace in its cluster's admission "
+                 "queue (1: the head).", ("workspace", "cluster", "job")),
+    "held": ("argus_gpus_held", "GPUs the admitted runs of each workspace hold on the cluster, every workspace's "
+             "counted.", ("workspace", "cluster")),
+}
+"""The gauges built at each scrape: name, help, labels."""
+
+
+def _families() -> dict[str, GaugeMetricFamily]:
+    return {key: GaugeMetricFamily(name, text, labels=list(labels)) for key, (name, text, labels) in SERIES.items()}
+
+
+def _add_runs(f: dict[str, GaugeMetricFamily], workspace: str, report: TurnReport) -> None:
+    for job, runs in sorted(report.runs.items()):
+        for (cluster, status), count in sorted(Tally((run.cluster, str(run.status)) for run in runs).items()):
+            f["runs"].add_metric([workspace, cluster, job, status], count)
+        failures = Tally((run.cluster, _failure(run)) for run in runs if _failure(run))
+        for (cluster, failure), count in sorted(failures.items()):
+            f["failures"].add_metric([workspace, cluster, job, failure], count)
+
+
+def _add_queue(f: dict[str, GaugeMetricFamily], workspace: str, report: TurnReport) -> None:
+    waits = queued(report.plan)
+    counts = Tally(info.cluster for _job, info in waits)
+    for cluster in sorted({*counts, *report.gpus_held}):  # a cluster whose queue was read and is empty: 0
+        f["waiting"].add_metric([workspace, cluster], counts[cluster])
+    for job, info in waits:
+        if info.position is not None:
+            f["position"].add_metric([workspace, info.cluster, job], info.position)
+
+
+def _gpus_held(reports: Iterable[TurnReport]) -> dict[str, Mapping[str, float]]:
+    """Per cluster, the GPUs held as the newest turn that read the cluster's queue saw them: every
+    workspace's report counts every workspace's runs, so one cluster's series come from one report."""
+    newest: dict[str, tuple[float, Mapping[str, float]]] = {}
+    for report in reports:
         for cluster, by_workspace in report.gpus_held.items():
-            for workspace, gpus in by_workspace.items():
-                self.held.labels(workspace=workspace, cluster=cluster).set(gpus)
+            if cluster not in newest or report.finished_at > newest[cluster][0]:
+                newest[cluster] = (report.finished_at, by_workspace)
+    return {cluster: held for cluster, (_when, held) in newest.items()}
 
 
 def _failure(run: RunView) -> str | None:

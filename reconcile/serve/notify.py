@@ -1,9 +1,13 @@
 """The loop's events to people and programs, through apprise: each event to each channel once.
 
-A channel is one `--notify` URL. The ledger (state.queue.sent_events) is kept per channel, so a Slack
-that is down does not make a working webhook hear an event twice; it is on the shared root, so
-a restarted loop, or a standby that takes over, does not send again what was sent. A try is
-counted before it is made; after MAX_TRIES failed tries an event is given up on that channel.
+A channel is one `--notify` URL, which hears every event, or one URL of a route of argus.yaml's
+`notifications:` (specs.notifications), which hears the events its route takes, in its template's
+words. `deliver` says what the services took, so the turn's log says "sent" for those alone.
+
+The ledger (state.queue.sent_events) is kept per channel, so a Slack that is down does not make a
+working webhook hear an event twice; it is on the shared root, so a restarted loop, or a standby
+that takes over, does not send again what was sent. A try is counted before it is made; after
+MAX_TRIES failed tries an event is given up on that channel.
 
 `send` never raises and never takes much longer than its budget: each channel sends from its own
 thread, the caller waits for them at most `budget` seconds, and a channel that is still busy then
@@ -19,6 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -26,8 +31,10 @@ from typing import Any
 import apprise
 
 from reconcile.report import Event
-from reconcile.serve.channels import CAPTURE, STRUCTURED, Channel, channels, quiet_apprise, scrub
-from reconcile.serve.messages import SEVERITY, body, payload_text, title
+from reconcile.serve.channels import CAPTURE, STRUCTURED, Channel, channels, quiet_apprise, route_channels, scrub
+from reconcile.serve.links import Links
+from reconcile.serve.messages import SEVERITY, body, payload_text, render, title
+from specs.notifications import Notifications
 from state.queue.sent_events import SentLedger
 
 BUDGET = 5.0
@@ -35,13 +42,28 @@ BUDGET = 5.0
 MAX_TRIES = 3
 
 
+@dataclass
+class Outcome:
+    """What one `deliver` call can say: the sends that the services took (this turn's, and late ones of
+    earlier turns that ended since), and the problems."""
+
+    delivered: list[tuple[str, Event]] = field(default_factory=list)
+    """(channel label, event), one per send a service took."""
+    problems: list[str] = field(default_factory=list)
+
+
 class Notifier:
-    def __init__(self, urls: Sequence[str], shared_root: str, workspace: str, budget: float = BUDGET):
-        """Raises NotifyError naming every URL apprise cannot use (by place and scheme)."""
+    def __init__(self, urls: Sequence[str], shared_root: str, workspace: str, budget: float = BUDGET,
+                 routes: Notifications | None = None, links: Links | None = None):
+        """`urls`: --notify, every event; `routes`: argus.yaml's. Raises NotifyError naming every URL apprise
+        cannot use (by place and scheme) and every route whose variable holds none."""
         quiet_apprise()
-        self.channels = channels(urls)
+        self.routes = routes or Notifications()
+        self.channels = channels(urls) + route_channels(self.routes)
         self.ledger = SentLedger(shared_root, workspace)
         self.budget = budget
+        self.links = links or Links()
+        self._delivered: list[tuple[str, Event]] = []
         self._workers: dict[str, threading.Thread] = {}
         """Channel id -> the thread sending to it, from this or an earlier turn."""
         self._problems: list[str] = []
@@ -50,16 +72,25 @@ class Notifier:
 
     def send(self, events: Sequence[Event]) -> list[str]:
         """Send what each channel has not had yet; returns problems, never raises."""
+        return self.deliver(events).problems
+
+    def deliver(self, events: Sequence[Event]) -> Outcome:
+        """Send what each channel's route wants and it has not had yet; never raises."""
         deadline = time.monotonic() + self.budget
         stop = threading.Event()
-        started = [c for c in self.channels if self._start(c, list(events), stop)]
+        linked = [self.links.add(event) for event in events]
+        taken = {event.key: self.routes.routes_for(event.kind, event.job) for event in linked}
+        started = [c for c in self.channels
+                   if self._start(c, [e for e in linked if c.route is None or c.route in taken[e.key]], stop)]
         for channel in started:
             self._workers[channel.id].join(max(0.0, deadline - time.monotonic()))
         stop.set()
         for channel in [c for c in started if self._busy(c)]:
             self._problem(f"{channel.label}: no answer within {self.budget:g} s; "
                           "its other events wait for the next turn")
-        return self._drain()
+        with self._lock:
+            delivered, self._delivered = self._delivered, []
+        return Outcome(delivered, self._drain())
 
     def wait(self, timeout: float) -> bool:
         """Until no channel is sending (a send the budget cut short); True when none is. For a loop
@@ -74,6 +105,8 @@ class Notifier:
         return worker is not None and worker.is_alive()
 
     def _start(self, channel: Channel, events: list[Event], stop: threading.Event) -> bool:
+        if not events:
+            return False
         if self._busy(channel):
             self._problem(f"{channel.label}: still busy with an earlier send; its events wait for the next turn")
             return False
@@ -106,6 +139,8 @@ class Notifier:
             return False
         accepted, why = _post(channel, event)
         if accepted:
+            with self._lock:
+                self._delivered.append((channel.label, event))
             self._record(channel, event)
             return True
         if tries + 1 >= MAX_TRIES:
@@ -147,10 +182,11 @@ def _post(channel: Channel, event: Event) -> tuple[bool, str]:
     """One apprise send: (accepted, why not). A plugin that raises is a failed send."""
     structured = channel.scheme in STRUCTURED
     overflow = _overflow(channel.plugin, structured)
+    said_title, said = render(channel.template, event) if channel.template else (title(event), body(event))
     with CAPTURE.lines() as lines:
         try:
             accepted = bool(channel.plugin.notify(
-                body=payload_text(event) if structured else body(event), title=title(event),
+                body=payload_text(event) if structured else said, title=said_title,
                 notify_type=apprise.NotifyType(SEVERITY[event.kind]), body_format=apprise.NotifyFormat.TEXT,
                 **({"overflow": overflow} if overflow else {})))
         except Exception as err:  # noqa: BLE001 - a bug in a plugin must not end the loop

@@ -277,16 +277,28 @@ def _log_activity(desired: DesiredState, runs: dict) -> dict[str, float]:
 
 
 def _with_record(desired: DesiredState, event: Event) -> Event:
-    """Evidence and advice from the run's record, which this turn's refresh may just have written."""
-    if event.evidence or not event.submission_id or event.cluster not in desired.shared_roots:
+    """Evidence and advice from the run's record, which this turn's refresh may just have written; its end
+    (exit code, time) from the exit.json the run wrote, for the events about a run that ended."""
+    if not event.submission_id or event.cluster not in desired.shared_roots:
         return event
-    from state.runs.records import read_record
+    from state.runs.records import read_end, read_record
 
-    record = read_record(desired.shared_roots[event.cluster], event.submission_id)
+    root = desired.shared_roots[event.cluster]
+    if event.kind in ENDED_KINDS:
+        end = read_end(root, event.submission_id)
+        if end is not None:
+            event = event.model_copy(update={"exit_code": end.exit_code, "ended_at": end.ended_at or None})
+    if event.evidence:
+        return event
+    record = read_record(root, event.submission_id)
     evidence = tuple(getattr(record, "evidence", ()) or ()) if record else ()
     advice = getattr(record, "advice", None) if record else None
     failure = event.failure or (record.failure if record else None)
     return event.model_copy(update={"evidence": evidence, "advice": event.advice or advice, "failure": failure})
+
+
+ENDED_KINDS = ("failed", "lost", "recovered", "drift", "preempted")
+"""Events about a run that may have ended: its exit.json is read for them alone."""
 
 
 def _clock(options: TurnOptions) -> ev.Clock:

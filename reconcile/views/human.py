@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +12,7 @@ import typer
 
 from reconcile.model import Action, Change, FieldChange, Plan, RunView
 from reconcile.views.argv import argv_lines, field_argv_diff
+from reconcile.views.others import unmanaged_lines
 from specs.diagnostics import Diagnostic, plain, printable
 
 _MARK_COLOURS = {"-": "red", "+": "green"}
@@ -32,11 +32,7 @@ class Unseen:
     """Job address -> the unreachable cluster(s) it needs ("b", or "a, b"): its sync is unknown."""
 
 
-UNMANAGED_LISTED = 20
-"""Other jobs listed one a line in `argus status`; more are summed up per cluster."""
-
-
-def render_plan(plan: Plan, colour: bool = False) -> str:
+def render_plan(plan: Plan, colour: bool = False, all_workspaces: bool = False) -> str:
     lines = [f"argus plan for workspace {plan.workspace!r}", ""]
     if plan.options.targets:  # --replace adds a new attempt to the whole plan, as Terraform's -replace does
         lines += [f"  Limited by {' '.join(f'--target {t}' for t in plan.options.targets)}: other changes may be "
@@ -49,7 +45,7 @@ def render_plan(plan: Plan, colour: bool = False) -> str:
         lines.append("  Unchanged:")
         lines.extend(f"    {c.address}: {c.reason}" for c in in_sync)
         lines.append("")
-    lines.extend(_unmanaged_lines(plan))
+    lines.extend(unmanaged_lines(plan, all_workspaces, indent="  ") + ([""] if plan.unmanaged else []))
     lines.extend(_diagnostic_lines(plan.diagnostics, colour))
     lines.append(summary(plan))
     return "\n".join(lines)
@@ -91,7 +87,8 @@ def render_outcomes(rows: list[tuple[str, str, str]]) -> str:
     return "\n".join(f"  {r[0].ljust(widths[0])}  {r[1].ljust(widths[1])}  {r[2]}" for r in table)
 
 
-def render_status(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None) -> str:
+def render_status(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None,
+                  all_workspaces: bool = False) -> str:
     unseen = unseen or Unseen()
     jobs = [c for c in sorted(plan.changes, key=lambda c: c.address) if c.address.startswith("job.")]
     rows = [("JOB", "SYNC", "HEALTH", "RUN")]
@@ -102,28 +99,10 @@ def render_status(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = No
     for row, change in zip(rows, [None, *jobs], strict=True):
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
         lines += (_failure_lines(change) + _queue_lines(change)) if change else []
-    if plan.unmanaged:
-        lines += ["", "Not managed by this workspace (never touched):", *_unmanaged_summary(plan)]
+    if plan.unmanaged:  # other teams' runs summed up: a shared cluster keeps thousands (reconcile.views.others)
+        lines += ["", *unmanaged_lines(plan, all_workspaces)]
     lines += _diagnostic_lines(plan.diagnostics, colour=False)
     return "\n".join(lines).rstrip()
-
-
-def _unmanaged_summary(plan: Plan) -> list[str]:
-    """A few other jobs one a line; thousands (a shared cluster) in one line per cluster."""
-    jobs = plan.unmanaged
-    if len(jobs) <= UNMANAGED_LISTED:
-        return [f"  {j.cluster}: {printable(j.submission_id)[:140]} {j.status} "
-                f"(owner: {printable(j.owner or '') or 'none, submitted by hand'})" for j in jobs]
-    lines = []
-    for cluster in sorted({j.cluster for j in jobs}):
-        mine = [j for j in jobs if j.cluster == cluster]
-        active = sum(j.status in ("PENDING", "RUNNING") for j in mine)
-        owners = Counter(printable(j.owner or "")[:40] or "by hand" for j in mine)
-        top = ", ".join(f"{owner} {n}" for owner, n in owners.most_common(5))
-        more = f", {len(owners) - 5} more owner(s)" if len(owners) > 5 else ""
-        lines.append(f"  {cluster}: {len(mine)} job(s), {active} active (by owner: {top}{more}); "
-                     "`argus status --format json` lists them")
-    return lines
 
 
 def shows_submission(change: Change) -> bool:
@@ -238,14 +217,6 @@ def _submission_lines(after: dict[str, Any]) -> list[str]:
     if after.get("env_vars"):
         lines.append("      env: " + ", ".join(sorted(after["env_vars"])))
     return lines
-
-
-def _unmanaged_lines(plan: Plan) -> list[str]:
-    if not plan.unmanaged:
-        return []
-    per_cluster = Counter(j.cluster for j in plan.unmanaged)
-    shown = ", ".join(f"{n} on {c}" for c, n in sorted(per_cluster.items()))
-    return [f"  Not managed by this workspace (never touched): {shown}", ""]
 
 
 def render_diagnostics(diagnostics: list[Diagnostic], colour: bool = False) -> str:

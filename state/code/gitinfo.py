@@ -88,23 +88,16 @@ def changed_since(repository: Path, ref: str, timeout: float = 60.0) -> list[str
     return sorted({os.fsdecode(name) for name in done.stdout.split(b"\0") if name})
 
 
-def origin_url(root: str | os.PathLike[str]) -> str | None:
-    """The `origin` remote's URL from the repository's config, read as data (git never runs here);
-    None when there is none. The status page links commits through it (reconcile.views.links)."""
-    from state.code import workcopy
+def origin_url(root: str) -> str | None:
+    """`remote.origin.url` of the repository holding the workspace, or None (no repository, no origin).
+    For links only: read with git's own config parser, never a program the repository names."""
+    from state.code import safegit, workcopy
 
     copy = workcopy.find_working_copy(root)
     if copy is None:
         return None
     try:
-        text = workcopy.read_regular(copy.common_dir / "config", workcopy.SMALL).decode(errors="replace")
-    except OSError:
+        found = safegit.run(copy.common_dir, "config", "--get", "remote.origin.url", timeout=10)
+    except (safegit.GitError, OSError):
         return None
-    section = ""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("["):
-            section = stripped.replace(" ", "").lower()
-        elif section == '[remote"origin"]' and stripped.partition("=")[0].strip().lower() == "url":
-            return stripped.partition("=")[2].strip() or None
-    return None
+    return found.decode(errors="replace").strip() or None

@@ -73,6 +73,7 @@ def up(state_dir: Path, dashboard_port: int = 8265, worker_resources: dict[str, 
     <state_dir>/auth_token (0600) for a Cluster spec's `auth_token:` to point at. Without it token
     authentication is off, even where ~/.ray/auth_token exists (`ray start` would turn it on then).
     """
+    ray_cli()
     existing = load(state_dir)
     if existing is not None and alive_pids(existing):
         raise ArgusError(f"A local cluster is already up at {existing.address} (state in {state_dir}). "
@@ -162,9 +163,19 @@ def _node_args(c: LocalCluster) -> list[str]:
             "--min-worker-port=0", "--max-worker-port=0"]
 
 
+def ray_cli() -> Path:
+    """Ray's `ray` command beside argus's Python: argus installs it only with its `local` extra."""
+    ray = Path(sys.executable).with_name("ray")
+    if not ray.is_file():
+        raise ArgusError(f"argus local runs Ray's `ray` command, and {ray} is missing: argus installs Ray only when "
+                         "asked, with its `local` extra. Install it into the environment argus runs in: "
+                         f"{sys.executable} -m pip install 'argus-ray[local]'")
+    return ray
+
+
 def _ray_start(cluster: LocalCluster, args: list[str], role: str) -> None:
     """`ray start` in a new session: its daemons inherit the process group we record."""
-    ray = Path(sys.executable).with_name("ray")
+    ray = ray_cli()
     env = node_env(cluster, role)
     log = Path(cluster.state_dir) / f"ray-start-{role}.log"
     with open(log, "w") as out:

@@ -35,47 +35,68 @@ def test_the_plan_runs_the_base_branchs_workflow_action_and_argus_and_reads_the_
     plan = load("argus-plan.yml")
     assert set(plan["on"]) == {"pull_request_target"}  # the base branch's copy of this file runs
     checkouts = [s for s in steps(plan) if s.get("uses", "").startswith("actions/checkout@")]
-    base = [s for s in checkouts if "ref" not in s["with"]]
-    pr = [s for s in checkouts if "ref" in s["with"]]
-    assert [s["with"]["path"] for s in base] == ["base"] and [s["with"]["path"] for s in pr] == ["pr"]
-    assert pr[0]["with"]["ref"] == "${{ github.event.pull_request.head.sha }}"
-    used = [s["uses"] for s in steps(plan) if s.get("uses", "").startswith(".")]
-    assert used == ["./base/.github/actions/argus"]
-    assert [s["with"]["files"] for s in steps(plan) if s.get("uses") == used[0]] == ["pr"]
-    assert [s["run"] for s in steps(plan) if "run" in s] == ["rm -rf pr"]  # the only command touching pr/
+    assert {s["with"]["path"] for s in checkouts} == {"pr"}
+    assert {s["with"]["ref"] for s in checkouts} == {"${{ github.event.pull_request.head.sha }}"}
+    used = [s["uses"] for s in steps(plan) if "actions/argus" in s.get("uses", "")]
+    assert set(used) == {"$/.github/actions/argus"}  # this file's commit, never a file checked out at run time
+    assert [s["with"]["files"] for s in steps(plan) if s.get("uses") in used] == ["pr", "pr"]
+    assert {s["run"] for s in steps(plan) if "run" in s} == {"rm -rf pr"}  # the only command touching pr/
+
+
+def test_each_affected_workspace_is_planned_in_its_own_job_artifact_and_comment():
+    plan = load("argus-plan.yml")
+    [find] = [s for s in plan["jobs"]["workspaces"]["steps"] if s.get("id") == "find"]
+    assert find["with"] == {"mode": "workspaces", "files": "pr",
+                            "changed-from": "${{ github.event.pull_request.base.sha }}"}
+    job = plan["jobs"]["plan"]
+    assert job["needs"] == "workspaces"
+    assert job["strategy"]["matrix"] == {"workspace": "${{ fromJSON(needs.workspaces.outputs.workspaces) }}"}
+    assert job["strategy"]["fail-fast"] is False
+    assert "${{ matrix.workspace.slug }}" in job["concurrency"]["group"]
+    [upload] = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert upload["with"]["name"] == "argus-plan-${{ matrix.workspace.slug }}-${{ github.event.pull_request.head.sha }}"
+    [argus] = [s for s in job["steps"] if s.get("uses") == "$/.github/actions/argus"]
+    assert argus["with"]["workspace"] == "${{ matrix.workspace.dir }}"  # the comment's marker names it
 
 
 def test_fork_pull_requests_never_reach_the_self_hosted_runner():
     for name in ("argus-plan.yml", "argus-validate.yml"):
         for job_name, job in load(name)["jobs"].items():
             if "self-hosted" in job["runs-on"]:
-                assert job["if"] == FORK_GUARD, (name, job_name)
+                assert job["if"].split(" && ")[0] == FORK_GUARD, (name, job_name)
             else:
-                assert job["runs-on"] == "ubuntu-latest" and job["if"] == FORK_GUARD.replace("==", "!="), job_name
-    [validate] = load("argus-validate.yml")["jobs"].values()
+                assert job["runs-on"] == "ubuntu-latest", job_name
+                assert job["if"].split(" && ")[0] == FORK_GUARD.replace("==", "!="), job_name
+    validate = load("argus-validate.yml")["jobs"]["validate"]
     assert [s["with"]["mode"] for s in validate["steps"] if "mode" in s.get("with", {})] == ["validate"]
 
 
-def test_every_checkout_keeps_no_credentials_and_every_local_action_is_the_base_branchs():
+def test_every_checkout_keeps_no_credentials_and_every_action_is_pinned_or_this_commits():
     for name in PERMISSIONS:
         for step in steps(load(name)):
             uses = step.get("uses", "")
             if uses.startswith("actions/checkout@"):
                 assert step["with"]["persist-credentials"] is False, name
-            if uses.startswith("."):
-                assert uses in ("./base/.github/actions/argus", "./.github/actions/argus"), (name, uses)
-                assert not uses.startswith("./pr"), name
+            if uses:
+                assert uses == "$/.github/actions/argus" or re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", uses), uses
+    texts = [(WORKFLOWS / name).read_text() for name in PERMISSIONS] + [(ACTION / "action.yml").read_text()]
+    pinned = [line for text in texts for line in text.splitlines() if re.search(r"uses: [\w-]+/", line)]
+    assert pinned and all(re.search(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+$", line) for line in pinned), pinned
 
 
-def test_apply_runs_on_merge_in_a_protected_environment_one_at_a_time():
+def test_apply_runs_on_merge_per_workspace_in_its_environment_one_at_a_time():
     apply = load("argus-apply.yml")
-    assert apply["on"] == {"push": {"branches": ["main"], "paths": ["infra/argus/**"]}}
-    assert apply["concurrency"]["cancel-in-progress"] is False
-    [job] = apply["jobs"].values()
-    assert job["environment"] == "argus"
+    assert apply["on"] == {"push": {"branches": ["main"]}}
+    job = apply["jobs"]["apply"]
+    assert job["environment"] == "argus-${{ matrix.workspace.slug }}"
+    assert job["concurrency"] == {"group": "argus-apply-${{ matrix.workspace.slug }}", "cancel-in-progress": False}
+    [fetch] = [s for s in job["steps"] if "run" in s]
+    assert fetch["env"]["SLUG"] == "${{ matrix.workspace.slug }}"
+    assert 'artifact="argus-plan-$SLUG-$head"' in fetch["run"]
     for name in ("argus-plan.yml", "argus-validate.yml", "argus-drift.yml"):
         assert all("environment" not in job for job in load(name)["jobs"].values()), name
         assert "secrets." not in (WORKFLOWS / name).read_text(), name
+    assert "${{ matrix.workspace.slug }}" in load("argus-drift.yml")["jobs"]["drift"]["concurrency"]["group"]
 
 
 def test_permissions_are_minimal():

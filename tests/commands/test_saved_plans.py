@@ -26,7 +26,7 @@ def reseal(path: Path, data: dict) -> None:
 def test_a_saved_plan_applies_without_asking_and_again_changes_nothing(workspace, argus, tmp_path):
     workspace.job("saved", QUICK)
     stored = save(argus, workspace, tmp_path / "plan.json")
-    assert stored["format_version"] == 2 and stored["workspace"] == workspace.name
+    assert stored["format_version"] == 3 and stored["workspace"] == workspace.name
     assert len(stored["desired_digest"]) == 64 and len(stored["digest"]) == 64
     applied = argus("apply", tmp_path / "plan.json", "--dir", workspace.root)
     assert applied.code == 0, applied.out + applied.err

@@ -80,3 +80,46 @@ def test_changed_from_outside_git_is_refused(tmp_path, argus):
     assert json.loads(argus("workspaces", tmp_path, "--json").out) == [{"dir": ".", "name": "solo", "slug": "root"}]
     refused = argus("workspaces", tmp_path, "--changed-from", "main")
     assert refused.code == 1 and "needs a git repository" in refused.err
+
+
+def test_a_directory_name_cannot_forge_lines_of_the_listing_or_of_a_heading(tmp_path, argus, monkeypatch):
+    evil = tmp_path / "teams" / "x\n== teams/nlp ==\x1b[2J"
+    evil.mkdir(parents=True)
+    (evil / "argus.yaml").write_text("kind: Workspace\nname: evil\n")
+    listed = argus("workspaces", tmp_path)
+    assert listed.out.count("\n") == 1 and "\x1b" not in listed.out
+    monkeypatch.chdir(tmp_path)
+    checked = argus("validate", ".", "--json")  # a repository root: keyed by the directory, as data
+    assert list(json.loads(checked.out)) == ["teams/x\n== teams/nlp ==\x1b[2J"]
+    headed = argus("validate", ".")
+    assert headed.out.splitlines()[0] == "== teams/x\\n== teams/nlp ==\\u001b[2J ==" and "\x1b" not in headed.out
+
+
+def test_validate_changed_from_checks_only_the_touched_workspaces(repo, argus, monkeypatch):
+    monkeypatch.chdir(repo)
+    (repo / "teams" / "nlp" / "jobs" / "a.yaml").unlink()  # nlp becomes valid; vision's job stays broken
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "nlp: no job yet")
+    checked = argus("validate", "--changed-from", "HEAD~1", "--json")
+    assert checked.code == 0, checked.out
+    assert json.loads(checked.out) == {"teams/nlp": {"valid": True, "workspace": "nlp",
+                                                     "counts": {"clusters": 0, "code_snapshots": 0, "jobs": 0}}}
+    everything = argus("validate")  # the root: every workspace, vision's broken job named from the root
+    assert everything.code == 1 and "teams/vision/jobs/a.yaml:1" in everything.err
+
+
+def test_a_slug_is_the_same_whichever_workspaces_a_diff_lists(repo, argus, monkeypatch):
+    """teams/nlp and teams-nlp would share `teams-nlp`: each gets its hash whether or not the other changed, so a
+    plan run and the apply run after it (each listing its own diff) name one workspace's artifact alike."""
+    monkeypatch.chdir(repo)
+    (repo / "teams-nlp").mkdir()
+    (repo / "teams-nlp" / "argus.yaml").write_text("kind: Workspace\nname: nlp2\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "a look-alike")
+    every = {row["dir"]: row["slug"] for row in json.loads(argus("workspaces", "--json").out)}
+    assert every["teams/nlp"] != every["teams-nlp"] and every["teams/nlp"].startswith("teams-nlp-")
+    (repo / "teams" / "nlp" / "jobs" / "d.yaml").write_text("kind: Job\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "nlp alone")
+    alone = json.loads(argus("workspaces", "--changed-from", "HEAD~1", "--json").out)
+    assert [(row["dir"], row["slug"]) for row in alone] == [("teams/nlp", every["teams/nlp"])]

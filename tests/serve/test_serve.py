@@ -48,9 +48,12 @@ def test_the_loop_retries_notifies_once_and_shows_it(workspace, argus, hook, tmp
         log = workspace.shared / "jobs" / second / "logs" / "driver.log"
         until(lambda: log.exists() and "resumed from step 40" in log.read_text(), "attempt 2 resumed")
         until(lambda: {"failed", "retried", "recovered"} <= {e["kind"] for e in events}, "the events arrived")
-        until(lambda: _metrics(site).get(("argus_runs", (("job", "flaky"), ("status", "SUCCEEDED")))), "metrics")
+        ws = ("workspace", workspace.name)
+        succeeded = ("argus_runs", (("cluster", "local"), ("job", "flaky"), ("status", "SUCCEEDED"), ws))
+        until(lambda: _metrics(site).get(succeeded), "metrics")
         samples = _metrics(site)
-        assert samples[("argus_retries_total", (("job", "flaky"),))] == 1
+        assert samples[("argus_retries_total", (("job", "flaky"), ws))] == 1
+        assert samples[("argus_loop_active", (ws,))] == 1
         assert urllib.request.urlopen(f"{site}healthz", timeout=10).status == 200
         page = _browse(tmp_path, site)
     finally:

@@ -177,8 +177,8 @@ def test_origin_url_is_read_from_git_config_and_links_the_commit(tmp_path):
     subprocess.run(["git", "-C", str(tmp_path / "repo"), "remote", "add", "origin",
                     "https://ci-bot:ghp_TOKEN@github.com/team/models.git"], check=True)
     (tmp_path / "repo" / "teams" / "nlp").mkdir(parents=True)
-    remote = origin_url(tmp_path / "repo" / "teams" / "nlp")
+    remote = origin_url(str(tmp_path / "repo" / "teams" / "nlp"))
     page = render_page(report(commit="9f1c2e3d4b5a6978"), time.time(), Kept("llm-rl", {"gpu": Site()}, remote))
     assert remote == "https://ci-bot:ghp_TOKEN@github.com/team/models.git"
     assert 'href="https://github.com/team/models/commit/9f1c2e3d4b5a6978"' in page and "TOKEN" not in page
-    assert origin_url(tmp_path) is None
+    assert origin_url(str(tmp_path)) is None

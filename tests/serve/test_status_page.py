@@ -31,25 +31,28 @@ def test_metrics_count_runs_failures_retries_and_turns(tmp_path):
         second = scrape(server)
         publish(report(runs={"sft": [run("sft-a1", RunStatus.SUCCEEDED)]}, retried=("sft-a1",), drift=0))
         third = scrape(server)
-    assert first[("argus_runs", (("job", "ppo"), ("status", "FAILED")))] == 2
-    assert first[("argus_runs", (("job", "ppo"), ("status", "RUNNING")))] == 1
-    assert first[("argus_runs", (("job", "sft"), ("status", "SUCCEEDED")))] == 1
-    assert first[("argus_run_failures", (("class", "nccl_timeout"), ("job", "ppo")))] == 1
-    assert first[("argus_run_failures", (("class", "oom"), ("job", "ppo")))] == 1
-    assert first[("argus_retries_total", (("job", "ppo"),))] == 1
-    assert first[("argus_drift_changes", ())] == 2
-    assert first[("argus_queue_position", (("cluster", "gpu"), ("job", "big")))] == 3
-    assert first[("argus_gpus_held", (("cluster", "gpu"), ("workspace", "vision")))] == 2
-    assert first[("argus_loop_duration_seconds", ())] == pytest.approx(1.5)
-    assert first[("argus_loop_errors_total", ())] == 0
-    success = first[("argus_last_success_timestamp_seconds", ())]
-    assert second[("argus_loop_errors_total", ())] == 1
-    assert second[("argus_last_success_timestamp_seconds", ())] == success
-    assert second[("argus_runs", (("job", "ppo"), ("status", "RUNNING")))] == 1, "a failed turn keeps what was seen"
+    ws, gpu = ("workspace", "llm-rl"), ("cluster", "gpu")
+    assert first[("argus_runs", (gpu, ("job", "ppo"), ("status", "FAILED"), ws))] == 2
+    assert first[("argus_runs", (gpu, ("job", "ppo"), ("status", "RUNNING"), ws))] == 1
+    assert first[("argus_runs", (gpu, ("job", "sft"), ("status", "SUCCEEDED"), ws))] == 1
+    assert first[("argus_run_failures", (("class", "nccl_timeout"), gpu, ("job", "ppo"), ws))] == 1
+    assert first[("argus_run_failures", (("class", "oom"), gpu, ("job", "ppo"), ws))] == 1
+    assert first[("argus_retries_total", (("job", "ppo"), ws))] == 1
+    assert first[("argus_drift_changes", (ws,))] == 2
+    assert first[("argus_queue_position", (gpu, ("job", "big"), ws))] == 3
+    assert first[("argus_gpus_held", (gpu, ("workspace", "vision")))] == 2
+    assert first[("argus_loop_duration_seconds", (ws,))] == pytest.approx(1.5)
+    assert first[("argus_loop_active", (ws,))] == 1
+    assert ("argus_loop_errors_total", (ws,)) not in first, "no turn of llm-rl has failed yet"
+    success = first[("argus_last_success_timestamp_seconds", (ws,))]
+    assert second[("argus_loop_errors_total", (ws,))] == 1
+    assert second[("argus_last_success_timestamp_seconds", (ws,))] == success
+    kept = second[("argus_runs", (gpu, ("job", "ppo"), ("status", "RUNNING"), ws))]
+    assert kept == 1, "a failed turn keeps what was seen"
     assert not [key for key in third if key[0] in ("argus_runs", "argus_run_failures") and ("job", "ppo") in key[1]]
-    assert third[("argus_retries_total", (("job", "ppo"),))] == 1
-    assert third[("argus_retries_total", (("job", "sft"),))] == 1
-    assert third[("argus_drift_changes", ())] == 0
+    assert third[("argus_retries_total", (("job", "ppo"), ws))] == 1
+    assert third[("argus_retries_total", (("job", "sft"), ws))] == 1
+    assert third[("argus_drift_changes", (ws,))] == 0
 
 
 def test_healthz_follows_the_last_successful_turn(tmp_path):

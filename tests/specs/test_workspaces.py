@@ -59,6 +59,7 @@ def test_affected_maps_paths_to_the_deepest_workspace(tmp_path):
     assert affected(tmp_path, ["teams/vision/argus.yaml", "teams/nlp/x.yaml"]) == [nlp, vision]
     assert affected(tmp_path, [tmp_path / "teams/vision/jobs/b.yaml"]) == [vision]  # absolute paths too
     assert affected(tmp_path, []) == []
+    assert affected(tmp_path / "teams", [tmp_path / "gone" / "argus.yaml", tmp_path / "teams" / "nlp" / "x"]) == [nlp]
 
 
 def test_a_deleted_argus_yaml_leaves_its_workspace_affected_and_the_one_around_it(tmp_path):
@@ -103,3 +104,10 @@ def test_slugs_are_safe_and_unique():
     assert len(set(made.values())) == 4
     assert all(set(text) <= set("abcdefghijklmnopqrstuvwxyz0123456789-") and len(text) <= 60 for text in made.values())
     assert made["teams/nlp"].startswith("teams-nlp-") and made["teams-nlp"].startswith("teams-nlp-")
+
+
+def test_a_workspace_made_by_init_is_found_although_it_holds_the_editor_schema_in_argus_dir(tmp_path):
+    made = _workspace(tmp_path / "teams" / "nlp")
+    (made / ".argus").mkdir()  # argus init writes .argus/argus.schema.json there
+    (made / ".argus" / "argus.schema.json").write_text("{}")
+    assert discover(tmp_path) == [made]

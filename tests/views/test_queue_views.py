@@ -149,10 +149,11 @@ def test_metrics_gauge_waiting_jobs_positions_and_gpus_held_and_drop_what_is_gon
     first = samples(metrics)
     metrics.record(report(Plan(workspace="team-a", changes=()), {"local": {}}))
     second = samples(metrics)
-    assert first[("argus_queue_waiting", (("cluster", "local"),))] == 1
-    assert first[("argus_queue_position", (("cluster", "local"), ("job", "a2")))] == 2
+    team_a = ("workspace", "team-a")
+    assert first[("argus_queue_waiting", (("cluster", "local"), team_a))] == 1
+    assert first[("argus_queue_position", (("cluster", "local"), ("job", "a2"), team_a))] == 2
     assert first[("argus_gpus_held", (("cluster", "local"), ("workspace", "team-b")))] == 1
-    assert second[("argus_queue_waiting", (("cluster", "local"),))] == 0
+    assert second[("argus_queue_waiting", (("cluster", "local"), team_a))] == 0
     assert not [key for key in second if key[0] in ("argus_queue_position", "argus_gpus_held")]
 
 

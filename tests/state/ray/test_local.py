@@ -151,3 +151,17 @@ def test_the_ports_of_a_cluster_are_never_handed_out_twice():
     offer a port it offered a moment ago, and two alike made `ray start` fail."""
     ports = [local._free_port() for _ in range(500)]
     assert len(set(ports)) == len(ports)
+
+
+def test_local_up_without_the_ray_cli_says_which_extra_installs_it_and_starts_nothing(tmp_path, argus, monkeypatch):
+    """argus's base install has no Ray (validate, plan and serve never import it): `argus local up` in such an
+    environment names the extra, before writing any state or starting any process."""
+    bare = tmp_path / "venv" / "bin"
+    bare.mkdir(parents=True)
+    monkeypatch.setattr("sys.executable", str(bare / "python"))  # an interpreter with no `ray` beside it
+    state_dir = tmp_path / "local"
+    monkeypatch.setenv("ARGUS_LOCAL_DIR", str(state_dir))
+    refused = argus("local", "up", "--dashboard-port", "0")
+    assert refused.code == 1
+    assert "pip install 'argus-ray[local]'" in refused.err and str(bare / "ray") in refused.err
+    assert not state_dir.exists() and local.load(state_dir) is None
