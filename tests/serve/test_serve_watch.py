@@ -43,27 +43,12 @@ def team(tmp_path: Path, name: str, cluster: local.LocalCluster) -> tuple[Worksp
 
 def all_gpus_job(ws: Workspace, shared: Path, name: str) -> None:
     """A job holding all 3 GPUs (in Ray too: its driver reserves them) for RUN_SECONDS, logging when it ran."""
-    log = shared / "ran.log"
-    code = (f"import time; f = open({str(log)!r}, 'a'); f.write('start {name} %f\\n' % time.time()); "
-            f"f.flush(); time.sleep({RUN_SECONDS}); f.write('end {name} %f\\n' % time.time())")
-    ws.write(f"jobs/{name}.yaml", f"""
-        kind: Job
-        name: {name}
-        cluster: local
-        workload: command
-        entrypoint: [python3, -c, {json.dumps(code)}]
-        entrypoint_num_gpus: 3
-        demand: {{GPU: 3}}
-        """)
+    gpu_queue.gpu_job(ws, shared, name, gpus=3, extra="entrypoint_num_gpus: 3\n", seconds=RUN_SECONDS)
 
 
 def ran(shared: Path) -> dict[str, tuple[float, float]]:
-    seen: dict[str, dict[str, float]] = {}
-    log = shared / "ran.log"
-    for line in log.read_text().splitlines() if log.exists() else []:
-        what, job, at = line.split()
-        seen.setdefault(job, {})[what] = float(at)
-    return {job: (t["start"], t["end"]) for job, t in seen.items() if "end" in t}
+    """(start, end) of each job that ended, by its name in this one workspace."""
+    return {job.rpartition("/")[2]: (start, end) for job, start, end in gpu_queue.ran(shared)}
 
 
 class Loop:

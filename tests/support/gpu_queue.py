@@ -38,12 +38,13 @@ def team(tmp_path: Path, name: str, cluster: local.LocalCluster, shared: Path) -
     return ws
 
 
-def gpu_job(ws: Workspace, shared: Path, name: str, gpus: int = 2, priority: int = 0, extra: str = "") -> None:
-    """A job that holds `gpus` for RUN_SECONDS and logs when it started and ended."""
+def gpu_job(ws: Workspace, shared: Path, name: str, gpus: int = 2, priority: int = 0, extra: str = "",
+            seconds: float = RUN_SECONDS) -> None:
+    """A job that holds `gpus` for `seconds` and logs when it started and ended."""
     log = shared / "ran.log"
     code = (f"import time; f = open({str(log)!r}, 'a'); f.write('start {ws.name}/{name} %f\\n' % time.time()); "
-            f"f.flush(); time.sleep({RUN_SECONDS}); f.write('end {ws.name}/{name} %f\\n' % time.time())")
-    ws.write(f"jobs/{name}.yaml", f"""
+            f"f.flush(); time.sleep({seconds}); f.write('end {ws.name}/{name} %f\\n' % time.time())")
+    ws.write(f"jobs/{name}.yaml", textwrap.dedent(f"""
         kind: Job
         name: {name}
         cluster: local
@@ -51,13 +52,14 @@ def gpu_job(ws: Workspace, shared: Path, name: str, gpus: int = 2, priority: int
         entrypoint: [python3, -c, {json.dumps(code)}]
         demand: {{GPU: {gpus}}}
         priority: {priority}
-        """ + textwrap.dedent(extra))
+        """) + textwrap.dedent(extra))  # each dedented alone: one common indent of both would be none
 
 
 def ran(shared: Path) -> list[tuple[str, float, float]]:
     """(job, start, end) of every run that ended, by start time."""
     starts, ends = {}, {}
-    for line in (shared / "ran.log").read_text().splitlines():
+    log = shared / "ran.log"
+    for line in log.read_text().splitlines() if log.exists() else []:
         what, job, at = line.split()
         (starts if what == "start" else ends)[job] = float(at)
     return sorted(((job, starts[job], ends[job]) for job in ends), key=lambda r: r[1])
