@@ -17,6 +17,7 @@ from urllib.parse import quote
 from reconcile.report import OtherRun, TurnReport
 from reconcile.views.html import Kept, _dl, _e, _page, _table, _time, link, ray_link, took, workspace_parts
 from reconcile.views.queue import ClusterQueueView, queued
+from state.observed import ACTIVE
 
 
 @dataclass(frozen=True)
@@ -144,8 +145,13 @@ def _held(page: ClusterPage, queue: ClusterQueueView | None) -> str:
     return _table("GPUs held per workspace", ("Workspace", "GPUs"), rows) if rows else ""
 
 
+OTHER_RUNS_LISTED = 40
+"""Ray keeps finished runs, and their labels are anyone's to write: the page lists the active runs first, then
+the newest, and counts the rest, so any number of jobs cannot make it grow without end."""
+
+
 def _others(page: ClusterPage, acting: set[str]) -> str:
-    """Runs of the workspaces whose section shows no runs (not kept here, or standing by), newest first."""
+    """Runs of the workspaces whose section shows no runs (not kept here, or standing by): active first, then newest."""
     seen: dict[str, OtherRun] = {}
     for s in page.workspaces:
         for run in s.report.others if s.report else ():
@@ -153,12 +159,16 @@ def _others(page: ClusterPage, acting: set[str]) -> str:
                 seen.setdefault(run.submission_id, run)
     if not seen:
         return ""
+    ranked = sorted(seen.values(), key=lambda r: (r.status not in ACTIVE, -r.started_at, r.submission_id))
     rows = [(_e(r.workspace), f"job.{_e(r.job)}", f"<code>{_e(r.submission_id)}</code>", _e(r.status),
              _time(r.started_at), _time(r.ended_at), took(r.started_at, r.ended_at), ray_link(page.address,
                                                                                               r.submission_id))
-            for r in sorted(seen.values(), key=lambda r: (-r.started_at, r.submission_id))]
+            for r in ranked[:OTHER_RUNS_LISTED]]
     head = ("Workspace", "Job", "Run", "Status", "Started", "Ended", "Took", "Ray")
-    return _table("Runs of the other workspaces (not kept here, or kept on standby)", head, rows)
+    more = len(ranked) - OTHER_RUNS_LISTED
+    rest = (f"<p>{more} older run(s) not shown: <code>argus status --all-workspaces</code> lists every one.</p>"
+            if more > 0 else "")
+    return _table("Runs of the other workspaces (not kept here, or kept on standby)", head, rows) + rest
 
 
 def _section(shown: Shown, now: float) -> str:

@@ -7,7 +7,7 @@ import re
 
 from reconcile.model import Action, Change, Plan, QueueInfo, RunView
 from reconcile.report import OtherRun, TurnReport
-from reconcile.views.cluster_html import Shown, cluster_pages, render_cluster, render_index
+from reconcile.views.cluster_html import OTHER_RUNS_LISTED, Shown, cluster_pages, render_cluster, render_index
 from reconcile.views.html import Kept, Site
 from reconcile.views.links import commit_url, ray_job_url, web_url
 from reconcile.views.queue import ClusterQueueView, Held, Waiting
@@ -88,6 +88,19 @@ def test_hostile_addresses_names_and_reasons_never_become_markup_or_links():
     assert set(re.findall(r'href="([^"]*)"', html)) <= {*(f"#{a}" for a in re.findall(r'id="([^"]*)"', html)),
                                                         "/logs/train-a1", "/clusters/local"}
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_runs_of_forged_workspaces_cannot_make_the_page_grow_without_end():
+    """Labels are anyone's to write and Ray keeps finished runs: 3,000 finished runs each claiming its own
+    workspace list as the newest 40 at most, counted beyond, and a running one is never pushed off."""
+    flood = tuple(OtherRun("local", f"forged-{i}", "j", f"f-{i}", RunStatus.SUCCEEDED, NOW - i, NOW - i + 1)
+                  for i in range(3000))
+    running = OtherRun("local", "vision", "vit", "vit-old", RunStatus.RUNNING, NOW - 10_000)
+    (page,) = cluster_pages([Shown(shown("nlp").kept, turn("nlp", standby=None, others=(*flood, running)))])
+    html = render_cluster(page, NOW)
+    assert html.count("<code>f-") == OTHER_RUNS_LISTED - 1 and "<code>f-0</code>" in html
+    assert "<code>vit-old</code>" in html, "an active run comes first, however old"
+    assert f"{3001 - OTHER_RUNS_LISTED} older run(s) not shown" in html
 
 
 # --- helpers ---------------------------------------------------------------------------------------
