@@ -19,6 +19,7 @@ from reconcile.execute.refresh import refresh_records
 from reconcile.model import Plan, PlanOptions
 from reconcile.views.human import render_outcomes, render_plan
 from specs.desired import DesiredState
+from specs.diagnostics import plain
 from specs.errors import ArgusError
 
 if TYPE_CHECKING:
@@ -71,7 +72,8 @@ def run_saved(plan_file: Path, directory: Path | None, options: ApplyOptions) ->
     stored = saved.read(plan_file)
     if directory is None:
         directory = workspace_of(plan_file, stored, Path.cwd())
-        typer.echo(f"{plan_file} is a plan of workspace {stored.workspace}: applying it at {directory}", err=True)
+        typer.echo(f"{plan_file} is a plan of workspace {plain(stored.workspace, lines=False)}: applying it at "
+                   f"{plain(str(directory), lines=False)}", err=True)
     desired = load(directory)
     if stored.workspace != desired.workspace.name:
         raise ArgusError(f"{plan_file} is a plan of workspace {stored.workspace!r}, not of {desired.workspace.name!r} "

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from reconcile.boundary import EXIT_OK
+from specs.diagnostics import plain
 from specs.errors import ArgusError
 
 if TYPE_CHECKING:
@@ -29,11 +30,15 @@ def show(plan_file: Path, output_format: str, colour: bool) -> int:
 
 
 def header(stored: SavedPlan) -> str:
-    where = f" at {stored.workspace_dir}" if stored.workspace_dir else ""
-    origin = f" of {stored.repository}" if stored.repository else ""
-    commit = stored.commit[:12] if stored.commit != "none" else "no commit"
-    return (f"Saved plan {stored.plan_id} of workspace {stored.workspace}{where}{origin}, made {stored.created_at} "
-            f"at {commit} by argus {stored.argus_version}.\n")
+    """The file's own words, each as plain visible text: a plain seal can be recomputed by whoever edits the
+    file, so its fields may carry terminal escapes or line breaks that would forge what the reader sees."""
+    shown = {name: plain(str(getattr(stored, name)), lines=False) for name in
+             ("plan_id", "workspace", "workspace_dir", "repository", "created_at", "argus_version", "commit")}
+    where = f" at {shown['workspace_dir']}" if stored.workspace_dir else ""
+    origin = f" of {shown['repository']}" if stored.repository else ""
+    commit = shown["commit"][:12] if stored.commit != "none" else "no commit"
+    return (f"Saved plan {shown['plan_id']} of workspace {shown['workspace']}{where}{origin}, made "
+            f"{shown['created_at']} at {commit} by argus {shown['argus_version']}.\n")
 
 
 def workspace_of(plan_file: Path, stored: SavedPlan, start: Path) -> Path:
