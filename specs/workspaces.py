@@ -83,15 +83,15 @@ def owner(workspaces: Iterable[Path], path: Path) -> Path | None:
     return max(holding, key=lambda w: len(w.parts), default=None)
 
 
-def affected(root: Path, changed_paths: Iterable[str | Path]) -> list[Path]:
+def affected(root: Path, changed_paths: Iterable[str | Path], existing: list[Path] | None = None) -> list[Path]:
     """The workspaces under `root` that the changed paths (relative to `root`, or absolute) touch, sorted.
 
     A path belongs to the deepest workspace holding it, as the loader reads it. A deleted argus.yaml
     (the path names one that no longer exists) makes its directory affected too, although discover no
     longer finds it: that workspace's jobs still run on the cluster, and whoever plans it must be told
     (`argus plan` says what to do, see docs/workspaces.md); the files it held now belong to the
-    workspace around it, if any, which is affected as well."""
-    existing = discover(root)
+    workspace around it, if any, which is affected as well. `existing`: discover(root), when already walked."""
+    existing = discover(root) if existing is None else existing
     hit: set[Path] = set()
     for changed in changed_paths:
         path = root / changed

@@ -31,8 +31,13 @@ class Found:
 
 
 def run(root: Path, changed_from: str | None, as_json: bool) -> int:
-    found = find(root, changed_from)
-    names = slugs(every_workspace(root) | {f.shown for f in found})
+    # Slugs are made unique among every workspace of the repository, not only those listed, so a plan run
+    # and the apply run after it (each listing what its diff changed) give a workspace the same artifact,
+    # concurrency group and environment. The one walk of the repository serves the listing too.
+    _, _, base = located(root)
+    everyone = discover(base)
+    found = find(root, changed_from, everyone)
+    names = slugs({shown(path, base) for path in everyone} | {f.shown for f in found})
     rows = [{"dir": f.shown, "name": workspace_name(f.path) if not f.removed else "", "slug": names[f.shown],
              **({"removed": True} if f.removed else {})} for f in found]
     if as_json:
@@ -46,33 +51,31 @@ def run(root: Path, changed_from: str | None, as_json: bool) -> int:
     return EXIT_OK
 
 
-def find(root: Path, changed_from: str | None) -> list[Found]:
-    """The workspaces under `root` (every one, or those changed since the ref), named from the repository."""
-    from state.code.gitinfo import changed_since, repository_root
+def find(root: Path, changed_from: str | None, everyone: list[Path] | None = None) -> list[Found]:
+    """The workspaces under `root` (every one, or those changed since the ref), named from the repository.
+    `everyone`: discover() of the repository's root, when the caller has walked it already."""
+    from state.code.gitinfo import changed_since
+
+    top, repository, base = located(root)
+    walked = everyone if everyone is not None and top == base else None
+    if changed_from is None:
+        paths = walked if walked is not None else discover(top)
+    elif repository is None:
+        raise ArgusError(f"--changed-from needs a git repository, and {root} is not in one")
+    else:
+        paths = affected(top, [repository / name for name in changed_since(repository, changed_from)], walked)
+    return [Found(shown(path, base), path, not (path / WORKSPACE_FILE).is_file()) for path in paths]
+
+
+def located(root: Path) -> tuple[Path, Path | None, Path]:
+    """`root` resolved, the git repository holding it (or None), and the base its workspaces are named from."""
+    from state.code.gitinfo import repository_root
 
     top = root.resolve()
     if not top.is_dir():
         raise ArgusError(f"{root}: no such directory")
     repository = repository_root(top)
-    base = repository or top
-    if changed_from is None:
-        paths = discover(top)
-    elif repository is None:
-        raise ArgusError(f"--changed-from needs a git repository, and {root} is not in one")
-    else:
-        paths = affected(top, [repository / name for name in changed_since(repository, changed_from)])
-    return [Found(shown(path, base), path, not (path / WORKSPACE_FILE).is_file()) for path in paths]
-
-
-def every_workspace(root: Path) -> set[str]:
-    """Every workspace of the repository holding `root`, as shown: slugs are made unique among them all, not
-    only among those listed, so a plan run and the apply run after it (each listing what its diff changed)
-    give a workspace the same artifact, concurrency group and environment."""
-    from state.code.gitinfo import repository_root
-
-    top = root.resolve()
-    base = repository_root(top) or top
-    return {shown(path, base) for path in discover(base)}
+    return top, repository, repository or top
 
 
 def found_at(directory: Path) -> Found:
