@@ -265,7 +265,7 @@ def _events(desired: DesiredState, observed, plan: Plan, out: Outcome, options: 
     found += ev.drifted_events(ws, plan, clock)
     drift = ev.drift_event(ws, out.unapplied, clock)
     found += [drift] if drift else []
-    return [e.model_copy(update={"commit": out.commit}) for e in (*out.events, *(_with_record(desired, e)
+    return [e.model_copy(update={"commit": out.commit}) for e in (*out.events, *(_with_record(desired, observed, e)
                                                                                  for e in found))]
 
 
@@ -276,16 +276,17 @@ def _log_activity(desired: DesiredState, runs: dict) -> dict[str, float]:
     return log_changed_at(desired.shared_roots, running)
 
 
-def _with_record(desired: DesiredState, event: Event) -> Event:
+def _with_record(desired: DesiredState, observed, event: Event) -> Event:
     """Evidence and advice from the run's record, which this turn's refresh may just have written; its end
-    (exit code, time) from the exit.json the run wrote, for the events about a run that ended."""
+    (exit code, time) from the exit.json the run wrote, for the events about a run that ended: as this turn
+    observed it, read again only for a run whose end the observation did not hold."""
     if not event.submission_id or event.cluster not in desired.shared_roots:
         return event
     from state.runs.records import read_end, read_record
 
     root = desired.shared_roots[event.cluster]
     if event.kind in ENDED_KINDS:
-        end = read_end(root, event.submission_id)
+        end = observed.ends.get(event.submission_id) or read_end(root, event.submission_id)
         if end is not None:
             event = event.model_copy(update={"exit_code": end.exit_code, "ended_at": end.ended_at or None})
     if event.evidence:
