@@ -15,7 +15,6 @@ import hmac
 import json
 import os
 import tempfile
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,8 +32,6 @@ file is read as before: its workspace is --dir, or the current directory."""
 LOCATION_FIELDS = {"workspace_dir", "repository"}
 PLAN_KEY = "ARGUS_PLAN_KEY"
 """Set it where plans are made and applied (CI secrets), and a plan file can't be forged without it."""
-DISTRIBUTION = "argus-ray"
-"""The name on the package index (`argus` there is another project); the command is `argus`."""
 
 
 class SavedPlan(Frozen):
@@ -58,13 +55,6 @@ class SavedPlan(Frozen):
     """hmac-sha256 when ARGUS_PLAN_KEY was set: only who holds the key can write a plan apply accepts."""
     digest: str = ""
     """The seal over everything above: a file edited after argus wrote it is refused."""
-
-
-def argus_version() -> str:
-    try:
-        return version(DISTRIBUTION)
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def write(path: Path, saved: SavedPlan) -> None:

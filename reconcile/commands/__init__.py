@@ -1,2 +1,2 @@
 """One module per CLI command; each exposes run(...) -> exit code.
-May import: specs, state.*, model, report, saved, boundary, plan, execute, views, serve."""
+May import: specs, state.*, model, report, saved, boundary, version, plan, execute, views, serve."""

@@ -6,7 +6,6 @@ a second workspace's init writes only the workspace and says the CI is there. No
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import re
 from pathlib import Path
@@ -14,7 +13,8 @@ from pathlib import Path
 import typer
 
 from reconcile.boundary import EXIT_OK
-from reconcile.commands.install_source import DISTRIBUTION, InstallSource, detect, given
+from reconcile.commands.install_source import InstallSource, detect, given
+from reconcile.version import installed_version
 from specs.errors import ArgusError
 
 SCHEMA = ".argus/argus.schema.json"
@@ -113,7 +113,7 @@ def github_files(source: InstallSource) -> dict[str, str]:
 
 
 def requirements(source: InstallSource) -> str:
-    version = importlib.metadata.version(DISTRIBUTION)
+    version = installed_version()  # "unknown" rather than a crash where argus runs uninstalled
     return ("# The one pin of argus for CI: the workflows install exactly this, from the base branch's copy of this\n"
             "# file (never from a pull request's). Upgrade argus by changing this line in a pull request of its own.\n"
             f"# Written by `argus init` of argus {version}, from {source.origin}.\n"

@@ -17,9 +17,9 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 from urllib.request import url2pathname
 
+from reconcile.version import DISTRIBUTION
 from specs.errors import ArgusError
 
-DISTRIBUTION = "argus-ray"
 COMMIT = re.compile(r"[0-9a-f]{40}")
 PIN = re.compile(rf"{DISTRIBUTION}==[0-9A-Za-z.!+-]+")
 SCP = re.compile(r"(?P<user>[\w.-]+)@(?P<host>[\w.-]+):(?P<path>[^/].*)")

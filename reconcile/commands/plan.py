@@ -12,6 +12,7 @@ from reconcile.boundary import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
 from reconcile.commands.common import check_addresses, load, shown_from, shown_prefix
 from reconcile.execute.cycle import connect, observe_and_plan
 from reconcile.model import Plan, PlanOptions
+from reconcile.version import installed_version
 from reconcile.views.human import render_plan
 from specs.desired import DesiredState
 from specs.errors import ArgusError
@@ -93,7 +94,7 @@ def save(path: Path, desired: DesiredState, plan: Plan) -> None:
 
     where = location_of(desired.root)
     saved.write(path, saved.SavedPlan(
-        format_version=saved.FORMAT_VERSION, argus_version=saved.argus_version(), workspace=plan.workspace,
+        format_version=saved.FORMAT_VERSION, argus_version=installed_version(), workspace=plan.workspace,
         plan_id=uuid.uuid4().hex[:12], created_at=now(), desired_digest=desired_digest(desired),
         commit=desired_commit(desired.root).commit, plan=plan, workspace_dir=where.directory,
         repository=where.repository))
