@@ -137,11 +137,11 @@ def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callabl
 
 def _tell(desired: DesiredState, observed, plan: Plan, out: Outcome, options: TurnOptions) -> None:
     from reconcile.plan.runs import runs_by_job
-    from reconcile.views.queue import gpus_held, other_runs, queues_of
+    from reconcile.views.queue import other_runs, queues_of
 
     out.plan, out.runs = plan, runs_by_job(desired.workspace.name, observed)
-    out.gpus_held = gpus_held(observed)
     out.queues = tuple(queues_of(observed, sorted(desired.clusters)))  # the page's shared queue
+    out.gpus_held = {queue.cluster: queue.gpus_held for queue in out.queues if not queue.unseen}  # worked out once
     out.others = other_runs(desired.workspace.name, observed)
     applied = set(out.applied)
     out.unapplied = [(c.address, c.action.value, _decision(c)) for c in plan.actionable if c.address not in applied]
