@@ -48,6 +48,8 @@ class Action(str, Enum):
     """A new attempt of a failed run of the same spec."""
     PREEMPT = "preempt", "-", 1, "red"
     """Stop a preemptible run for a higher-priority job that cannot otherwise fit; it waits in the queue again."""
+    DEADLINE = "deadline", "-", 1, "red"
+    """Stop an active run past its job's max_runtime (reconcile.plan.deadline); its end is classed `deadline`."""
     QUEUE = "queue", "~", 2, "cyan"
     """A run that waits in the cluster's admission queue until its whole demand fits (reconcile.plan.queue)."""
     DELETE = "delete", "-", 4, "red"
@@ -95,6 +97,9 @@ class SubmitStep(StepModel):
     submitting; a run that no longer fits waits in the queue instead."""
     seen: float | None = None
     """When its plan observed the world: its arrival in the queue if it was never queued before."""
+    max_runtime: int | None = None
+    """The job's max_runtime in seconds: the run gets MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP (submit
+    time + this) in its env, so verl saves a checkpoint before argus stops it. Outside the Submission."""
 
     def describe(self) -> str:
         return f"submit {self.submission_id} to cluster {self.cluster}"
@@ -125,6 +130,10 @@ class StopStep(StepModel):
     preempted_for: str | None = None
     """`<workspace>/<job>` of the higher-priority job this stop makes room for: the run's record says
     it was preempted, so the planner queues a new attempt that resumes from its checkpoint."""
+
+    deadline: float | None = None
+    """Epoch seconds of the run's deadline (its job's max_runtime) when this stop is for it: the run's
+    record is marked `deadline` before the stop, so its end is classed so."""
 
     def describe(self) -> str:
         return f"stop {self.submission_id} on cluster {self.cluster} and wait until it has stopped"
@@ -285,6 +294,8 @@ class Change(Frozen):
     """For a job with a demand that wants to start: admitted now, or its place in the queue."""
     verl: VerlNote | None = None
     """For a verl job that starts or waits: its verl version, entry, pools and resume, for people."""
+    deadline_at: float | None = None
+    """Epoch seconds when the job's active run reaches its max_runtime (its Ray start time + max_runtime)."""
 
 
 class QueueInfo(Frozen):

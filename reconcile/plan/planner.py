@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from reconcile.model import Action, Change, Plan, PlanOptions, RunView, StopStep, SubmitStep
 from reconcile.plan.code import code_ref, plan_dirs, plan_prune, plan_snapshots
+from reconcile.plan.deadline import with_deadlines
 from reconcile.plan.diff import field_diff
 from reconcile.plan.queue import plan_admission
 from reconcile.plan.runs import is_active, newest, ownership_diagnostics, runs_by_job, unmanaged
@@ -22,6 +23,7 @@ from specs.diagnostics import Diagnostic
 from specs.models import Job
 from specs.submission import RunId, Submission, resolve
 from state.observed import MAYBE_RUNNING, PREEMPTED, ObservedState, RunStatus
+from state.runs.failures import DEADLINE
 
 
 def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | None = None) -> Plan:
@@ -32,6 +34,7 @@ def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | 
     changes += code_changes
     broken = {d.address for d in diagnostics}
     job_changes, job_diagnostics = _plan_jobs(desired, observed, runs, options, broken)
+    job_changes = with_deadlines(desired.jobs, job_changes, runs, observed.observed_at)
     changes += job_changes
     diagnostics += job_diagnostics
     diagnostics += _world_diagnostics(desired, observed)
@@ -218,7 +221,8 @@ def _retryable(job: Job, last: RunView, mine: list[RunView]) -> bool:
     policy = job.retry
     if policy is None or last.failure not in policy.on or _spent(mine) > policy.max_attempts:
         return False
-    return not last.on_ray or last.status is RunStatus.FAILED
+    return not last.on_ray or last.status is RunStatus.FAILED or (last.failure == DEADLINE
+                                                                   and last.status is RunStatus.STOPPED)
 
 
 def _submit(address: str, sub: Submission, run: RunId, runs: list[RunView], older_active: list[RunView],
