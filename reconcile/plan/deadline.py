@@ -13,6 +13,9 @@ from datetime import datetime, timezone
 
 from reconcile.model import Action, Change, RunView, StopStep, SubmitStep
 from reconcile.plan.runs import is_active, newest
+from specs.address import Address
+from specs.desired import DesiredState
+from specs.diagnostics import Diagnostic
 from specs.duration import shown
 from specs.models import Job
 
@@ -76,3 +79,26 @@ def _with_max_runtime(change: Change, max_runtime: int) -> Change:
     steps = tuple(s.model_copy(update={"max_runtime": max_runtime}) if isinstance(s, SubmitStep) else s
                   for s in change.steps)
     return change.model_copy(update={"steps": steps})
+
+
+def early_save_warnings(desired: DesiredState) -> list[Diagnostic]:
+    """A verl job with a max_runtime that verl will not save a checkpoint before: verl saves early only from
+    its PPO trainer (GRPO's too), and only when trainer.save_freq is positive (verl.trainer.ppo.ray_trainer:
+    `save_freq > 0 and (... or esi_close_to_expiration)`)."""
+    found = []
+    for name, job in sorted(desired.jobs.items()):
+        if job.max_runtime is None or job.workload == "command":
+            continue
+        freq = job.trainer.save_freq if job.trainer else None
+        if job.workload == "sft":
+            why = ("verl's SFT trainers do not save early before an expiration time: a run stopped at its "
+                   "max_runtime resumes from its last trainer.save_freq checkpoint")
+        elif not isinstance(freq, int) or freq <= 0:
+            why = ("verl saves a checkpoint before the deadline only when trainer.save_freq is positive: set "
+                   "`trainer.save_freq` (steps between saves, > 0), or a run stopped at its max_runtime starts over")
+        else:
+            continue
+        address = Address.job(name)
+        found.append(Diagnostic(severity="warning", address=address, field="max_runtime",
+                                message=f"{address}: {why}").located(desired.source(address)))
+    return found

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from reconcile.model import Action, Change, Plan, PlanOptions, RunView, StopStep, SubmitStep
 from reconcile.plan.code import code_ref, plan_dirs, plan_prune, plan_snapshots
-from reconcile.plan.deadline import with_deadlines
+from reconcile.plan.deadline import early_save_warnings, with_deadlines
 from reconcile.plan.diff import field_diff
 from reconcile.plan.queue import plan_admission
 from reconcile.plan.runs import is_active, newest, ownership_diagnostics, runs_by_job, unmanaged
@@ -38,7 +38,7 @@ def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | 
     changes += job_changes
     diagnostics += job_diagnostics
     diagnostics += _world_diagnostics(desired, observed)
-    diagnostics += verl_diagnostics(desired, observed)
+    diagnostics += verl_diagnostics(desired, observed) + early_save_warnings(desired)
     flagged = {d.address for d in diagnostics if d.severity == "error"}
     changes, admission = plan_admission(desired, observed, changes, flagged, runs)
     diagnostics += admission + resume_diagnostics(desired, observed, changes)
