@@ -66,7 +66,6 @@ def workload_diagnostics(job: Job, src: Source) -> list[Diagnostic]:
         found.append(at("entrypoint", f"`workload: {job.workload}` builds its own entrypoint (verl)",
                         hint="put extra Hydra settings in `overrides:`"))
     found += _verl_field_diagnostics(job, at)
-    found += _early_save(job, src)
     for index, override in enumerate(job.overrides):
         field = verl.typed_override(override, job.workload)
         if field is not None:
@@ -90,23 +89,6 @@ def _verl_field_diagnostics(job: Job, at: Callable[..., Diagnostic]) -> list[Dia
             found.append(at(f"trainer.{name}", "`after_each_epoch` is the SFT trainers' value: verl's PPO trainer "
                                                "counts steps; give a number of steps (-1: never)"))
     return found + _entry_diagnostics(job, at)
-
-
-def _early_save(job: Job, src: Source) -> list[Diagnostic]:
-    """verl saves before a max_runtime only from its PPO trainer (GRPO's too), and only when trainer.save_freq
-    is positive (verl.trainer.ppo.ray_trainer: `save_freq > 0 and (... or esi_close_to_expiration)`)."""
-    if job.max_runtime is None:
-        return []
-    if job.workload == "sft":
-        why = ("verl's SFT trainers do not save early before an expiration time, so a run stopped at its "
-               "max_runtime resumes from its last trainer.save_freq checkpoint")
-    elif not isinstance(freq := (job.trainer.save_freq if job.trainer else None), int) or freq <= 0:
-        why = ("verl saves a checkpoint before the deadline only when trainer.save_freq is positive: set "
-               "`trainer.save_freq` (steps between saves, > 0) or the run stopped at its max_runtime starts over")
-    else:
-        return []
-    return [Diagnostic(severity="warning", address=Address.job(job.name), field="max_runtime",
-                       message=why).located(src)]
 
 
 def _entry_diagnostics(job: Job, at: Callable[..., Diagnostic]) -> list[Diagnostic]:
