@@ -22,8 +22,7 @@ from specs.desired import DesiredState, Source
 from specs.diagnostics import Diagnostic
 from specs.models import Job
 from specs.submission import RunId, Submission, resolve
-from state.observed import MAYBE_RUNNING, PREEMPTED, ObservedState, RunStatus
-from state.runs.failures import DEADLINE
+from state.observed import DEADLINE, MAYBE_RUNNING, PREEMPTED, ObservedState, RunStatus
 
 
 def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | None = None) -> Plan:

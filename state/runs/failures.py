@@ -10,13 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from state.observed import PREEMPTED  # noqa: F401  (a class of its own: not a failure of the run)
+from state.observed import DEADLINE, PREEMPTED  # noqa: F401  (classes argus itself gives a stop)
 
 FAILURE_CLASSES = ("oom", "nccl_timeout", "node_lost", "config_error", "import_error", "runtime_env_setup",
                    "start_timeout", "user_code", "stopped", "unknown", "lost", "deadline")
-DEADLINE = "deadline"
-"""The failure field of a run argus stopped at its job's max_runtime (reconcile.plan.deadline); marked
-before the stop, as a preemption is, and kept by the refresh that sees the run STOPPED."""
 NEVER_RETRIED = frozenset({"config_error", "import_error", "user_code", "stopped"})
 """Running these again gives the same failure: a retry policy may not name them."""
 
