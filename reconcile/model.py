@@ -12,7 +12,7 @@ from specs.base import Frozen
 from specs.diagnostics import Diagnostic
 from specs.models import Name
 from specs.submission import SUBMISSION_ID_PATTERN, Submission
-from state.observed import ACTIVE, LAYOUT, MAYBE_RUNNING, PREEMPTED, RunStatus
+from state.observed import ACTIVE, DEADLINE, LAYOUT, MAYBE_RUNNING, PREEMPTED, RunStatus
 from state.runs.failures import advice_for
 
 SNAPSHOT_PATH_PATTERN = r"^common/code/[a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9-]{0,62}$"
@@ -243,7 +243,8 @@ class RunView(Frozen):
     @property
     def health(self) -> str:
         if self.on_ray:
-            failed = self.failure and self.status is RunStatus.FAILED
+            failed = self.failure and (self.status is RunStatus.FAILED
+                                       or (self.failure == DEADLINE and self.status is RunStatus.STOPPED))
             if self.drifted:
                 return f"{self.status} ({self.drifted})"
             return f"{self.status} ({self.failure})" if failed else self.status.value

@@ -15,6 +15,7 @@ from reconcile.model import Action, Change, FieldChange, Plan, RunView
 from reconcile.views.argv import argv_lines, field_argv_diff
 from reconcile.views.others import unmanaged_lines
 from specs.diagnostics import Diagnostic, plain, printable
+from state.observed import DEADLINE, RunStatus
 
 _MARK_COLOURS = {"-": "red", "+": "green"}
 STATUS_WIDTH = 100
@@ -142,9 +143,10 @@ def health_of(change: Change, unseen: Unseen | None = None) -> str | None:
 
 
 def failed_run(change: Change) -> RunView | None:
-    """The job's current run when it failed or was lost: the run status explains."""
+    """The job's current run when it failed, was lost or was stopped at its max_runtime: the run status explains."""
     run = change.current
-    return run if run is not None and run.failed else None
+    at_deadline = run is not None and run.failure == DEADLINE and run.status is RunStatus.STOPPED
+    return run if run is not None and (run.failed or at_deadline) else None
 
 
 def _failure_lines(change: Change) -> list[str]:
