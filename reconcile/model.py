@@ -136,7 +136,8 @@ class StopStep(StepModel):
     record is marked `deadline` before the stop, so its end is classed so."""
 
     def describe(self) -> str:
-        return f"stop {self.submission_id} on cluster {self.cluster} and wait until it has stopped"
+        why = ", past its max_runtime," if self.deadline is not None else ""
+        return f"stop {self.submission_id} on cluster {self.cluster}{why} and wait until it has stopped"
 
 
 class MkdirStep(StepModel):
