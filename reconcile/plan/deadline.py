@@ -65,7 +65,7 @@ def _deadline_change(change: Change, job: Job, late: list[RunView], past: Mappin
     run = newest(late)
     limit = shown(job.max_runtime or 0)
     when = datetime.fromtimestamp(past[run.submission_id], tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    reason = f"{run.submission_id} passed its max_runtime of {limit} (deadline {when}): stopped, classed deadline"
+    reason = f"{run.submission_id} passed its max_runtime of {limit} (deadline {when}): stop it, classed deadline"
     steps = tuple(StopStep(cluster=r.cluster, submission_id=r.submission_id, deadline=past[r.submission_id])
                   for r in late)
     return change.model_copy(update={"action": Action.DEADLINE, "reason": reason, "current": run, "steps": steps,

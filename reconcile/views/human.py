@@ -129,6 +129,8 @@ def sync_of(change: Change, desired_jobs: set[str], unseen: Unseen | None = None
         return f"queued #{change.queue.position}" if change.queue else "queued"
     if change.action is Action.DRIFT:
         return "drifted"
+    if change.action is Action.DEADLINE:
+        return "past max_runtime"
     return "missing" if change.action is Action.SUBMIT and change.current is None else "changed"
 
 
