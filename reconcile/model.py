@@ -10,6 +10,7 @@ from pydantic import Field, StringConstraints
 
 from specs.base import Frozen
 from specs.diagnostics import Diagnostic
+from specs.duration import MAX_SECONDS
 from specs.models import Name
 from specs.submission import SUBMISSION_ID_PATTERN, Submission
 from state.observed import ACTIVE, DEADLINE, LAYOUT, MAYBE_RUNNING, PREEMPTED, RunStatus
@@ -97,7 +98,7 @@ class SubmitStep(StepModel):
     submitting; a run that no longer fits waits in the queue instead."""
     seen: float | None = None
     """When its plan observed the world: its arrival in the queue if it was never queued before."""
-    max_runtime: int | None = None
+    max_runtime: int | None = Field(default=None, ge=1, le=MAX_SECONDS)
     """The job's max_runtime in seconds: the run gets MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP (submit
     time + this) in its env, so verl saves a checkpoint before argus stops it. Outside the Submission."""
 
