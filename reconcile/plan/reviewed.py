@@ -61,8 +61,9 @@ def _decisions(changes: Iterable[Change]) -> dict[str, list[Change]]:
 
 def _deciding(plan: Plan) -> list[Change]:
     """The actionable changes, and the jobs that keep waiting in the queue: whether a run starts
-    now or waits for room is the world's doing, not a new decision (a reviewer approved the run)."""
-    return [c for c in plan.changes if c.action is not Action.NOOP]  # actionable or waiting: all but NOOP
+    now or waits for room is the world's doing, not a new decision (a reviewer approved the run). A stop
+    at a job's max_runtime is the clock's doing too: the reviewed spec (its digest checked) set the limit."""
+    return [c for c in plan.changes if c.action not in (Action.NOOP, Action.DEADLINE)]
 
 
 def _keys(changes: list[Change]) -> set[StepKey]:

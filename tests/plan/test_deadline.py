@@ -132,3 +132,15 @@ def test_a_verl_job_that_will_not_save_before_its_deadline_is_warned_about_at_it
     else:
         assert [(d.severity, str(d.where)) for d in found] == [("warning", "jobs/rl.yaml:9")]
         assert warned in found[0].text
+
+
+def test_a_saved_plan_reviewed_before_a_deadline_passed_is_not_stale_for_the_stop_the_limit_makes():
+    from reconcile.plan.reviewed import decision_differences
+
+    spec, other = job("train", max_runtime="1m"), job("eval")
+    running = run_of(spec, "RUNNING", started=START * 1000)
+    reviewed = plan(desired(spec, other), at(START + 30, running))
+    fresh = plan(desired(spec, other), at(START + 61, running))
+    assert [c.action for c in fresh.changes if c.address == "job.train"] == [Action.DEADLINE]
+    assert decision_differences(reviewed, fresh) == []
+    assert any(c.action is Action.DEADLINE for c in fresh.actionable)  # apply carries the fresh stop out
