@@ -144,3 +144,14 @@ def test_a_saved_plan_reviewed_before_a_deadline_passed_is_not_stale_for_the_sto
     assert [c.action for c in fresh.changes if c.address == "job.train"] == [Action.DEADLINE]
     assert decision_differences(reviewed, fresh) == []
     assert any(c.action is Action.DEADLINE for c in fresh.actionable)  # apply carries the fresh stop out
+
+
+def test_a_deadline_the_reviewed_plan_did_not_show_is_a_new_decision():
+    from reconcile.plan.reviewed import decision_differences
+
+    running = run_of(job("train"), "RUNNING", started=START * 1000)
+    reviewed = plan(desired(job("train")), at(START + 30, running))  # no limit when it was reviewed
+    fresh = plan(desired(job("train", max_runtime="1m")), at(START + 61, running))
+    assert [line.split(":")[0] for line in decision_differences(reviewed, fresh)] == ["job.train"]
+    moved = plan(desired(job("train", max_runtime="2m")), at(START + 30, running))  # shown, then moved earlier
+    assert decision_differences(moved, fresh) != []
