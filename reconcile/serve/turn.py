@@ -59,9 +59,9 @@ class Outcome:
 
 
 def choose(plan: Plan, sync_auto: bool, may_retry: bool = True) -> list[Change]:
-    """What the loop carries out: retries, preemptions, stops at a max_runtime and the runs an apply queued,
-    always (a job's own errors hold it back; an error elsewhere than on a job holds all back); with --sync auto
-    every change of an error-free plan.
+    """What the loop carries out: retries, preemptions and the runs an apply queued, always (a job's
+    own errors hold it back; an error elsewhere than on a job holds all back); with --sync auto
+    every change of an error-free plan. Stops at a job's max_runtime are carried out always too.
     Nothing when `may_retry` is False (a checkout that is not what was merged)."""
     if not may_retry:
         return []
