@@ -10,9 +10,10 @@ from pydantic import Field, StringConstraints
 
 from specs.base import Frozen
 from specs.diagnostics import Diagnostic
+from specs.duration import MAX_SECONDS
 from specs.models import Name
 from specs.submission import SUBMISSION_ID_PATTERN, Submission
-from state.observed import ACTIVE, LAYOUT, MAYBE_RUNNING, PREEMPTED, RunStatus
+from state.observed import ACTIVE, DEADLINE, LAYOUT, MAYBE_RUNNING, PREEMPTED, RunStatus
 from state.runs.failures import advice_for
 
 SNAPSHOT_PATH_PATTERN = r"^common/code/[a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9-]{0,62}$"
@@ -48,6 +49,8 @@ class Action(str, Enum):
     """A new attempt of a failed run of the same spec."""
     PREEMPT = "preempt", "-", 1, "red"
     """Stop a preemptible run for a higher-priority job that cannot otherwise fit; it waits in the queue again."""
+    DEADLINE = "deadline", "-", 1, "red"
+    """Stop an active run past its job's max_runtime (reconcile.plan.deadline); its end is classed `deadline`."""
     QUEUE = "queue", "~", 2, "cyan"
     """A run that waits in the cluster's admission queue until its whole demand fits (reconcile.plan.queue)."""
     DELETE = "delete", "-", 4, "red"
@@ -95,6 +98,9 @@ class SubmitStep(StepModel):
     submitting; a run that no longer fits waits in the queue instead."""
     seen: float | None = None
     """When its plan observed the world: its arrival in the queue if it was never queued before."""
+    max_runtime: int | None = Field(default=None, ge=1, le=MAX_SECONDS)
+    """The job's max_runtime in seconds: the run gets MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP (submit
+    time + this) in its env, so verl saves a checkpoint before argus stops it. Outside the Submission."""
 
     def describe(self) -> str:
         return f"submit {self.submission_id} to cluster {self.cluster}"
@@ -126,8 +132,13 @@ class StopStep(StepModel):
     """`<workspace>/<job>` of the higher-priority job this stop makes room for: the run's record says
     it was preempted, so the planner queues a new attempt that resumes from its checkpoint."""
 
+    deadline: float | None = None
+    """Epoch seconds of the run's deadline (its job's max_runtime) when this stop is for it: the run's
+    record is marked `deadline` before the stop, so its end is classed so."""
+
     def describe(self) -> str:
-        return f"stop {self.submission_id} on cluster {self.cluster} and wait until it has stopped"
+        why = ", past its max_runtime," if self.deadline is not None else ""
+        return f"stop {self.submission_id} on cluster {self.cluster}{why} and wait until it has stopped"
 
 
 class MkdirStep(StepModel):
@@ -234,7 +245,8 @@ class RunView(Frozen):
     @property
     def health(self) -> str:
         if self.on_ray:
-            failed = self.failure and self.status is RunStatus.FAILED
+            failed = self.failure and (self.status is RunStatus.FAILED
+                                       or (self.failure == DEADLINE and self.status is RunStatus.STOPPED))
             if self.drifted:
                 return f"{self.status} ({self.drifted})"
             return f"{self.status} ({self.failure})" if failed else self.status.value
@@ -285,6 +297,8 @@ class Change(Frozen):
     """For a job with a demand that wants to start: admitted now, or its place in the queue."""
     verl: VerlNote | None = None
     """For a verl job that starts or waits: its verl version, entry, pools and resume, for people."""
+    deadline_at: float | None = None
+    """Epoch seconds when the job's active run reaches its max_runtime (its Ray start time + max_runtime)."""
 
 
 class QueueInfo(Frozen):

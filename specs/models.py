@@ -10,6 +10,7 @@ from pydantic import Field, StringConstraints, ValidationInfo, field_validator, 
 
 from specs import secret_names
 from specs.base import Frozen
+from specs.duration import Duration
 from specs.git_urls import check_git_ref, check_git_token, check_git_url, check_source_path
 from specs.notifications import Notifications
 
@@ -240,7 +241,8 @@ class Trainer(Spec):
     """trainer.default_local_dir; defaults to ${shared_root}/outputs/checkpoints/<job>/run-<run>."""
 
 
-RetryableClass = Literal["oom", "nccl_timeout", "node_lost", "runtime_env_setup", "start_timeout", "unknown", "lost"]
+RetryableClass = Literal["oom", "nccl_timeout", "node_lost", "runtime_env_setup", "start_timeout", "unknown", "lost",
+                         "deadline"]
 
 
 class Retry(Spec):
@@ -308,6 +310,10 @@ class Job(Spec):
     """`command` only: everything the job holds at once, its driver included ({GPU: 2, CPU: 4}); it
     starts only when all of it is free. Default: the driver's own resources. verl jobs derive theirs
     from `trainer`. Outside the spec hash."""
+    max_runtime: Duration | None = None
+    """How long a run may last, from when Ray accepted it ("90m", "2h", "1h30m", "1d", or seconds): argus
+    stops it then and classes its end `deadline` (retried only if `retry.on` names it). verl saves a
+    checkpoint shortly before (docs/verl.md). Outside the spec hash: a change applies to the run under way."""
 
 
 def check_env_references(env: dict[str, str]) -> dict[str, str]:

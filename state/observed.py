@@ -31,6 +31,9 @@ class RunStatus(TextEnum):
 PREEMPTED = "preempted"
 """The failure field of a run argus stopped for a higher-priority job (reconcile.plan.preemption):
 not a failure of the run; it gets a new attempt when there is room again, whatever its retry policy."""
+DEADLINE = "deadline"
+"""The failure field of a run argus stopped at its job's max_runtime (reconcile.plan.deadline): marked
+before the stop, as a preemption is, and kept by the refresh that sees the run STOPPED."""
 TERMINAL = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.STOPPED})
 ACTIVE = frozenset({RunStatus.PENDING, RunStatus.RUNNING})
 UNCONFIRMED = frozenset({RunStatus.SUBMITTING, RunStatus.SUBMIT_FAILED})

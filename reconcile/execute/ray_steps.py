@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,12 @@ from state.observed import RunStatus
 from state.ray.client import ClusterUnreachable
 from state.runs import records
 from state.runs import secrets as run_secrets
-from state.runs.failures import PREEMPTED
+from state.runs.failures import DEADLINE, PREEMPTED
 from state.runs.records import job_dir
+
+EXPIRATION_VARIABLE = "MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP"
+"""verl's checkpoint manager saves early when this epoch time is near (verl.utils.checkpoint.checkpoint_manager.
+should_save_ckpt_esi): a run of a job with max_runtime gets its submit time + max_runtime here."""
 
 
 def submit(step: SubmitStep, world: World) -> Done:
@@ -86,7 +91,8 @@ def stop(step: StopStep, world: World) -> Done:
         world.runs.update(record, failure=PREEMPTED)  # first the mark: a crash after the stop still leaves it
     asked = world.runs.get(step.submission_id)
     if asked is not None:  # first the mark: a STOPPED run without it was stopped outside argus (drift)
-        world.runs.update(asked, stop_asked=records.now())
+        deadline = {"failure": DEADLINE} if step.deadline is not None else {}  # whatever the run wrote there
+        world.runs.update(asked, stop_asked=records.now(), **deadline)
     client.stop(step.submission_id)
     world.journal.touched.add(step.cluster)
     final = client.wait_terminal(step.submission_id, world.stop_timeout, progress=world.echo)
@@ -104,6 +110,8 @@ def payload_of(step: SubmitStep, shared_root: str, labels: dict[str, str]) -> di
     sub = step.submission
     secret = secret_refs(sub.env_vars)
     env = {k: expand(v, shared_root, step.submission_id) for k, v in sub.env_vars.items() if k not in secret}
+    if step.max_runtime is not None:  # verl saves a checkpoint when this is near (should_save_ckpt_esi)
+        env[EXPIRATION_VARIABLE] = f"{time.time() + step.max_runtime:.3f}"
     command = expand(sub.entrypoint, shared_root, step.submission_id)
     return {
         "entrypoint": wrapped(command, str(job_dir(shared_root, step.submission_id)), bool(secret)),

@@ -21,7 +21,7 @@ from state.audit.events import RunFinished
 from state.observed import TERMINAL, ClusterState, RayJob, RunRecord, RunStatus
 from state.runs import debug, records
 from state.runs import secrets as run_secrets
-from state.runs.failures import PREEMPTED, Evidence, advice_for, classify, evidence_of, matched_lines
+from state.runs.failures import DEADLINE, PREEMPTED, Evidence, advice_for, classify, evidence_of, matched_lines
 from state.runs.settle import SECRETS_GRACE
 
 
@@ -135,6 +135,8 @@ def _explained(world: World, record: RunRecord, evidence: Evidence) -> dict[str,
     """The run's failure class; for a failed run also the lines that made it and what to do about it."""
     if record.failure == PREEMPTED and evidence.status != RunStatus.FAILED:
         return {"failure": PREEMPTED}  # stopped by argus itself, for a job of higher priority
+    if record.failure == DEADLINE and evidence.status == RunStatus.STOPPED:
+        return {"failure": DEADLINE, "advice": advice_for(DEADLINE)}  # stopped by argus at its max_runtime
     failure = classify(evidence)
     if evidence.status != RunStatus.FAILED:
         return {"failure": failure}

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from reconcile.model import Action, Change, Plan, PlanOptions, RunView, StopStep, SubmitStep
 from reconcile.plan.code import code_ref, plan_dirs, plan_prune, plan_snapshots
+from reconcile.plan.deadline import early_save_warnings, with_deadlines
 from reconcile.plan.diff import field_diff
 from reconcile.plan.queue import plan_admission
 from reconcile.plan.runs import is_active, newest, ownership_diagnostics, runs_by_job, unmanaged
@@ -21,7 +22,7 @@ from specs.desired import DesiredState, Source
 from specs.diagnostics import Diagnostic
 from specs.models import Job
 from specs.submission import RunId, Submission, resolve
-from state.observed import MAYBE_RUNNING, PREEMPTED, ObservedState, RunStatus
+from state.observed import DEADLINE, MAYBE_RUNNING, PREEMPTED, ObservedState, RunStatus
 
 
 def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | None = None) -> Plan:
@@ -32,10 +33,11 @@ def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | 
     changes += code_changes
     broken = {d.address for d in diagnostics}
     job_changes, job_diagnostics = _plan_jobs(desired, observed, runs, options, broken)
+    job_changes = with_deadlines(desired.jobs, job_changes, runs, observed.observed_at)
     changes += job_changes
     diagnostics += job_diagnostics
     diagnostics += _world_diagnostics(desired, observed)
-    diagnostics += verl_diagnostics(desired, observed)
+    diagnostics += verl_diagnostics(desired, observed) + early_save_warnings(desired)
     flagged = {d.address for d in diagnostics if d.severity == "error"}
     changes, admission = plan_admission(desired, observed, changes, flagged, runs)
     diagnostics += admission + resume_diagnostics(desired, observed, changes)
@@ -218,7 +220,8 @@ def _retryable(job: Job, last: RunView, mine: list[RunView]) -> bool:
     policy = job.retry
     if policy is None or last.failure not in policy.on or _spent(mine) > policy.max_attempts:
         return False
-    return not last.on_ray or last.status is RunStatus.FAILED
+    return not last.on_ray or last.status is RunStatus.FAILED or (last.failure == DEADLINE
+                                                                   and last.status is RunStatus.STOPPED)
 
 
 def _submit(address: str, sub: Submission, run: RunId, runs: list[RunView], older_active: list[RunView],

@@ -20,7 +20,8 @@ StepKey = tuple[str, ...]
 
 def decision_differences(reviewed: Plan, fresh: Plan) -> list[str]:
     """One line per address whose decisions differ; empty when the fresh plan may be applied."""
-    before, after = _decisions(_deciding(reviewed)), _decisions(_deciding(fresh))
+    before = _decisions(_deciding(reviewed))
+    after = _decisions(c for c in _deciding(fresh) if not _foreseen(reviewed, c))
     everything = _decisions(fresh.changes)
     found = []
     for address in sorted(set(before) | set(after)):
@@ -28,6 +29,15 @@ def decision_differences(reviewed: Plan, fresh: Plan) -> list[str]:
         if _added(old, new) or _missing(old, new, everything.get(address, [])):
             found.append(f"{address}: reviewed {_describe(old)}; now {_describe(new)}")
     return found
+
+
+def _foreseen(reviewed: Plan, change: Change) -> bool:
+    """A DEADLINE change the reviewed plan showed coming: the same run with the same deadline (its
+    `deadline_at`, which every view prints). The clock's doing, not a new decision; a limit added or
+    moved since the review is one."""
+    return change.action is Action.DEADLINE and change.current is not None and any(
+        c.address == change.address and c.current is not None and c.deadline_at == change.deadline_at
+        and c.current.submission_id == change.current.submission_id for c in reviewed.changes)
 
 
 def replacements_done(reviewed: Plan, known_runs: set[str]) -> set[str]:

@@ -14,7 +14,9 @@ from datetime import datetime, timezone
 
 from reconcile.model import Action, Change, Plan, RunView, StopStep
 from reconcile.report import Event
+from specs.duration import shown
 from state.observed import RunStatus
+from state.runs.failures import DEADLINE, advice_for
 
 RECOVERED_AFTER = 300.0
 """Seconds a new attempt must be running (or have succeeded) before it counts as recovered."""
@@ -88,6 +90,30 @@ def preempted_events(workspace: str, changes: list[Change], done: set[str], cloc
                    next="waits in the queue; resumes from its checkpoint as a new attempt when there is room")
             for change in changes if change.action is Action.PREEMPT and change.address in done
             for step in change.steps if isinstance(step, StopStep)]
+
+
+def deadline_events(workspace: str, changes: list[Change], done: set[str], runs: Mapping[str, list[RunView]],
+                    limits: Mapping[str, int], clock: Clock) -> list[Event]:
+    """A run stopped at its job's max_runtime: by the loop this turn, or seen so (an apply stopped it).
+    Keyed by the run, so the two ways of seeing it make one notification."""
+    stopped = {(change.address.removeprefix("job."), step.cluster, step.submission_id)
+               for change in changes if change.address in done
+               for step in change.steps if isinstance(step, StopStep) and step.deadline is not None}
+    stopped |= {(job, run.cluster, run.submission_id) for job, views in runs.items() if (run := _newest(views))
+                and run.failure == DEADLINE and run.status is RunStatus.STOPPED and run.stop_asked}
+    return [_event(workspace, "deadline", f"deadline:{sid}", clock, job=job, cluster=cluster, submission_id=sid,
+                   failure=DEADLINE, advice=advice_for(DEADLINE),
+                   summary=f"job.{job}: run {sid} stopped at its max_runtime{_limit(limits.get(job))}",
+                   next="a new attempt if the job's retry.on names deadline; otherwise nothing")
+            for job, cluster, sid in sorted(stopped)]
+
+
+def _newest(views: list[RunView]) -> RunView | None:
+    return max(views, key=lambda r: r.started_at, default=None)
+
+
+def _limit(seconds: int | None) -> str:
+    return f" of {shown(seconds)}" if seconds else ""
 
 
 def drifted_events(workspace: str, plan: Plan, clock: Clock) -> list[Event]:

@@ -47,6 +47,8 @@ class Metrics:
         self.turns = Turns()
         self.retries = Counter("argus_retries", "New attempts the loop submitted, by workspace and job.",
                                ["workspace", "job"], registry=self.registry)
+        self.deadline_stops = Counter("argus_deadline_stops", "Runs the loop stopped at their job's max_runtime, by "
+                                      "workspace and job.", ["workspace", "job"], registry=self.registry)
         self.errors = Counter("argus_loop_errors", "Turns that failed, by workspace.", ["workspace"],
                               registry=self.registry)
         self.registry.register(self.turns)
@@ -59,6 +61,8 @@ class Metrics:
                 self.errors.labels(workspace=report.workspace).inc()
             for job in _jobs_of(report, report.retried):
                 self.retries.labels(workspace=report.workspace, job=job).inc()
+            for job in _deadline_stopped(report):
+                self.deadline_stops.labels(workspace=report.workspace, job=job).inc()
 
     def exposition(self) -> bytes:
         """The series in Prometheus's text format (CONTENT_TYPE)."""
@@ -105,6 +109,7 @@ class Turns(Collector):
             f["drift"].add_metric([workspace], report.drift)
             _add_runs(f, workspace, report)
             _add_queue(f, workspace, report)
+            _add_deadlines(f, workspace, report)
         for cluster, by_workspace in sorted(_gpus_held(seen.values()).items()):
             for holder, gpus in sorted(by_workspace.items()):
                 f["held"].add_metric([holder, cluster], gpus)
@@ -131,6 +136,8 @@ SERIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                  "queue (1: the head).", ("workspace", "cluster", "job")),
     "held": ("argus_gpus_held", "GPUs the admitted runs of each workspace hold on the cluster, every workspace's "
              "counted.", ("workspace", "cluster")),
+    "deadline": ("argus_run_deadline_timestamp_seconds", "When each active run of the workspace reaches its job's "
+                 "max_runtime and argus stops it (epoch seconds).", ("workspace", "cluster", "job")),
 }
 """The gauges built at each scrape: name, help, labels."""
 
@@ -156,6 +163,20 @@ def _add_queue(f: dict[str, GaugeMetricFamily], workspace: str, report: TurnRepo
     for job, info in waits:
         if info.position is not None:
             f["position"].add_metric([workspace, info.cluster, job], info.position)
+
+
+def _add_deadlines(f: dict[str, GaugeMetricFamily], workspace: str, report: TurnReport) -> None:
+    for change in report.plan.changes if report.plan else ():
+        if change.deadline_at and change.current is not None:
+            f["deadline"].add_metric([workspace, change.current.cluster, change.address.removeprefix("job.")],
+                                     change.deadline_at)
+
+
+def _deadline_stopped(report: TurnReport) -> list[str]:
+    """The jobs whose run the turn stopped at its max_runtime: a stop step with a deadline it carried out."""
+    applied = set(report.applied)
+    return [change.address.removeprefix("job.") for change in (report.plan.changes if report.plan else ())
+            if change.address in applied and any(getattr(s, "deadline", None) for s in change.steps)]
 
 
 def _gpus_held(reports: Iterable[TurnReport]) -> dict[str, Mapping[str, float]]:

@@ -61,7 +61,7 @@ class Outcome:
 def choose(plan: Plan, sync_auto: bool, may_retry: bool = True) -> list[Change]:
     """What the loop carries out: retries, preemptions and the runs an apply queued, always (a job's
     own errors hold it back; an error elsewhere than on a job holds all back); with --sync auto
-    every change of an error-free plan.
+    every change of an error-free plan. Stops at a job's max_runtime are carried out always too.
     Nothing when `may_retry` is False (a checkout that is not what was merged)."""
     if not may_retry:
         return []
@@ -71,7 +71,7 @@ def choose(plan: Plan, sync_auto: bool, may_retry: bool = True) -> list[Change]:
     if any(not address.startswith("job.") for address in blocked):
         return []
     return [c for c in plan.actionable if c.address not in blocked
-            and (c.action in (Action.RETRY, Action.PREEMPT) or _queued_by_apply(c))]
+            and (c.action in (Action.RETRY, Action.PREEMPT, Action.DEADLINE) or _queued_by_apply(c))]
 
 
 def _queued_by_apply(change: Change) -> bool:
@@ -262,6 +262,8 @@ def _events(desired: DesiredState, observed, plan: Plan, out: Outcome, options: 
     found = ev.run_events(ws, plan, out.runs, policies, _log_activity(desired, out.runs), clock)
     found += ev.retried_events(ws, plan, set(out.retried), clock)
     found += ev.preempted_events(ws, out.chosen, set(out.applied), clock)
+    limits = {name: job.max_runtime for name, job in desired.jobs.items() if job.max_runtime}
+    found += ev.deadline_events(ws, out.chosen, set(out.applied), out.runs, limits, clock)
     found += ev.drifted_events(ws, plan, clock)
     drift = ev.drift_event(ws, out.unapplied, clock)
     found += [drift] if drift else []
@@ -298,7 +300,7 @@ def _with_record(desired: DesiredState, observed, event: Event) -> Event:
     return event.model_copy(update={"evidence": evidence, "advice": event.advice or advice, "failure": failure})
 
 
-ENDED_KINDS = ("failed", "lost", "recovered", "drift", "preempted")
+ENDED_KINDS = ("failed", "lost", "recovered", "drift", "preempted", "deadline")
 """Events about a run that may have ended: its exit.json is read for them alone."""
 
 

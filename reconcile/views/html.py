@@ -135,7 +135,8 @@ def _job_row(name: str, change: Change | None, desired: set[str], kept: Kept) ->
         return link, "removed", "-", "-", "-"
     current = change.current
     run = _log_link(current.submission_id) if current else "-"
-    return (link, _e(sync_of(change, desired)), _e(health_of(change) or "-"), run,
+    deadline = f"; deadline {_time(change.deadline_at)}" if change.deadline_at else ""  # its max_runtime
+    return (link, _e(sync_of(change, desired)), _e((health_of(change) or "-") + deadline), run,
             f"{_e(change.action.value)}: {_e(change.reason)}")
 
 

@@ -6,6 +6,7 @@ import json
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 import typer
@@ -14,6 +15,7 @@ from reconcile.model import Action, Change, FieldChange, Plan, RunView
 from reconcile.views.argv import argv_lines, field_argv_diff
 from reconcile.views.others import unmanaged_lines
 from specs.diagnostics import Diagnostic, plain, printable
+from state.observed import DEADLINE, RunStatus
 
 _MARK_COLOURS = {"-": "red", "+": "green"}
 STATUS_WIDTH = 100
@@ -43,7 +45,7 @@ def render_plan(plan: Plan, colour: bool = False, all_workspaces: bool = False) 
     in_sync = [c for c in plan.changes if c.action is Action.NOOP]
     if in_sync:
         lines.append("  Unchanged:")
-        lines.extend(f"    {c.address}: {c.reason}" for c in in_sync)
+        lines.extend(f"    {c.address}: {c.reason}{deadline_note(c)}" for c in in_sync)
         lines.append("")
     lines.extend(unmanaged_lines(plan, all_workspaces, indent="  ") + ([""] if plan.unmanaged else []))
     lines.extend(_diagnostic_lines(plan.diagnostics, colour))
@@ -69,6 +71,7 @@ def summary(plan: Plan) -> str:
     shown = [a for a in (Action.CREATE, Action.SUBMIT, Action.RETRY, Action.REPLACE, Action.STOP, Action.DELETE)
              if counts[a] or a in (Action.SUBMIT, Action.REPLACE, Action.STOP)]
     queued = f", {waiting} queued" if waiting else ""
+    queued += f", {counts[Action.DEADLINE]} to stop at max_runtime" if counts[Action.DEADLINE] else ""
     return f"Plan: {', '.join(f'{counts[a]} to {a.value}' for a in shown)}{queued}.{drifted}"
 
 
@@ -98,7 +101,7 @@ def render_status(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = No
     lines = []
     for row, change in zip(rows, [None, *jobs], strict=True):
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
-        lines += (_failure_lines(change) + _queue_lines(change)) if change else []
+        lines += (_failure_lines(change) + _queue_lines(change) + _deadline_lines(change)) if change else []
     if plan.unmanaged:  # other teams' runs summed up: a shared cluster keeps thousands (reconcile.views.others)
         lines += ["", *unmanaged_lines(plan, all_workspaces)]
     lines += _diagnostic_lines(plan.diagnostics, colour=False)
@@ -126,6 +129,8 @@ def sync_of(change: Change, desired_jobs: set[str], unseen: Unseen | None = None
         return f"queued #{change.queue.position}" if change.queue else "queued"
     if change.action is Action.DRIFT:
         return "drifted"
+    if change.action is Action.DEADLINE:
+        return "past max_runtime"
     return "missing" if change.action is Action.SUBMIT and change.current is None else "changed"
 
 
@@ -140,9 +145,10 @@ def health_of(change: Change, unseen: Unseen | None = None) -> str | None:
 
 
 def failed_run(change: Change) -> RunView | None:
-    """The job's current run when it failed or was lost: the run status explains."""
+    """The job's current run when it failed, was lost or was stopped at its max_runtime: the run status explains."""
     run = change.current
-    return run if run is not None and run.failed else None
+    at_deadline = run is not None and run.failure == DEADLINE and run.status is RunStatus.STOPPED
+    return run if run is not None and (run.failed or at_deadline) else None
 
 
 def _failure_lines(change: Change) -> list[str]:
@@ -157,6 +163,22 @@ def _failure_lines(change: Change) -> list[str]:
     lines += [f"    {'log:' if i == 0 else '':9}{printable(line)}" for i, line in enumerate(shown)]
     hidden = len(run.evidence) - len(shown)
     return lines + ([f"             ({hidden} earlier line(s): argus status --format json)"] if hidden else [])
+
+
+def deadline_note(change: Change) -> str:
+    """"; argus stops it at <time> (max_runtime)" for a job whose active run has a deadline."""
+    return f"; argus stops it at {utc(change.deadline_at)} (max_runtime)" if change.deadline_at else ""
+
+
+def utc(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _deadline_lines(change: Change) -> list[str]:
+    """Under a job whose active run has a max_runtime: when argus stops it."""
+    if not change.deadline_at:
+        return []
+    return [f"    deadline: {utc(change.deadline_at)} (max_runtime: argus stops the run then)"]
 
 
 def _queue_lines(change: Change) -> list[str]:
@@ -177,6 +199,8 @@ def _change_lines(change: Change, colour: bool) -> list[str]:
     if change.queue is not None:
         lines.append(f"      demand: {change.queue.demand} (priority {change.queue.priority})")
     lines += [f"      {line}" for line in verl_lines(change)]
+    if change.deadline_at and change.action is not Action.DEADLINE:
+        lines.append(f"      deadline: {utc(change.deadline_at)} (max_runtime)")
     for d in change.diff:
         lines.extend(_field_lines(d, colour))
     if shows_submission(change):

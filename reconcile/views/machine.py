@@ -34,7 +34,8 @@ def status_json(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None
     each workspace's admitted runs hold (reconcile.views.queue.gpus_held)."""
     unseen = unseen or Unseen()
     rows = [{"address": c.address, "sync": sync_of(c, desired_jobs, unseen), "health": health_of(c, unseen),
-             "submission_id": c.current.submission_id if c.current else None, **_failure(c), **_queue(c)}
+             "submission_id": c.current.submission_id if c.current else None, **_failure(c), **_queue(c),
+             **({"deadline_at": c.deadline_at} if c.deadline_at else {})}
             for c in sorted(plan.changes, key=lambda c: c.address) if c.address.startswith("job.")]
     unmanaged = [j.model_dump(mode="json") for j in plan.unmanaged]
     held = {cluster: dict(by_workspace) for cluster, by_workspace in sorted((gpus_held or {}).items())}

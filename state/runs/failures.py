@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from state.observed import PREEMPTED  # noqa: F401  (a class of its own: not a failure of the run)
+from state.observed import DEADLINE, PREEMPTED  # noqa: F401  (classes argus itself gives a stop)
 
 FAILURE_CLASSES = ("oom", "nccl_timeout", "node_lost", "config_error", "import_error", "runtime_env_setup",
-                   "start_timeout", "user_code", "stopped", "unknown", "lost")
+                   "start_timeout", "user_code", "stopped", "unknown", "lost", "deadline")
 NEVER_RETRIED = frozenset({"config_error", "import_error", "user_code", "stopped"})
 """Running these again gives the same failure: a retry policy may not name them."""
 
@@ -129,6 +129,10 @@ ADVICE: dict[str, str] = {
             "recorded an end: the run died with the head. Find why the head went down (its logs, `ray status`); "
             "a new attempt (`retry: {on: [lost]}`, or `argus apply --replace job.JOB`) resumes from the last "
             "checkpoint (trainer.save_freq).",
+    "deadline": "argus stopped the run at its job's `max_runtime` (counted from when Ray accepted it). A hung run "
+                "stopped here is the limit doing its work; a run that needs longer needs a larger `max_runtime`. A "
+                "verl PPO/GRPO run with trainer.save_freq > 0 saved a checkpoint shortly before, and a new attempt "
+                "(`retry: {on: [deadline]}`, or `argus apply --replace job.JOB`) resumes from it.",
 }
 """What to do about each class of FAILURE_CLASSES (a test holds every class to having advice): shown by
 `argus status`, kept in the run's record, sent in notifications."""
