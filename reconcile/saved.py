@@ -104,7 +104,7 @@ def read(path: Path) -> SavedPlan:
         first = err.errors()[0]
         raise ArgusError(f"{path} is not a valid saved plan: {err.error_count()} problem(s), first: {first['msg']} "
                          f"at {'.'.join(map(str, first['loc']))}. Run `argus plan -o` again.") from err
-    edits = hand_edits(saved)
+    edits = hand_edits(saved, data)
     if edits:
         raise ArgusError(f"{path} was edited after argus wrote it ({'; '.join(edits)}). A saved plan is a record "
                          "of what was reviewed: run `argus plan -o` again and review that.")
@@ -114,8 +114,12 @@ def read(path: Path) -> SavedPlan:
 def content_digest(saved: SavedPlan) -> str:
     """sha256 of the content; with ARGUS_PLAN_KEY set in the environment, an HMAC keyed by it."""
     unsealed = {"digest"} | _later_fields(saved.format_version)
-    body = json.dumps(saved.model_dump(mode="json", exclude=unsealed), sort_keys=True, separators=(",", ":"))
-    if saved.seal == "hmac-sha256":
+    return _body_digest(saved.model_dump(mode="json", exclude=unsealed), saved.seal)
+
+
+def _body_digest(content: dict[str, Any], seal: str) -> str:
+    body = json.dumps(content, sort_keys=True, separators=(",", ":"))
+    if seal == "hmac-sha256":
         return hmac.new(os.environ.get(PLAN_KEY, "").encode(), body.encode(), hashlib.sha256).hexdigest()
     return hashlib.sha256(body.encode()).hexdigest()
 
@@ -125,22 +129,28 @@ def _later_fields(format_version: int) -> set[str]:
     return LOCATION_FIELDS if format_version < 3 else set()
 
 
-def hand_edits(saved: SavedPlan) -> list[str]:
-    """What shows the file is not as argus wrote it: its seal, and each submit step's identity."""
-    found = _seal_problems(saved)
+def hand_edits(saved: SavedPlan, written: dict[str, Any]) -> list[str]:
+    """What shows the file is not as argus wrote it: its seal, and each submit step's identity.
+
+    The seal is checked over the file's content as `written`, not over the plan read from it: a plan an
+    earlier argus wrote lacks the fields added since (a change's `deadline_at`), which the model fills
+    with defaults; re-dumped, it would look edited. Any edit of the file still breaks the seal."""
+    found = _seal_problems(saved, written)
     for change in saved.plan.changes:
         found += [f"{change.address}: the submission does not match its spec hash"
                   for step in change.steps if step.kind == "submit" and not _identity_holds(step)]
     return found
 
 
-def _seal_problems(saved: SavedPlan) -> list[str]:
+def _seal_problems(saved: SavedPlan, written: dict[str, Any]) -> list[str]:
     keyed = bool(os.environ.get(PLAN_KEY))
     if keyed and saved.seal != "hmac-sha256":
         return [f"it is not signed, and {PLAN_KEY} is set here: plans must be made where the key is"]
     if saved.seal == "hmac-sha256" and not keyed:
         return [f"it is signed with {PLAN_KEY}, which is not set here: set it to check the signature"]
-    return [] if hmac.compare_digest(saved.digest, content_digest(saved)) else ["its content does not match its seal"]
+    content = {key: value for key, value in written.items() if key != "digest"}
+    matches = hmac.compare_digest(saved.digest, _body_digest(content, saved.seal))
+    return [] if matches else ["its content does not match its seal"]
 
 
 def _identity_holds(step: SubmitStep) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -53,3 +54,25 @@ def test_malformed_files_are_user_errors_not_crashes(tmp_path):
     (tmp_path / "odd.json").write_text(json.dumps({**data, "digest": saved.content_digest(model)}))
     with pytest.raises(ArgusError, match="job.a: the submission does not match its spec hash"):
         saved.read(tmp_path / "odd.json")
+
+
+def _sealed_as_written(data: dict) -> dict:
+    """The file an argus writes: its seal over exactly what the file holds."""
+    body = {key: value for key, value in data.items() if key != "digest"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return {**body, "digest": hashlib.sha256(text.encode()).hexdigest()}
+
+
+def test_a_plan_an_earlier_argus_wrote_is_read_and_any_edit_of_it_is_refused(tmp_path):
+    data = write(tmp_path / "plan.json")
+    # an earlier argus's change: none of the fields added since (deadline_at, waiting_on, ...)
+    data["plan"]["changes"] = [{"address": "job.a", "action": "no-op", "reason": "in sync", "steps": []}]
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps(_sealed_as_written(data)))
+    read = saved.read(older)
+    assert read.plan.changes[0].address == "job.a" and read.plan.changes[0].deadline_at is None
+    edited = json.loads(older.read_text())
+    edited["plan"]["changes"][0]["reason"] = "edited"
+    older.write_text(json.dumps(edited))
+    with pytest.raises(ArgusError, match="does not match its seal"):
+        saved.read(older)
