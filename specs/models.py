@@ -308,6 +308,12 @@ class Job(Spec):
     """`command` only: everything the job holds at once, its driver included ({GPU: 2, CPU: 4}); it
     starts only when all of it is free. Default: the driver's own resources. verl jobs derive theirs
     from `trainer`. Outside the spec hash."""
+    after: list[Name] | dict[Name, Literal["succeeded", "finished"]] | None = None
+    """Jobs of this workspace whose current run must have ended first: a list means `succeeded` for each;
+    `{train: finished}` also accepts a failed or stopped end. Outside the spec hash (docs/pipelines.md)."""
+    rerun_with_predecessors: bool = Field(default=False, strict=True)
+    """When a predecessor runs again and ends as required, run this job again too. Default: a job that
+    already ran its current spec is not run again (the plan says so); bump `run:` to ask once."""
 
 
 def check_env_references(env: dict[str, str]) -> dict[str, str]:
