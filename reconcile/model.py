@@ -55,6 +55,9 @@ class Action(str, Enum):
     """A run stopped (or deleted while active) outside argus: shown, counted by --detailed-exitcode, left
     stopped. Nothing for apply to do; `on_drift: restart` plans a new attempt (RETRY) instead."""
     NOOP = "no-op", " ", 5, None
+    WAIT = "wait", "..", 5, "blue"
+    """A job with `after:` whose predecessors' current runs have not ended as required: no steps, not
+    queued for capacity, not a difference for --detailed-exitcode (reconcile.plan.after)."""
 
 
 class StepModel(Frozen, ABC):
@@ -95,6 +98,11 @@ class SubmitStep(StepModel):
     submitting; a run that no longer fits waits in the queue instead."""
     seen: float | None = None
     """When its plan observed the world: its arrival in the queue if it was never queued before."""
+    bindings: dict[str, str] = {}
+    """`${job:NAME.FIELD}` placeholder -> value, filled in at submit (a released follower's, from the
+    predecessors' specs and run ids: never from a record)."""
+    checkpoint_dir: str | None = None
+    """A command job's checkpoint directory (`${shared_root}/...`), handed to it as ARGUS_CHECKPOINT_DIR."""
 
     def describe(self) -> str:
         return f"submit {self.submission_id} to cluster {self.cluster}"
@@ -268,6 +276,18 @@ class VerlNote(Frozen):
     """Whether the run starts fresh or resumes, and from what."""
 
 
+class Waiting(Frozen):
+    """One predecessor a follower waits on (`after:`), as the plan saw it."""
+
+    job: Name
+    needs: Literal["succeeded", "finished"]
+    state: str
+    """Its current run's state in words: "RUNNING", "no run yet", "FAILED (user_code)", ..."""
+    submission_id: str | None = None
+    blocked: bool = False
+    """Its current run ended otherwise and no new attempt is planned: only a retry or a replace releases."""
+
+
 class Change(Frozen):
     """What the plan does to one address, and the steps that do it."""
 
@@ -285,6 +305,8 @@ class Change(Frozen):
     """For a job with a demand that wants to start: admitted now, or its place in the queue."""
     verl: VerlNote | None = None
     """For a verl job that starts or waits: its verl version, entry, pools and resume, for people."""
+    waiting_on: tuple[Waiting, ...] = ()
+    """A job with `after:`: its predecessors, while it waits (WAIT) and when released (what it follows)."""
 
 
 class QueueInfo(Frozen):
@@ -343,7 +365,7 @@ class Plan(Frozen):
     def actionable(self) -> tuple[Change, ...]:
         """What apply carries out: neither what is in sync, nor drift it only reports, nor jobs that still wait."""
         return tuple(c for c in self.changes
-                     if c.action not in (Action.NOOP, Action.DRIFT) and not _waits_as_before(c))
+                     if c.action not in (Action.NOOP, Action.DRIFT, Action.WAIT) and not _waits_as_before(c))
 
     @property
     def drifted(self) -> tuple[Change, ...]:
@@ -359,6 +381,11 @@ class Plan(Frozen):
     def waiting(self) -> tuple[Change, ...]:
         """Jobs already in the queue that still wait: shown, but not actionable."""
         return tuple(c for c in self.changes if _waits_as_before(c))
+
+    @property
+    def following(self) -> tuple[Change, ...]:
+        """Jobs that wait on their predecessors (`after:`): shown, not actionable."""
+        return tuple(c for c in self.changes if c.action is Action.WAIT)
 
     @property
     def errors(self) -> tuple[Diagnostic, ...]:

@@ -9,6 +9,7 @@ from reconcile.execute.admit import Ahead, admitted, mark_submitted, still_preem
 from reconcile.execute.world import Done, Outcome, World
 from reconcile.execute.wrapper import wrapped
 from reconcile.model import StopStep, SubmitStep
+from specs.after import fill
 from specs.errors import ArgusError
 from specs.submission import expand, secret_refs
 from state.observed import RunStatus
@@ -17,6 +18,9 @@ from state.runs import records
 from state.runs import secrets as run_secrets
 from state.runs.failures import PREEMPTED
 from state.runs.records import job_dir
+
+CHECKPOINT_DIR_VARIABLE = "ARGUS_CHECKPOINT_DIR"
+"""A command job's checkpoint directory, as `${job:NAME.checkpoint_dir}` names it to its followers."""
 
 
 def submit(step: SubmitStep, world: World) -> Done:
@@ -103,8 +107,12 @@ def payload_of(step: SubmitStep, shared_root: str, labels: dict[str, str]) -> di
     the run's log and end on NFS (execute.wrapper)."""
     sub = step.submission
     secret = secret_refs(sub.env_vars)
-    env = {k: expand(v, shared_root, step.submission_id) for k, v in sub.env_vars.items() if k not in secret}
-    command = expand(sub.entrypoint, shared_root, step.submission_id)
+    # a follower's `${job:...}` first (their values may hold `${shared_root}`), then argus's own placeholders
+    env = {k: expand(fill(v, step.bindings), shared_root, step.submission_id)
+           for k, v in sub.env_vars.items() if k not in secret}
+    if step.checkpoint_dir is not None:
+        env.setdefault(CHECKPOINT_DIR_VARIABLE, expand(step.checkpoint_dir, shared_root, step.submission_id))
+    command = expand(fill(sub.entrypoint, step.bindings), shared_root, step.submission_id)
     return {
         "entrypoint": wrapped(command, str(job_dir(shared_root, step.submission_id)), bool(secret)),
         "runtime_env": {"env_vars": env} if env else None,

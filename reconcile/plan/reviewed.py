@@ -20,7 +20,7 @@ StepKey = tuple[str, ...]
 
 def decision_differences(reviewed: Plan, fresh: Plan) -> list[str]:
     """One line per address whose decisions differ; empty when the fresh plan may be applied."""
-    before, after = _decisions(_deciding(reviewed)), _decisions(_deciding(fresh))
+    before, after = _decisions(_deciding(reviewed)), _decisions(_released(reviewed, _deciding(fresh)))
     everything = _decisions(fresh.changes)
     found = []
     for address in sorted(set(before) | set(after)):
@@ -63,6 +63,25 @@ def _deciding(plan: Plan) -> list[Change]:
     """The actionable changes, and the jobs that keep waiting in the queue: whether a run starts
     now or waits for room is the world's doing, not a new decision (a reviewer approved the run)."""
     return [c for c in plan.changes if c.action is not Action.NOOP]  # actionable or waiting: all but NOOP
+
+
+def _released(reviewed: Plan, fresh: list[Change]) -> list[Change]:
+    """Fresh changes less the plain submits of followers the reviewed plan showed waiting (`after:`) for the
+    very same submission: "start it when its predecessors are done" was the decision, and it did not change.
+    `follows` (rerun_with_predecessors) names the predecessor run, only known once it ended: left out."""
+    waited = {c.address: c.after for c in reviewed.changes if c.action is Action.WAIT and c.after is not None}
+    return [c for c in fresh if not (c.action is Action.SUBMIT and c.address in waited and len(c.steps) == 1
+                                     and _same_submission(waited[c.address], c.steps[0]))]
+
+
+def _same_submission(waited: dict, step: Step) -> bool:
+    if step.kind != "submit":
+        return False
+    return _unfollowed(waited) == _unfollowed(step.submission.model_dump())
+
+
+def _unfollowed(submission: dict) -> dict:
+    return {key: value for key, value in submission.items() if key != "follows"}
 
 
 def _keys(changes: list[Change]) -> set[StepKey]:

@@ -40,6 +40,7 @@ def render_plan(plan: Plan, colour: bool = False, all_workspaces: bool = False) 
     for change in (*plan.actionable, *plan.drifted):
         lines.extend(_change_lines(change, colour))
     lines.extend(_waiting_lines(plan))
+    lines.extend(_following_lines(plan))
     in_sync = [c for c in plan.changes if c.action is Action.NOOP]
     if in_sync:
         lines.append("  Unchanged:")
@@ -62,6 +63,8 @@ def summary(plan: Plan) -> str:
             return f"No changes to apply.{drifted}"
         if waiting:
             return f"No changes. {waiting} job(s) wait in the admission queue for room on their cluster."
+        if plan.following:
+            return f"No changes. {len(plan.following)} job(s) wait on their predecessors (after:)."
         if plan.options.targets:  # the rest was not looked at: nothing says it matches
             return "No changes for the targets."
         return "No changes. The clusters match the desired state."
@@ -78,6 +81,13 @@ def _waiting_lines(plan: Plan) -> list[str]:
     if not waiting:
         return []
     return ["  Waiting in the admission queue:", *(f"    {c.address}: {c.reason}" for c in waiting), ""]
+
+
+def _following_lines(plan: Plan) -> list[str]:
+    """Jobs that wait on their predecessors (`after:`): not queued for capacity, not a change."""
+    if not plan.following:
+        return []
+    return ["  Waiting on predecessors (after:):", *(f"    {c.address}: {c.reason}" for c in plan.following), ""]
 
 
 def render_outcomes(rows: list[tuple[str, str, str]]) -> str:
@@ -98,7 +108,7 @@ def render_status(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = No
     lines = []
     for row, change in zip(rows, [None, *jobs], strict=True):
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
-        lines += (_failure_lines(change) + _queue_lines(change)) if change else []
+        lines += (_failure_lines(change) + _queue_lines(change) + _after_lines(change)) if change else []
     if plan.unmanaged:  # other teams' runs summed up: a shared cluster keeps thousands (reconcile.views.others)
         lines += ["", *unmanaged_lines(plan, all_workspaces)]
     lines += _diagnostic_lines(plan.diagnostics, colour=False)
@@ -126,6 +136,8 @@ def sync_of(change: Change, desired_jobs: set[str], unseen: Unseen | None = None
         return f"queued #{change.queue.position}" if change.queue else "queued"
     if change.action is Action.DRIFT:
         return "drifted"
+    if change.action is Action.WAIT:
+        return "blocked" if any(w.blocked for w in change.waiting_on) else "waiting"
     return "missing" if change.action is Action.SUBMIT and change.current is None else "changed"
 
 
@@ -164,6 +176,16 @@ def _queue_lines(change: Change) -> list[str]:
     if change.action is not Action.QUEUE or change.queue is None:
         return []
     return [f"    queued:  {change.reason}", f"    demand:  {change.queue.demand} (priority {change.queue.priority})"]
+
+
+def _after_lines(change: Change) -> list[str]:
+    """Under a job that waits on its predecessors: each one, its state, and why it blocks."""
+    if change.action is not Action.WAIT:
+        return []
+    shown = [f"{w.job} to {'succeed' if w.needs == 'succeeded' else 'finish'} ({w.state}"
+             f"{', ' + w.submission_id if w.submission_id else ''}{', blocked' if w.blocked else ''})"
+             for w in change.waiting_on]
+    return [f"    after:   {'; '.join(shown)}", *([f"    {change.reason}"] if "blocked" in change.reason else [])]
 
 
 def _change_lines(change: Change, colour: bool) -> list[str]:
