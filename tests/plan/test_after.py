@@ -45,7 +45,8 @@ def test_a_succeeded_predecessor_releases_its_follower_with_bindings():
     prepare, train = run_of(PREPARE, "SUCCEEDED"), run_of(TRAIN, "SUCCEEDED", started=5)
     found = changes(plan(desired(PREPARE, TRAIN, EVAL), observed(prepare, train)))
     released = found["job.eval"]
-    assert released.action is Action.SUBMIT and released.reason.startswith(f"after job.train SUCCEEDED ({train.submission_id})")
+    assert released.action is Action.SUBMIT
+    assert released.reason.startswith(f"after job.train SUCCEEDED ({train.submission_id})")
     [step] = released.steps
     assert isinstance(step, SubmitStep)
     assert step.bindings == {"${job:train.checkpoint_dir}": "${shared_root}/outputs/checkpoints/train/run-1",
@@ -86,7 +87,8 @@ def test_a_predecessor_that_ran_again_does_not_rerun_its_follower_unless_asked()
             run_of(EVAL, "SUCCEEDED", started=2000), run_of(train_new, "SUCCEEDED", started=3000))
     kept = changes(plan(desired(PREPARE, train_new, EVAL), observed(*runs)))["job.eval"]
     assert kept.action is Action.NOOP
-    assert "train has run again since" in kept.reason and "set rerun_with_predecessors: true or bump run:" in kept.reason
+    assert "train has run again since" in kept.reason
+    assert "set rerun_with_predecessors: true or bump run:" in kept.reason
     rerun = job("eval", after=["train"], rerun_with_predecessors=True)
     again = changes(plan(desired(PREPARE, train_new, rerun), observed(*runs)))["job.eval"]
     assert again.action is Action.SUBMIT
