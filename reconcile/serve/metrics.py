@@ -105,6 +105,7 @@ class Turns(Collector):
             f["drift"].add_metric([workspace], report.drift)
             _add_runs(f, workspace, report)
             _add_queue(f, workspace, report)
+            _add_after(f, workspace, report)
         for cluster, by_workspace in sorted(_gpus_held(seen.values()).items()):
             for holder, gpus in sorted(by_workspace.items()):
                 f["held"].add_metric([holder, cluster], gpus)
@@ -131,6 +132,8 @@ SERIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                  "queue (1: the head).", ("workspace", "cluster", "job")),
     "held": ("argus_gpus_held", "GPUs the admitted runs of each workspace hold on the cluster, every workspace's "
              "counted.", ("workspace", "cluster")),
+    "after": ("argus_after_waiting", "1 per job of the workspace that waits on a predecessor (after:), by the "
+              "predecessor and whether its failed run blocks the job.", ("workspace", "job", "predecessor", "blocked")),
 }
 """The gauges built at each scrape: name, help, labels."""
 
@@ -156,6 +159,13 @@ def _add_queue(f: dict[str, GaugeMetricFamily], workspace: str, report: TurnRepo
     for job, info in waits:
         if info.position is not None:
             f["position"].add_metric([workspace, info.cluster, job], info.position)
+
+
+def _add_after(f: dict[str, GaugeMetricFamily], workspace: str, report: TurnReport) -> None:
+    for change in report.plan.following if report.plan is not None else ():
+        for waiting in change.waiting_on:
+            f["after"].add_metric([workspace, change.address.removeprefix("job."), waiting.job,
+                                   "true" if waiting.blocked else "false"], 1)
 
 
 def _gpus_held(reports: Iterable[TurnReport]) -> dict[str, Mapping[str, float]]:

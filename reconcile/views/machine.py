@@ -34,7 +34,8 @@ def status_json(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None
     each workspace's admitted runs hold (reconcile.views.queue.gpus_held)."""
     unseen = unseen or Unseen()
     rows = [{"address": c.address, "sync": sync_of(c, desired_jobs, unseen), "health": health_of(c, unseen),
-             "submission_id": c.current.submission_id if c.current else None, **_failure(c), **_queue(c)}
+             "submission_id": c.current.submission_id if c.current else None, **_failure(c), **_queue(c),
+             **_after(c)}
             for c in sorted(plan.changes, key=lambda c: c.address) if c.address.startswith("job.")]
     unmanaged = [j.model_dump(mode="json") for j in plan.unmanaged]
     held = {cluster: dict(by_workspace) for cluster, by_workspace in sorted((gpus_held or {}).items())}
@@ -111,6 +112,13 @@ def _queue(change: Change) -> dict[str, Any]:
         return {}
     return {"queue": {"cluster": info.cluster, "position": info.position, "reason": info.reason,
                       "demand": info.demand, "gpus": info.gpus, "priority": info.priority}}
+
+
+def _after(change: Change) -> dict[str, Any]:
+    """Only for a job that waits on its predecessors (`after:`): each one, its state, whether it blocks."""
+    if change.action is not Action.WAIT:
+        return {}
+    return {"waiting_on": [w.model_dump(mode="json") for w in change.waiting_on], "reason": change.reason}
 
 
 def _counts(plan: Plan) -> dict[str, int]:
