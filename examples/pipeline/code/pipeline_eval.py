@@ -14,8 +14,10 @@ def main() -> None:
     parser.add_argument("--data", required=True)
     args = parser.parse_args()
     model_file = os.path.join(args.checkpoint, "model.json")
-    model = json.load(open(model_file))
-    points = [tuple(map(float, line.split(","))) for line in open(args.data) if line.strip()]
+    with open(model_file) as saved:
+        model = json.load(saved)
+    with open(args.data) as data:
+        points = [tuple(map(float, line.split(","))) for line in data if line.strip()]
     mse = sum((model["a"] * x + model["b"] - y) ** 2 for x, y in points) / len(points)
     report = {"model": model_file, "trained_by": args.trained_by, "a": model["a"], "b": model["b"], "mse": mse}
     directory = os.environ["ARGUS_CHECKPOINT_DIR"]

@@ -12,7 +12,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", required=True)
     args = parser.parse_args()
-    points = [tuple(map(float, line.split(","))) for line in open(args.data) if line.strip()]
+    with open(args.data) as data:
+        points = [tuple(map(float, line.split(","))) for line in data if line.strip()]
     n = len(points)
     mean_x, mean_y = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
     a = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum((x - mean_x) ** 2 for x, _ in points)
