@@ -40,7 +40,8 @@ def render_plan(plan: Plan, colour: bool = False, all_workspaces: bool = False) 
     for change in (*plan.actionable, *plan.drifted):
         lines.extend(_change_lines(change, colour))
     lines.extend(_waiting_lines(plan))
-    lines.extend(_following_lines(plan))
+    for change in plan.following:  # what starts once its predecessors are done: reviewed now, like a submit
+        lines.extend(_change_lines(change, colour))
     in_sync = [c for c in plan.changes if c.action is Action.NOOP]
     if in_sync:
         lines.append("  Unchanged:")
@@ -72,6 +73,7 @@ def summary(plan: Plan) -> str:
     shown = [a for a in (Action.CREATE, Action.SUBMIT, Action.RETRY, Action.REPLACE, Action.STOP, Action.DELETE)
              if counts[a] or a in (Action.SUBMIT, Action.REPLACE, Action.STOP)]
     queued = f", {waiting} queued" if waiting else ""
+    queued += f", {len(plan.following)} waiting on predecessors" if plan.following else ""
     return f"Plan: {', '.join(f'{counts[a]} to {a.value}' for a in shown)}{queued}.{drifted}"
 
 
@@ -81,13 +83,6 @@ def _waiting_lines(plan: Plan) -> list[str]:
     if not waiting:
         return []
     return ["  Waiting in the admission queue:", *(f"    {c.address}: {c.reason}" for c in waiting), ""]
-
-
-def _following_lines(plan: Plan) -> list[str]:
-    """Jobs that wait on their predecessors (`after:`): not queued for capacity, not a change."""
-    if not plan.following:
-        return []
-    return ["  Waiting on predecessors (after:):", *(f"    {c.address}: {c.reason}" for c in plan.following), ""]
 
 
 def render_outcomes(rows: list[tuple[str, str, str]]) -> str:
@@ -120,6 +115,7 @@ def shows_submission(change: Change) -> bool:
     job that must wait in the queue too: the apply that queues it is its only review, as `argus serve`
     submits it later without another plan."""
     wanted = change.queue.wanted if change.action is Action.QUEUE and change.queue else change.action
+    wanted = Action.SUBMIT if change.action is Action.WAIT else wanted  # `argus serve` starts it once released
     return wanted is Action.SUBMIT and change.before is None and bool(change.after)
 
 

@@ -51,7 +51,7 @@ def plan_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
              for d in plan.diagnostics]
     rows = ["", "| | address | action | why |", "|---|---|---|---|"]
     rows += [f"| {_code(c.action.symbol)} | {_code(c.address)} | {c.action.value} | {md(c.reason)} |"
-             for c in (*plan.actionable, *plan.drifted)]
+             for c in (*plan.actionable, *plan.drifted, *plan.following)]
     details = ["", "<details><summary>Details</summary>", "", fenced("\n".join(_detail_lines(plan)), "diff"),
                "</details>"]
     text = "\n".join(head + rows + details)
@@ -75,7 +75,7 @@ def _summarised(head: list[str], rows: list[str], limit: int) -> str:
 
 def _detail_lines(plan: Plan) -> list[str]:
     lines: list[str] = []
-    for change in plan.actionable:
+    for change in (*plan.actionable, *plan.following):
         lines.append(f"{_diff_marker(change)} {change.address}  ({change.action.value}: {change.reason})")
         lines += [f"    {line}" for line in verl_lines(change)]
         lines += [line for d in change.diff for line in _field_lines(d)]
