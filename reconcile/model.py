@@ -209,6 +209,8 @@ class RunView(Frozen):
     saved plans like `submission`: `argus status` shows them."""
     stop_asked: bool = Field(default=False, exclude=True)
     """argus asked Ray to stop it (its record says so): its STOPPED is argus's own doing, not drift."""
+    bindings: dict[str, str] = Field(default={}, exclude=True)
+    """A follower's `${job:...}` values as its record says they were submitted (`argus status` shows them)."""
     cluster_read: bool = Field(default=True, exclude=True)
     """Its cluster answered this observation: only then does "Ray does not list it" mean anything."""
 

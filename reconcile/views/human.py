@@ -103,7 +103,8 @@ def render_status(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = No
     lines = []
     for row, change in zip(rows, [None, *jobs], strict=True):
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
-        lines += (_failure_lines(change) + _queue_lines(change) + _after_lines(change)) if change else []
+        lines += (_failure_lines(change) + _queue_lines(change) + _after_lines(change) + _bound_lines(change)) \
+            if change else []
     if plan.unmanaged:  # other teams' runs summed up: a shared cluster keeps thousands (reconcile.views.others)
         lines += ["", *unmanaged_lines(plan, all_workspaces)]
     lines += _diagnostic_lines(plan.diagnostics, colour=False)
@@ -182,6 +183,15 @@ def _after_lines(change: Change) -> list[str]:
              f"{', ' + w.submission_id if w.submission_id else ''}{', blocked' if w.blocked else ''})"
              for w in change.waiting_on]
     return [f"    after:   {'; '.join(shown)}", *([f"    {change.reason}"] if "blocked" in change.reason else [])]
+
+
+def _bound_lines(change: Change) -> list[str]:
+    """Under a follower's run: the values its `${job:...}` references were given (from its record: shown only)."""
+    run = change.current
+    if run is None or not run.bindings:
+        return []
+    return [f"    {'bound:' if i == 0 else '':9}{printable(key)[:80]} = {printable(value)[:200]}"
+            for i, (key, value) in enumerate(sorted(run.bindings.items())[:8])]
 
 
 def _change_lines(change: Change, colour: bool) -> list[str]:

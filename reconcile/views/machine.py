@@ -35,7 +35,7 @@ def status_json(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None
     unseen = unseen or Unseen()
     rows = [{"address": c.address, "sync": sync_of(c, desired_jobs, unseen), "health": health_of(c, unseen),
              "submission_id": c.current.submission_id if c.current else None, **_failure(c), **_queue(c),
-             **_after(c)}
+             **_after(c), **_bindings(c)}
             for c in sorted(plan.changes, key=lambda c: c.address) if c.address.startswith("job.")]
     unmanaged = [j.model_dump(mode="json") for j in plan.unmanaged]
     held = {cluster: dict(by_workspace) for cluster, by_workspace in sorted((gpus_held or {}).items())}
@@ -119,6 +119,12 @@ def _after(change: Change) -> dict[str, Any]:
     if change.action is not Action.WAIT:
         return {}
     return {"waiting_on": [w.model_dump(mode="json") for w in change.waiting_on], "reason": change.reason}
+
+
+def _bindings(change: Change) -> dict[str, Any]:
+    """Only for a follower's run that was given `${job:...}` values (its record's, as submitted)."""
+    run = change.current
+    return {"bindings": dict(run.bindings)} if run is not None and run.bindings else {}
 
 
 def _counts(plan: Plan) -> dict[str, int]:

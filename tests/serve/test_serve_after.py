@@ -3,6 +3,8 @@ even with --sync off (never a replace), tells `blocked` and `released` once each
 
 from __future__ import annotations
 
+import json
+
 from reconcile.model import Action, Change, SubmitStep
 from reconcile.plan.planner import plan
 from reconcile.serve.after_events import after_events
@@ -10,9 +12,9 @@ from reconcile.serve.events import Clock
 from reconcile.serve.metrics import Metrics
 from reconcile.serve.turn import choose
 from reconcile.views.human import render_plan, render_status
-from reconcile.views.machine import plan_markdown
+from reconcile.views.machine import plan_markdown, status_json
 from specs.diagnostics import Diagnostic
-from tests.support.planning import desired, job, observed, run_of
+from tests.support.planning import desired, job, observed, record_of, run_of
 from tests.support.status_page import report
 
 CLOCK = Clock(now=1_800_000_000.0, pending_alert=600.0, stall_alert=1800.0)
@@ -60,3 +62,14 @@ def test_a_blocked_follower_is_told_once_per_predecessor_run_and_shown_everywher
     metrics.record(report(workspace="team", plan=blocked, runs={}))
     text = metrics.exposition().decode()
     assert 'argus_after_waiting{blocked="true",job="eval",predecessor="train",workspace="team"} 1.0' in text
+
+
+def test_status_shows_what_a_follower_s_run_was_bound_to():
+    ran = run_of(EVAL, "SUCCEEDED")
+    bound = {"${job:train.checkpoint_dir}": "${shared_root}/outputs/checkpoints/train/run-1"}
+    result = plan(desired(TRAIN, EVAL), observed(run_of(TRAIN, "SUCCEEDED"), ran,
+                                                 records=(record_of(ran, "SUCCEEDED", bindings=bound),)))
+    status = render_status(result, {"train", "eval"})
+    assert "bound:   ${job:train.checkpoint_dir} = ${shared_root}/outputs/checkpoints/train/run-1" in status
+    [row] = [r for r in json.loads(status_json(result, {"train", "eval"}))["jobs"] if r["address"] == "job.eval"]
+    assert row["bindings"] == bound and row["sync"] == "in sync"
