@@ -21,8 +21,8 @@ FIELDS = ("checkpoint_dir", "submission_id")
 """What a follower may name of its predecessor: both derive from specs and ids, never from a record."""
 REFERENCE = re.compile(r"\$\{job:([^}]*)\}")
 WELL_FORMED = re.compile(r"([a-z0-9][a-z0-9-]{0,62})\.([a-z_]+)")
-SAFE_VALUE = re.compile(r"[A-Za-z0-9_.,:/@+=${}-]+")
-"""A bound value is pasted into a shell line: only characters that need no quoting."""
+SAFE_VALUE = re.compile(r"[A-Za-z0-9_.,:/@+=-]+")
+"""A bound value is pasted into a shell line: only characters that need no quoting (and `${shared_root}`)."""
 
 
 def needs(job: Job) -> dict[str, str]:
@@ -53,10 +53,23 @@ def references(text: str) -> list[tuple[str, str]]:
     return [match.groups() for inner in REFERENCE.findall(text) if (match := WELL_FORMED.fullmatch(inner))]
 
 
+def safe(value: str) -> bool:
+    return bool(SAFE_VALUE.fullmatch(value.replace("${shared_root}", "")))
+
+
 def fill(text: str, bindings: Mapping[str, str]) -> str:
     """Each bound placeholder replaced by its value (execute does it at submit, like `${submission_id}`)."""
     for key, value in bindings.items():
         text = text.replace(key, value)
+    return text
+
+
+def stand_ins(text: str) -> str:
+    """Each reference replaced by a value of its shape, for checks made before the predecessor has run (Hydra
+    would read `${job:...}` as its own interpolation)."""
+    for name, field in references(text):
+        value = f"/argus-stand-in/{name}/checkpoints" if field == "checkpoint_dir" else f"{name}-stand-in"
+        text = text.replace(placeholder(name, field), value)
     return text
 
 
@@ -87,11 +100,12 @@ def pipeline_diagnostics(jobs: Mapping[str, Job], sources: Mapping[str, Source])
                 known = ", ".join(sorted(set(jobs) - {name})) or "none defined"
                 found.append(at(where, f"no Job named {predecessor!r} in this workspace (known: {known})",
                                 "`after:` names jobs of the same workspace"))
-        found += _reference_diagnostics(job, follows, at)
+        found += _reference_diagnostics(job, follows, jobs, at)
     return found + _cycles(jobs, sources)
 
 
-def _reference_diagnostics(job: Job, follows: Mapping[str, str], at: partial[Diagnostic]) -> list[Diagnostic]:
+def _reference_diagnostics(job: Job, follows: Mapping[str, str], jobs: Mapping[str, Job],
+                           at: partial[Diagnostic]) -> list[Diagnostic]:
     found = []
     for path, text in referenced_texts(job):
         for inner in REFERENCE.findall(text):
@@ -108,6 +122,10 @@ def _reference_diagnostics(job: Job, follows: Mapping[str, str], at: partial[Dia
                 found.append(at(path, f"`{placeholder(other, field)}` names job {other!r}, which is not in this "
                                       "job's `after:`", f"add {other} to `after:`: its output exists only once "
                                                         "its run has ended"))
+            elif field == "checkpoint_dir" and other in jobs and jobs[other].cluster != job.cluster:
+                found.append(at(path, f"`{placeholder(other, field)}` is on cluster {jobs[other].cluster!r}'s shared "
+                                      f"root, which the nodes of {job.cluster!r} may not see",
+                                "run both jobs on one cluster, or pass the path yourself"))
     return found
 
 

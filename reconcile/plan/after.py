@@ -15,7 +15,7 @@ from reconcile.model import Action, Change, RunView, SubmitStep, Waiting
 from reconcile.plan.runs import newest
 from specs import verl
 from specs.address import Address
-from specs.after import FINISHED, SAFE_VALUE, needs, placeholder, references
+from specs.after import FINISHED, needs, placeholder, references, safe
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
 from specs.models import Job
@@ -112,7 +112,7 @@ class Pipeline:
             if name not in ids:
                 continue  # the loader refused it already
             value = verl.checkpoint_dir(self._desired.jobs[name]) if field == "checkpoint_dir" else ids[name]
-            if not SAFE_VALUE.fullmatch(value):
+            if not safe(value):
                 found.append(_unsafe(self._desired, job, placeholder(name, field), value))
             bindings[placeholder(name, field)] = value
         shown = ", ".join(f"{Address.job(w.job)} {w.state} ({w.submission_id})" for w in waits)

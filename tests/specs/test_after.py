@@ -83,3 +83,18 @@ def test_after_must_be_names_and_known_ends(ws: Workspace) -> None:
     ws.write("jobs/b.yaml", job("eval", "after: {train: maybe}\n"))
     found = messages(ws)
     assert any(m.startswith("jobs/b.yaml:6") for m in found), found
+
+
+def test_a_checkpoint_directory_on_another_cluster_s_shared_root_is_refused(ws: Workspace) -> None:
+    ws.write("clusters/d.yaml", "kind: Cluster\nname: d\naddress: http://10.0.0.2:8265\nshared_root: /mnt/other\n")
+    ws.write("jobs/a.yaml", job("train").replace("cluster: c", "cluster: d"))
+    ws.write("jobs/b.yaml", job("eval", "after: [train]\nenv:\n  A: ${job:train.checkpoint_dir}\n"
+                                        "  B: ${job:train.submission_id}\n"))
+    found = messages(ws)
+    assert len(found) == 1 and found[0].startswith("jobs/b.yaml:8") and "may not see" in found[0], found
+
+
+def test_stand_ins_keep_hydra_from_reading_a_reference_as_its_own():
+    text = "+eval.ckpt=${job:train.checkpoint_dir}/step-${job:train.submission_id}"
+    assert after.stand_ins(text) == "+eval.ckpt=/argus-stand-in/train/checkpoints/step-train-stand-in"
+    assert after.safe("${shared_root}/outputs/x") and not after.safe("/x/$(id)") and not after.safe("${HOME}/x")
