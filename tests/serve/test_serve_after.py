@@ -11,6 +11,7 @@ from reconcile.serve.after_events import after_events
 from reconcile.serve.events import Clock
 from reconcile.serve.metrics import Metrics
 from reconcile.serve.turn import choose
+from reconcile.views.html import render_page
 from reconcile.views.human import render_plan, render_status
 from reconcile.views.machine import plan_markdown, status_json
 from specs.diagnostics import Diagnostic
@@ -58,6 +59,8 @@ def test_a_blocked_follower_is_told_once_per_predecessor_run_and_shown_everywher
     shown = render_plan(blocked)
     assert ".. job.eval  (wait: blocked until" in shown and "CKPT" in shown  # what it will run, reviewed now
     assert "| `..` | `job.eval` | wait |" in plan_markdown(blocked)
+    page = render_page(report(workspace="team", plan=blocked, runs={}), CLOCK.now)
+    assert "<td>blocked</td>" in page and "wait: blocked until a run of job.train succeeds" in page
     metrics = Metrics()
     metrics.record(report(workspace="team", plan=blocked, runs={}))
     text = metrics.exposition().decode()
