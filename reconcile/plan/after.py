@@ -89,8 +89,10 @@ class Pipeline:
             return Waiting(**{**seen, "submission_id": step.submission_id if step else None},
                            state=f"{change.action.value} planned"), False
         if change.action is Action.WAIT:
-            blocked = any(w.blocked for w in change.waiting_on)
-            return Waiting(**seen, state="blocked itself" if blocked else "waiting itself", blocked=blocked), False
+            blocked = [w.job for w in change.waiting_on if w.blocked]
+            state = f"blocked by {', '.join(blocked)}" if blocked else \
+                f"waiting on {', '.join(w.job for w in change.waiting_on)}"
+            return Waiting(**seen, state=state, blocked=bool(blocked)), False
         if run is None:
             stopped = job.state == "stopped"
             return Waiting(**seen, state="state: stopped" if stopped else "no run yet", blocked=stopped), False
@@ -136,6 +138,8 @@ def _wait(change: Change, waits: tuple[Waiting, ...], pending: list[Waiting]) ->
         ran = f"its run {first.submission_id} is {first.state}" if first.submission_id else f"it is {first.state}"
         reason = (f"blocked until a run of {address} {_verb(first.needs)}: {ran}; fix it and bump its `run:`, give "
                   f"it a `retry:` policy, or `argus apply --replace {address}`")
+        if first.state.startswith("blocked by"):  # the fix is upstream: say where
+            reason = f"blocked until {address} can start: it is {first.state} (see {address})"
     else:
         reason = "waits for " + ", ".join(f"{Address.job(w.job)} to {_goal(w.needs)} ({w.state})" for w in pending)
     return Change(address=change.address, action=Action.WAIT, reason=reason, current=change.current,

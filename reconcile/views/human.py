@@ -182,7 +182,9 @@ def _after_lines(change: Change) -> list[str]:
     shown = [f"{w.job} to {'succeed' if w.needs == 'succeeded' else 'finish'} ({w.state}"
              f"{', ' + w.submission_id if w.submission_id else ''}{', blocked' if w.blocked else ''})"
              for w in change.waiting_on]
-    return [f"    after:   {'; '.join(shown)}", *([f"    {change.reason}"] if "blocked" in change.reason else [])]
+    why = textwrap.wrap(change.reason, width=STATUS_WIDTH, initial_indent="    why:     ", subsequent_indent=" " * 13,
+                        break_long_words=False, break_on_hyphens=False) if change.reason.startswith("blocked") else []
+    return [f"    after:   {'; '.join(shown)}", *why]
 
 
 def _bound_lines(change: Change) -> list[str]:

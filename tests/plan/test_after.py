@@ -29,7 +29,7 @@ def test_a_chain_waits_on_its_predecessors_and_never_counts_as_a_change():
     [waiting] = train.waiting_on
     assert (waiting.job, waiting.needs, waiting.state, waiting.blocked) == ("prepare", "succeeded", "RUNNING", False)
     assert "waits for job.prepare to succeed (RUNNING)" in train.reason
-    assert evaluation.action is Action.WAIT and evaluation.waiting_on[0].state == "waiting itself"
+    assert evaluation.action is Action.WAIT and evaluation.waiting_on[0].state == "waiting on prepare"
     assert not result.actionable and not result.differs and result.steps() == ()
     assert len(result.following) == 2 and "2 job(s) wait on their predecessors" in summary(result)
 
