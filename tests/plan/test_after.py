@@ -106,3 +106,10 @@ def test_a_reviewed_wait_released_later_is_not_stale():
     assert decision_differences(reviewed, fresh) == []
     other = plan(desired(PREPARE, job("train", after=["prepare"], entrypoint_num_cpus=3)), observed(*world))
     assert decision_differences(reviewed, other) != []  # a different submission is a new decision
+
+
+def test_a_follower_behind_a_blocked_predecessor_points_at_it():
+    found = changes(plan(desired(PREPARE, TRAIN, EVAL), observed(run_of(PREPARE, "FAILED"))))
+    assert found["job.train"].reason.startswith("blocked until a run of job.prepare succeeds")
+    assert found["job.eval"].waiting_on[0].blocked
+    assert found["job.eval"].reason == "blocked until job.train can start: it is blocked by prepare (see job.train)"
