@@ -113,3 +113,17 @@ def test_a_follower_behind_a_blocked_predecessor_points_at_it():
     assert found["job.train"].reason.startswith("blocked until a run of job.prepare succeeds")
     assert found["job.eval"].waiting_on[0].blocked
     assert found["job.eval"].reason == "blocked until job.train can start: it is blocked by prepare (see job.train)"
+
+
+def test_a_bound_value_that_is_no_plain_path_is_a_plan_error():
+    from specs.models import Job
+
+    odd = Job(kind="Job", name="train", cluster="c", workload="ppo", model="/m", data={"train": "/d", "val": "/d"},
+              trainer={"checkpoint_dir": "/ckpt/$(touch pwned)"})
+    follower = job("eval", after=["train"], env={"CKPT": "${job:train.checkpoint_dir}"})
+    digest = spec_hash(resolve(WS, CLUSTER, odd))
+    ran = run_of(odd, "SUCCEEDED")
+    assert ran.metadata["argus.spec_hash"] == digest
+    result = plan(desired(odd, follower), observed(ran))
+    [error] = [d for d in result.errors if d.address == "job.eval"]
+    assert "will not paste into a shell line" in error.message and error.field == "after"
