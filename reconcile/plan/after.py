@@ -96,6 +96,8 @@ class Pipeline:
         if run is None:
             stopped = job.state == "stopped"
             return Waiting(**seen, state="state: stopped" if stopped else "no run yet", blocked=stopped), False
+        if run.lost:  # died with its head: only a new attempt (retry on lost, --replace) can end as required
+            return Waiting(**seen, state=run.health, blocked=True), False
         if run.status in MAYBE_RUNNING:
             return Waiting(**seen, state=run.status.value), False
         if not run.on_ray:  # its end is in a record only, which any job can write
