@@ -15,7 +15,7 @@ from tests.support.workspace import Workspace, make_workspace
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pipeline"
 INTERVAL = 2.0
-ONE_TURN = 2 * INTERVAL + 8  # a turn starts within an interval; Ray must notice the end and start the driver
+ONE_TURN = 2 * INTERVAL + 12  # a turn starts within an interval; Ray notices the end, argus plans and submits
 TRAIN = "entrypoint: [python3, -m, pipeline_train, '--data=${shared_root}/outputs/data/points.csv']"
 FAILS_ONCE = ('entrypoint: "test -e ${shared_root}/failed-once || { touch ${shared_root}/failed-once; '
               'echo train: failing once on purpose; exit 1; }; '
