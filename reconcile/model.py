@@ -58,6 +58,9 @@ class Action(str, Enum):
     """A run stopped (or deleted while active) outside argus: shown, counted by --detailed-exitcode, left
     stopped. Nothing for apply to do; `on_drift: restart` plans a new attempt (RETRY) instead."""
     NOOP = "no-op", " ", 5, None
+    WAIT = "wait", "..", 5, "blue"
+    """A job with `after:` whose predecessors' current runs have not ended as required: no steps, not
+    queued for capacity, not a difference for --detailed-exitcode (reconcile.plan.after)."""
 
 
 class StepModel(Frozen, ABC):
@@ -101,6 +104,11 @@ class SubmitStep(StepModel):
     max_runtime: int | None = Field(default=None, ge=1, le=MAX_SECONDS)
     """The job's max_runtime in seconds: the run gets MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP (submit
     time + this) in its env, so verl saves a checkpoint before argus stops it. Outside the Submission."""
+    bindings: dict[str, str] = {}
+    """`${job:NAME.FIELD}` placeholder -> value, filled in at submit (a released follower's, from the
+    predecessors' specs and run ids: never from a record)."""
+    checkpoint_dir: str | None = None
+    """A command job's checkpoint directory (`${shared_root}/...`), handed to it as ARGUS_CHECKPOINT_DIR."""
 
     def describe(self) -> str:
         return f"submit {self.submission_id} to cluster {self.cluster}"
@@ -212,6 +220,8 @@ class RunView(Frozen):
     saved plans like `submission`: `argus status` shows them."""
     stop_asked: bool = Field(default=False, exclude=True)
     """argus asked Ray to stop it (its record says so): its STOPPED is argus's own doing, not drift."""
+    bindings: dict[str, str] = Field(default={}, exclude=True)
+    """A follower's `${job:...}` values as its record says they were submitted (`argus status` shows them)."""
     cluster_read: bool = Field(default=True, exclude=True)
     """Its cluster answered this observation: only then does "Ray does not list it" mean anything."""
 
@@ -280,6 +290,18 @@ class VerlNote(Frozen):
     """Whether the run starts fresh or resumes, and from what."""
 
 
+class Waiting(Frozen):
+    """One predecessor a follower waits on (`after:`), as the plan saw it."""
+
+    job: Name
+    needs: Literal["succeeded", "finished"]
+    state: str
+    """Its current run's state in words: "RUNNING", "no run yet", "FAILED (user_code)", ..."""
+    submission_id: str | None = None
+    blocked: bool = False
+    """Its current run ended otherwise and no new attempt is planned: only a retry or a replace releases."""
+
+
 class Change(Frozen):
     """What the plan does to one address, and the steps that do it."""
 
@@ -299,6 +321,8 @@ class Change(Frozen):
     """For a verl job that starts or waits: its verl version, entry, pools and resume, for people."""
     deadline_at: float | None = None
     """Epoch seconds when the job's active run reaches its max_runtime (its Ray start time + max_runtime)."""
+    waiting_on: tuple[Waiting, ...] = ()
+    """A job with `after:`: its predecessors, while it waits (WAIT) and when released (what it follows)."""
 
 
 class QueueInfo(Frozen):
@@ -357,7 +381,7 @@ class Plan(Frozen):
     def actionable(self) -> tuple[Change, ...]:
         """What apply carries out: neither what is in sync, nor drift it only reports, nor jobs that still wait."""
         return tuple(c for c in self.changes
-                     if c.action not in (Action.NOOP, Action.DRIFT) and not _waits_as_before(c))
+                     if c.action not in (Action.NOOP, Action.DRIFT, Action.WAIT) and not _waits_as_before(c))
 
     @property
     def drifted(self) -> tuple[Change, ...]:
@@ -373,6 +397,11 @@ class Plan(Frozen):
     def waiting(self) -> tuple[Change, ...]:
         """Jobs already in the queue that still wait: shown, but not actionable."""
         return tuple(c for c in self.changes if _waits_as_before(c))
+
+    @property
+    def following(self) -> tuple[Change, ...]:
+        """Jobs that wait on their predecessors (`after:`): shown, not actionable."""
+        return tuple(c for c in self.changes if c.action is Action.WAIT)
 
     @property
     def errors(self) -> tuple[Diagnostic, ...]:

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from specs import rules, secret_scan
+from specs import after, rules, secret_scan
 from specs.address import Address
 from specs.desired import DesiredState, Source, address_of
 from specs.diagnostics import Diagnostic
@@ -191,6 +191,7 @@ def _assemble(root: Path, loaded: list[tuple[Spec, Source]], diagnostics: list[D
     jobs = {r.name: r for r, _ in unique if isinstance(r, Job)}
     diagnostics += rules.broken_references(clusters, snapshots, jobs, sources)
     diagnostics += [d for job in jobs.values() for d in rules.workload_diagnostics(job, sources[Address.job(job.name)])]
+    diagnostics += after.pipeline_diagnostics(jobs, sources)
     shared_roots = _shared_roots(root, clusters, sources, diagnostics)
     if workspace is None:
         return None

@@ -314,6 +314,12 @@ class Job(Spec):
     """How long a run may last, from when Ray accepted it ("90m", "2h", "1h30m", "1d", or seconds): argus
     stops it then and classes its end `deadline` (retried only if `retry.on` names it). verl saves a
     checkpoint shortly before (docs/verl.md). Outside the spec hash: a change applies to the run under way."""
+    after: list[Name] | dict[Name, Literal["succeeded", "finished"]] | None = None
+    """Jobs of this workspace whose current run must have ended first: a list means `succeeded` for each;
+    `{train: finished}` also accepts a failed or stopped end. Outside the spec hash (docs/pipelines.md)."""
+    rerun_with_predecessors: bool = Field(default=False, strict=True)
+    """When a predecessor runs again and ends as required, run this job again too. Default: a job that
+    already ran its current spec is not run again (the plan says so); bump `run:` to ask once."""
 
 
 def check_env_references(env: dict[str, str]) -> dict[str, str]:

@@ -72,6 +72,9 @@ class Submission(Frozen):
     code: CodeRef | None = None
     gpus: int | None = None
     """verl jobs: GPUs the training holds (nnodes x n_gpus_per_node), for capacity planning."""
+    follows: dict[str, str] | None = None
+    """`rerun_with_predecessors: true` only: predecessor job -> its run this one follows, so a new
+    predecessor run that ended as required is a new spec of this job (None keeps every other hash)."""
 
 
 def resolve(workspace: Workspace, cluster: Cluster, job: Job, code: CodeRef | None = None) -> Submission:

@@ -143,6 +143,9 @@ class RunRecord(Frozen):
     stop_asked: str | None = Field(default=None, max_length=40)
     """When argus asked Ray to stop the run (written before it asks): a STOPPED run without it was
     stopped outside argus (drift). Like every record, writable by jobs: see docs/shared-root.md."""
+    bindings: Annotated[dict[Annotated[str, Field(max_length=200)], Annotated[str, Field(max_length=4096)]],
+                        Field(max_length=64)] = {}
+    """A follower's `${job:NAME.FIELD}` values as submitted (`after:`): shown only, never planned from."""
 
     @classmethod
     def submitting(cls, run: RunId, submission: Submission, **fields: Any) -> RunRecord:
@@ -156,7 +159,7 @@ class RunRecord(Frozen):
     def _status_of_earlier_versions(cls, value: Any) -> Any:
         return _RECORDED_BEFORE.get(value, value) if isinstance(value, str) else value
 
-    @field_validator("submission", "evidence", "advice", mode="wrap")
+    @field_validator("submission", "evidence", "advice", "bindings", mode="wrap")
     @classmethod
     def _unreadable_is_unknown(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
         """Records on NFS are hostile input: a submission, evidence or advice of another shape is

@@ -10,6 +10,7 @@ from reconcile.execute.admit import Ahead, admitted, mark_submitted, still_preem
 from reconcile.execute.world import Done, Outcome, World
 from reconcile.execute.wrapper import wrapped
 from reconcile.model import StopStep, SubmitStep
+from specs.after import fill
 from specs.errors import ArgusError
 from specs.submission import expand, secret_refs
 from state.observed import RunStatus
@@ -22,6 +23,8 @@ from state.runs.records import job_dir
 EXPIRATION_VARIABLE = "MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP"
 """verl's checkpoint manager saves early when this epoch time is near (verl.utils.checkpoint.checkpoint_manager.
 should_save_ckpt_esi): a run of a job with max_runtime gets its submit time + max_runtime here."""
+CHECKPOINT_DIR_VARIABLE = "ARGUS_CHECKPOINT_DIR"
+"""A command job's checkpoint directory, as `${job:NAME.checkpoint_dir}` names it to its followers."""
 
 
 def submit(step: SubmitStep, world: World) -> Done:
@@ -109,10 +112,14 @@ def payload_of(step: SubmitStep, shared_root: str, labels: dict[str, str]) -> di
     the run's log and end on NFS (execute.wrapper)."""
     sub = step.submission
     secret = secret_refs(sub.env_vars)
-    env = {k: expand(v, shared_root, step.submission_id) for k, v in sub.env_vars.items() if k not in secret}
+    # a follower's `${job:...}` first (their values may hold `${shared_root}`), then argus's own placeholders
+    env = {k: expand(fill(v, step.bindings), shared_root, step.submission_id)
+           for k, v in sub.env_vars.items() if k not in secret}
+    if step.checkpoint_dir is not None:
+        env.setdefault(CHECKPOINT_DIR_VARIABLE, expand(step.checkpoint_dir, shared_root, step.submission_id))
     if step.max_runtime is not None:  # verl saves a checkpoint when this is near (should_save_ckpt_esi)
         env[EXPIRATION_VARIABLE] = f"{time.time() + step.max_runtime:.3f}"
-    command = expand(sub.entrypoint, shared_root, step.submission_id)
+    command = expand(fill(sub.entrypoint, step.bindings), shared_root, step.submission_id)
     return {
         "entrypoint": wrapped(command, str(job_dir(shared_root, step.submission_id)), bool(secret)),
         "runtime_env": {"env_vars": env} if env else None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reconcile.model import Action, Change, Plan, PlanOptions, RunView, StopStep, SubmitStep
+from reconcile.plan.after import Pipeline
 from reconcile.plan.code import code_ref, plan_dirs, plan_prune, plan_snapshots
 from reconcile.plan.deadline import early_save_warnings, with_deadlines
 from reconcile.plan.diff import field_diff
@@ -18,6 +19,7 @@ from reconcile.plan.runs import is_active, newest, ownership_diagnostics, runs_b
 from reconcile.plan.unreachable import blocked_elsewhere, not_planned, unreachable_clusters, unseen_clusters
 from reconcile.plan.verl import resume_diagnostics, verl_diagnostics, with_verl_notes
 from specs.address import WORKSPACE, Address, Kind
+from specs.after import in_order
 from specs.desired import DesiredState, Source
 from specs.diagnostics import Diagnostic
 from specs.models import Job
@@ -74,14 +76,16 @@ def targeted(plan_: Plan, desired: DesiredState) -> Plan:
 def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: Mapping[str, list[RunView]],
                options: PlanOptions, broken: set[str]) -> tuple[list[Change], list[Diagnostic]]:
     changes, diagnostics = [], []
-    for name, job in sorted(desired.jobs.items()):
-        job_runs = runs.get(name, [])
+    pipeline = Pipeline(desired, runs)
+    for name in in_order(desired.jobs):  # predecessors first: a follower sees their changes (`after:`)
+        job, job_runs = desired.jobs[name], runs.get(name, [])
         unseen = unseen_clusters(observed, job.cluster, job_runs)
         if unseen:
             changes.append(not_planned(Address.job(name), unseen, job_runs))
+            pipeline.not_planned(name, changes[-1])
             diagnostics += blocked_elsewhere(desired, job, unseen, job_runs)
             continue
-        change, found = _plan_desired_job(desired, observed, job, job_runs, options, broken)
+        change, found = _plan_desired_job(desired, observed, job, job_runs, options, broken, pipeline)
         changes.append(change)
         diagnostics += found
     for name in sorted(set(runs) - set(desired.jobs)):
@@ -96,11 +100,14 @@ def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: Mapping[str
 
 
 def _plan_desired_job(desired: DesiredState, observed: ObservedState, job: Job, runs: list[RunView],
-                      options: PlanOptions, broken: set[str]) -> tuple[Change, list[Diagnostic]]:
+                      options: PlanOptions, broken: set[str], pipeline: Pipeline) -> tuple[Change, list[Diagnostic]]:
     code = code_ref(desired, observed, job.code) if job.code else None
     sub = resolve(desired.workspace, desired.cluster_of(job), job, code)
-    change = plan_job(job, sub, runs, forced=Address.job(job.name) in options.replace)
-    diagnostics = _job_diagnostics(desired.source(change.address), job, change, runs, observed)
+    if (follows := pipeline.follows(job)) is not None:
+        sub = sub.model_copy(update={"follows": follows})
+    change, diagnostics = pipeline.decide(job, sub, plan_job(job, sub, runs,
+                                                             forced=Address.job(job.name) in options.replace))
+    diagnostics += _job_diagnostics(desired.source(change.address), job, change, runs, observed)
     if job.code and Address.code(job.code) in broken and change.action in (Action.SUBMIT, Action.REPLACE):
         diagnostics.append(Diagnostic(severity="error", address=change.address, field="code",
                                       message=f"{change.address} runs on code.{job.code}, which has errors",

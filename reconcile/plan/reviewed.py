@@ -21,7 +21,7 @@ StepKey = tuple[str, ...]
 def decision_differences(reviewed: Plan, fresh: Plan) -> list[str]:
     """One line per address whose decisions differ; empty when the fresh plan may be applied."""
     before = _decisions(_deciding(reviewed))
-    after = _decisions(c for c in _deciding(fresh) if not _foreseen(reviewed, c))
+    after = _decisions(c for c in _released(reviewed, _deciding(fresh)) if not _foreseen(reviewed, c))
     everything = _decisions(fresh.changes)
     found = []
     for address in sorted(set(before) | set(after)):
@@ -73,6 +73,26 @@ def _deciding(plan: Plan) -> list[Change]:
     """The actionable changes, and the jobs that keep waiting in the queue: whether a run starts
     now or waits for room is the world's doing, not a new decision (a reviewer approved the run)."""
     return [c for c in plan.changes if c.action is not Action.NOOP]  # actionable or waiting: all but NOOP
+
+
+def _released(reviewed: Plan, fresh: list[Change]) -> list[Change]:
+    """Fresh changes less the plain submits of followers the reviewed plan showed waiting (`after:`) for the
+    very same submission: "start it when its predecessors are done" was the decision, and it did not change.
+    `follows` (rerun_with_predecessors) names the predecessor run, only known once it ended: left out."""
+    waited = {c.address: c.after for c in reviewed.changes if c.action is Action.WAIT and c.after is not None}
+    return [c for c in fresh if not (c.address in waited and _starts(c) and c.after is not None
+                                     and _unfollowed(waited[c.address]) == _unfollowed(c.after))]
+
+
+def _starts(change: Change) -> bool:
+    """A plain start, now or once there is room: never a replace (it would stop a run nobody reviewed stopping)."""
+    wanted = change.queue.wanted if change.action is Action.QUEUE and change.queue else change.action
+    return change.action in (Action.SUBMIT, Action.QUEUE) and wanted is Action.SUBMIT \
+        and all(step.kind in ("submit", "enqueue") for step in change.steps)
+
+
+def _unfollowed(submission: dict) -> dict:
+    return {key: value for key, value in submission.items() if key != "follows"}
 
 
 def _keys(changes: list[Change]) -> set[StepKey]:

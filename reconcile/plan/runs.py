@@ -124,7 +124,8 @@ def _seen_on_ray(job: RayJob, run: RunId, cluster: str, observed: ObservedState)
                    ended_at=(job.end_time or 0) / 1000 if job.status not in MAYBE_RUNNING else 0.0,
                    protect=bool(record and record.protect), stop_asked=bool(record and record.stop_asked),
                    failure=(record.failure if record else None) or observed.failures.get(job.submission_id),
-                   evidence=record.evidence if record else (), submission=record.submission if record else None)
+                   evidence=record.evidence if record else (), submission=record.submission if record else None,
+                   bindings=record.bindings if record else {})
 
 
 def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
@@ -143,7 +144,7 @@ def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
                    failure="lost" if lost else record.failure or observed.failures.get(record.submission_id),
                    started_at=_epoch(record.submitted_at or record.updated_at), submission=record.submission,
                    ended_at=_epoch(record.updated_at) if (ended or record.status) not in MAYBE_RUNNING else 0.0,
-                   evidence=record.evidence)
+                   evidence=record.evidence, bindings=record.bindings)
 
 
 def _head_restarted(record: RunRecord, observed: ObservedState) -> bool:

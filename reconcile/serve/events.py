@@ -196,6 +196,11 @@ def _next(run: RunView, policy: Policy, retry: object | None) -> str:
     return "nothing this turn (the plan could not retry it: see `argus plan`)"
 
 
+def event(workspace: str, kind: str, key: str, clock: Clock, **fields: object) -> Event:
+    """An event another module of the loop makes (reconcile.serve.after_events), keyed like these."""
+    return _event(workspace, kind, key, clock, **fields)
+
+
 def _event(workspace: str, kind: str, key: str, clock: Clock, **fields: object) -> Event:
     when = datetime.fromtimestamp(clock.now, tz=timezone.utc).isoformat(timespec="seconds")
     return Event(kind=kind, key=f"{workspace}:{key}", workspace=workspace, time=when, **fields)

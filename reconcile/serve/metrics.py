@@ -110,6 +110,7 @@ class Turns(Collector):
             _add_runs(f, workspace, report)
             _add_queue(f, workspace, report)
             _add_deadlines(f, workspace, report)
+            _add_after(f, workspace, report)
         for cluster, by_workspace in sorted(_gpus_held(seen.values()).items()):
             for holder, gpus in sorted(by_workspace.items()):
                 f["held"].add_metric([holder, cluster], gpus)
@@ -138,6 +139,8 @@ SERIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
              "counted.", ("workspace", "cluster")),
     "deadline": ("argus_run_deadline_timestamp_seconds", "When each active run of the workspace reaches its job's "
                  "max_runtime and argus stops it (epoch seconds).", ("workspace", "cluster", "job")),
+    "after": ("argus_after_waiting", "1 per job of the workspace that waits on a predecessor (after:), by the "
+              "predecessor and whether its failed run blocks the job.", ("workspace", "job", "predecessor", "blocked")),
 }
 """The gauges built at each scrape: name, help, labels."""
 
@@ -177,6 +180,13 @@ def _deadline_stopped(report: TurnReport) -> list[str]:
     applied = set(report.applied)
     return [change.address.removeprefix("job.") for change in (report.plan.changes if report.plan else ())
             if change.address in applied and any(getattr(s, "deadline", None) for s in change.steps)]
+
+
+def _add_after(f: dict[str, GaugeMetricFamily], workspace: str, report: TurnReport) -> None:
+    for change in report.plan.following if report.plan is not None else ():
+        for waiting in change.waiting_on:
+            f["after"].add_metric([workspace, change.address.removeprefix("job."), waiting.job,
+                                   "true" if waiting.blocked else "false"], 1)
 
 
 def _gpus_held(reports: Iterable[TurnReport]) -> dict[str, Mapping[str, float]]:

@@ -19,6 +19,7 @@ from typing import Literal
 from reconcile.model import Action, Change, Plan, SubmitStep
 from reconcile.report import Event, TurnReport
 from reconcile.serve import events as ev
+from reconcile.serve.after_events import after_events
 from specs.desired import DesiredState
 from specs.errors import ArgusError
 from state.audit.follow import AuditFollower
@@ -71,7 +72,15 @@ def choose(plan: Plan, sync_auto: bool, may_retry: bool = True) -> list[Change]:
     if any(not address.startswith("job.") for address in blocked):
         return []
     return [c for c in plan.actionable if c.address not in blocked
-            and (c.action in (Action.RETRY, Action.PREEMPT, Action.DEADLINE) or _queued_by_apply(c))]
+            and (c.action in (Action.RETRY, Action.PREEMPT, Action.DEADLINE) or _queued_by_apply(c) or _released(c))]
+
+
+def _released(change: Change) -> bool:
+    """A follower (`after:`) whose predecessors ended as required: the merged spec and the WAIT it was
+    planned as are the approval. Only its start (or its place in the queue), never a replace."""
+    wanted = change.queue.wanted if change.action is Action.QUEUE and change.queue else change.action
+    return bool(change.waiting_on) and wanted is Action.SUBMIT and change.action in (Action.SUBMIT, Action.QUEUE) \
+        and all(step.kind in ("submit", "enqueue") for step in change.steps)
 
 
 def _queued_by_apply(change: Change) -> bool:
@@ -265,6 +274,7 @@ def _events(desired: DesiredState, observed, plan: Plan, out: Outcome, options: 
     limits = {name: job.max_runtime for name, job in desired.jobs.items() if job.max_runtime}
     found += ev.deadline_events(ws, out.chosen, set(out.applied), out.runs, limits, clock)
     found += ev.drifted_events(ws, plan, clock)
+    found += after_events(ws, plan, set(out.applied), clock)
     drift = ev.drift_event(ws, out.unapplied, clock)
     found += [drift] if drift else []
     return [e.model_copy(update={"commit": out.commit}) for e in (*out.events, *(_with_record(desired, observed, e)

@@ -42,6 +42,8 @@ def render_plan(plan: Plan, colour: bool = False, all_workspaces: bool = False) 
     for change in (*plan.actionable, *plan.drifted):
         lines.extend(_change_lines(change, colour))
     lines.extend(_waiting_lines(plan))
+    for change in plan.following:  # what starts once its predecessors are done: reviewed now, like a submit
+        lines.extend(_change_lines(change, colour))
     in_sync = [c for c in plan.changes if c.action is Action.NOOP]
     if in_sync:
         lines.append("  Unchanged:")
@@ -64,6 +66,8 @@ def summary(plan: Plan) -> str:
             return f"No changes to apply.{drifted}"
         if waiting:
             return f"No changes. {waiting} job(s) wait in the admission queue for room on their cluster."
+        if plan.following:
+            return f"No changes. {len(plan.following)} job(s) wait on their predecessors (after:)."
         if plan.options.targets:  # the rest was not looked at: nothing says it matches
             return "No changes for the targets."
         return "No changes. The clusters match the desired state."
@@ -72,6 +76,7 @@ def summary(plan: Plan) -> str:
              if counts[a] or a in (Action.SUBMIT, Action.REPLACE, Action.STOP)]
     queued = f", {waiting} queued" if waiting else ""
     queued += f", {counts[Action.DEADLINE]} to stop at max_runtime" if counts[Action.DEADLINE] else ""
+    queued += f", {len(plan.following)} waiting on predecessors" if plan.following else ""
     return f"Plan: {', '.join(f'{counts[a]} to {a.value}' for a in shown)}{queued}.{drifted}"
 
 
@@ -101,7 +106,8 @@ def render_status(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = No
     lines = []
     for row, change in zip(rows, [None, *jobs], strict=True):
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
-        lines += (_failure_lines(change) + _queue_lines(change) + _deadline_lines(change)) if change else []
+        lines += (_failure_lines(change) + _queue_lines(change) + _deadline_lines(change) + _after_lines(change)
+                  + _bound_lines(change)) if change else []
     if plan.unmanaged:  # other teams' runs summed up: a shared cluster keeps thousands (reconcile.views.others)
         lines += ["", *unmanaged_lines(plan, all_workspaces)]
     lines += _diagnostic_lines(plan.diagnostics, colour=False)
@@ -113,6 +119,7 @@ def shows_submission(change: Change) -> bool:
     job that must wait in the queue too: the apply that queues it is its only review, as `argus serve`
     submits it later without another plan."""
     wanted = change.queue.wanted if change.action is Action.QUEUE and change.queue else change.action
+    wanted = Action.SUBMIT if change.action is Action.WAIT else wanted  # `argus serve` starts it once released
     return wanted is Action.SUBMIT and change.before is None and bool(change.after)
 
 
@@ -131,6 +138,8 @@ def sync_of(change: Change, desired_jobs: set[str], unseen: Unseen | None = None
         return "drifted"
     if change.action is Action.DEADLINE:
         return "past max_runtime"
+    if change.action is Action.WAIT:
+        return "blocked" if any(w.blocked for w in change.waiting_on) else "waiting"
     return "missing" if change.action is Action.SUBMIT and change.current is None else "changed"
 
 
@@ -186,6 +195,27 @@ def _queue_lines(change: Change) -> list[str]:
     if change.action is not Action.QUEUE or change.queue is None:
         return []
     return [f"    queued:  {change.reason}", f"    demand:  {change.queue.demand} (priority {change.queue.priority})"]
+
+
+def _after_lines(change: Change) -> list[str]:
+    """Under a job that waits on its predecessors: each one, its state, and why it blocks."""
+    if change.action is not Action.WAIT:
+        return []
+    shown = [f"{w.job} to {'succeed' if w.needs == 'succeeded' else 'finish'} ({w.state}"
+             f"{', ' + w.submission_id if w.submission_id else ''}{', blocked' if w.blocked else ''})"
+             for w in change.waiting_on]
+    why = textwrap.wrap(change.reason, width=STATUS_WIDTH, initial_indent="    why:     ", subsequent_indent=" " * 13,
+                        break_long_words=False, break_on_hyphens=False) if change.reason.startswith("blocked") else []
+    return [f"    after:   {'; '.join(shown)}", *why]
+
+
+def _bound_lines(change: Change) -> list[str]:
+    """Under a follower's run: the values its `${job:...}` references were given (from its record: shown only)."""
+    run = change.current
+    if run is None or not run.bindings:
+        return []
+    return [f"    {'bound:' if i == 0 else '':9}{printable(key)[:80]} = {printable(value)[:200]}"
+            for i, (key, value) in enumerate(sorted(run.bindings.items())[:8])]
 
 
 def _change_lines(change: Change, colour: bool) -> list[str]:

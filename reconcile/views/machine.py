@@ -35,7 +35,7 @@ def status_json(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None
     unseen = unseen or Unseen()
     rows = [{"address": c.address, "sync": sync_of(c, desired_jobs, unseen), "health": health_of(c, unseen),
              "submission_id": c.current.submission_id if c.current else None, **_failure(c), **_queue(c),
-             **({"deadline_at": c.deadline_at} if c.deadline_at else {})}
+             **({"deadline_at": c.deadline_at} if c.deadline_at else {}), **_after(c), **_bindings(c)}
             for c in sorted(plan.changes, key=lambda c: c.address) if c.address.startswith("job.")]
     unmanaged = [j.model_dump(mode="json") for j in plan.unmanaged]
     held = {cluster: dict(by_workspace) for cluster, by_workspace in sorted((gpus_held or {}).items())}
@@ -51,7 +51,7 @@ def plan_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
              for d in plan.diagnostics]
     rows = ["", "| | address | action | why |", "|---|---|---|---|"]
     rows += [f"| {_code(c.action.symbol)} | {_code(c.address)} | {c.action.value} | {md(c.reason)} |"
-             for c in (*plan.actionable, *plan.drifted)]
+             for c in (*plan.actionable, *plan.drifted, *plan.following)]
     details = ["", "<details><summary>Details</summary>", "", fenced("\n".join(_detail_lines(plan)), "diff"),
                "</details>"]
     text = "\n".join(head + rows + details)
@@ -75,7 +75,7 @@ def _summarised(head: list[str], rows: list[str], limit: int) -> str:
 
 def _detail_lines(plan: Plan) -> list[str]:
     lines: list[str] = []
-    for change in plan.actionable:
+    for change in (*plan.actionable, *plan.following):
         lines.append(f"{_diff_marker(change)} {change.address}  ({change.action.value}: {change.reason})")
         lines += [f"    {line}" for line in verl_lines(change)]
         lines += [line for d in change.diff for line in _field_lines(d)]
@@ -112,6 +112,19 @@ def _queue(change: Change) -> dict[str, Any]:
         return {}
     return {"queue": {"cluster": info.cluster, "position": info.position, "reason": info.reason,
                       "demand": info.demand, "gpus": info.gpus, "priority": info.priority}}
+
+
+def _after(change: Change) -> dict[str, Any]:
+    """Only for a job that waits on its predecessors (`after:`): each one, its state, whether it blocks."""
+    if change.action is not Action.WAIT:
+        return {}
+    return {"waiting_on": [w.model_dump(mode="json") for w in change.waiting_on], "reason": change.reason}
+
+
+def _bindings(change: Change) -> dict[str, Any]:
+    """Only for a follower's run that was given `${job:...}` values (its record's, as submitted)."""
+    run = change.current
+    return {"bindings": dict(run.bindings)} if run is not None and run.bindings else {}
 
 
 def _counts(plan: Plan) -> dict[str, int]:

@@ -38,7 +38,7 @@ from state.observed import RunEnd, RunRecord
 
 MAX_END_BYTES = 4096
 MAX_RECORD_BYTES = 1024 * 1024
-OMITTED_WHEN_EMPTY = ("evidence", "advice", "gpus", "stop_asked")
+OMITTED_WHEN_EMPTY = ("evidence", "advice", "gpus", "stop_asked", "bindings")
 """Fields added after `failure`: left out of a record that has none, so the records of runs that did
 not fail still read in the versions before them (their models forbid unknown keys)."""
 TAIL_BYTES = 64 * 1024
@@ -67,7 +67,9 @@ def write_status(shared_root: str, record: RunRecord) -> None:
     # Validated again on the way out: model_copy(update=...) does not validate, and what is
     # written here must read back as the same record.
     checked = RunRecord.model_validate(dict(record))
-    empty = {name for name in OMITTED_WHEN_EMPTY if not getattr(checked, name)}
+    empty: dict[str, Any] = {name: True for name in OMITTED_WHEN_EMPTY if not getattr(checked, name)}
+    if checked.submission is not None and checked.submission.follows is None:
+        empty["submission"] = {"follows"}  # added with `after:`: a record without it reads in earlier versions
     write_beneath(shared_root, f"jobs/{record.submission_id}/status.json",
                   _json(checked.model_dump(mode="json", exclude=empty)))
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from specs import verl
 from specs.address import Address
+from specs.after import stand_ins
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic, Severity
 from specs.models import Job, Trainer
@@ -81,7 +82,7 @@ def _composed(code: Path, job: Job, desired: DesiredState, point: Any, cache_roo
     """Compose the job's config with Hydra; cached on disk by (code digest, entry, overrides)."""
     root = desired.shared_root(job.cluster)
     ours = [expand(a, root, FAKE_ID) for a in verl.overrides(job, desired.workspace.name)[:-len(job.overrides) or None]]
-    users = [expand(a, root, FAKE_ID) for a in job.overrides]
+    users = [expand(stand_ins(a), root, FAKE_ID) for a in job.overrides]  # `${job:...}`: Hydra's syntax too
     ours += point.searchpath
     key = hashlib.sha256(json.dumps([digest, point.config_dir, point.config_name, ours, users, label,
                                      _hydra_version()]).encode()).hexdigest()

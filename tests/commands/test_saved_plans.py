@@ -159,3 +159,20 @@ def test_a_replace_plan_applied_twice_asks_for_one_new_attempt(workspace, argus,
         assert applied.code == 0, applied.out + applied.err
     attempts = sorted(j.metadata["argus.attempt"] for j in jobs_of(workspace.address, workspace.name))
     assert attempts == ["1", "2"] and "No changes." in applied.out
+
+
+def test_a_saved_plan_whose_follower_waited_applies_once_it_is_released(workspace, argus, tmp_path):
+    """The reviewed decision was "start train when prepare has succeeded": its start is not a new one."""
+    gate = tmp_path / "gate"
+    workspace.job("prepare", gated(gate))
+    workspace.job("train", QUICK, extra="after: [prepare]\n")
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    [prepare] = jobs_of(workspace.address, workspace.name)
+    stored = save(argus, workspace, tmp_path / "plan.json")
+    [waiting] = [c for c in stored["plan"]["changes"] if c["address"] == "job.train"]
+    assert waiting["action"] == "wait" and waiting["steps"] == [] and waiting["waiting_on"][0]["job"] == "prepare"
+    gate.write_text("")
+    wait_for(workspace.address, prepare.submission_id, {"SUCCEEDED"})
+    applied = argus("apply", tmp_path / "plan.json", "--dir", workspace.root)
+    assert applied.code == 0, applied.out + applied.err
+    assert sorted(j.metadata["argus.job"] for j in jobs_of(workspace.address, workspace.name)) == ["prepare", "train"]

@@ -16,10 +16,10 @@ def test_actions_carry_their_symbol_order_and_colour():
         ("create", "+", "green"), ("submit", "+", "green"), ("stop", "-", "red"), ("replace", "-/+", "yellow"),
         ("retry", "+", "green"), ("preempt", "-", "red"), ("deadline", "-", "red"), ("queue", "~", "cyan"),
         ("delete", "-", "red"),
-        ("drift", "!", "yellow"), ("no-op", " ", None)]
+        ("drift", "!", "yellow"), ("no-op", " ", None), ("wait", "..", "blue")]
     assert sorted(Action, key=lambda a: a.order) == [Action.CREATE, Action.STOP, Action.PREEMPT, Action.DEADLINE,
                                                      Action.REPLACE, Action.QUEUE, Action.SUBMIT, Action.RETRY,
-                                                     Action.DELETE, Action.DRIFT, Action.NOOP]
+                                                     Action.DELETE, Action.DRIFT, Action.NOOP, Action.WAIT]
     assert Action("submit") is Action.SUBMIT and json.dumps(Action.RETRY) == '"retry"'
 
 
