@@ -117,6 +117,12 @@ def content_digest(saved: SavedPlan) -> str:
     return _body_digest(saved.model_dump(mode="json", exclude=unsealed), saved.seal)
 
 
+def written_digest(written: dict[str, Any]) -> str:
+    """The seal of a saved plan's content as its file holds it (its `digest` left out): what read checks."""
+    content = {key: value for key, value in written.items() if key != "digest"}
+    return _body_digest(content, str(content.get("seal", "sha256")))
+
+
 def _body_digest(content: dict[str, Any], seal: str) -> str:
     body = json.dumps(content, sort_keys=True, separators=(",", ":"))
     if seal == "hmac-sha256":
@@ -148,8 +154,7 @@ def _seal_problems(saved: SavedPlan, written: dict[str, Any]) -> list[str]:
         return [f"it is not signed, and {PLAN_KEY} is set here: plans must be made where the key is"]
     if saved.seal == "hmac-sha256" and not keyed:
         return [f"it is signed with {PLAN_KEY}, which is not set here: set it to check the signature"]
-    content = {key: value for key, value in written.items() if key != "digest"}
-    matches = hmac.compare_digest(saved.digest, _body_digest(content, saved.seal))
+    matches = hmac.compare_digest(saved.digest, written_digest(written))
     return [] if matches else ["its content does not match its seal"]
 
 

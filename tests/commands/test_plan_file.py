@@ -48,7 +48,7 @@ def stored(path: Path, workspace_dir: str = "teams/nlp", origin: str = "github.c
 
 def reseal(path: Path, data: dict) -> None:
     """What a forger who read saved.py does after editing: recompute the plain seal."""
-    path.write_text(json.dumps({**data, "digest": saved.content_digest(saved.SavedPlan.model_validate(data))}))
+    path.write_text(json.dumps({**data, "digest": saved.written_digest(data)}))
 
 
 def test_show_renders_a_saved_plan_in_each_format_without_a_cluster(tmp_path, argus):

@@ -57,10 +57,12 @@ def test_malformed_files_are_user_errors_not_crashes(tmp_path):
 
 
 def _sealed_as_written(data: dict) -> dict:
-    """The file an argus writes: its seal over exactly what the file holds."""
+    """The file an earlier argus wrote: a plain sha256 over exactly what the file holds."""
     body = {key: value for key, value in data.items() if key != "digest"}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    return {**body, "digest": hashlib.sha256(text.encode()).hexdigest()}
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    assert digest == saved.written_digest(data)
+    return {**body, "digest": digest}
 
 
 def test_a_plan_an_earlier_argus_wrote_is_read_and_any_edit_of_it_is_refused(tmp_path):

@@ -19,8 +19,7 @@ def save(argus, workspace, path, *flags):
 
 def reseal(path: Path, data: dict) -> None:
     """What a forger who read saved.py would do: recompute the seal after editing."""
-    model = saved.SavedPlan.model_validate(data)
-    path.write_text(json.dumps({**data, "digest": saved.content_digest(model)}))
+    path.write_text(json.dumps({**data, "digest": saved.written_digest(data)}))
 
 
 def test_a_saved_plan_applies_without_asking_and_again_changes_nothing(workspace, argus, tmp_path):
