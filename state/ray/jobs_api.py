@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from state.ray.deadline import Budget, request_within
+from state.ray.transport import Transport, proxy_for
 
 AUTH_STATUSES = (401, 403)
 """What Ray's token middleware answers: 401 when no token came, 403 when it is wrong."""
@@ -64,8 +65,10 @@ class AuthRefused(Exception):
 class JobsApi:
     """One dashboard's job endpoints; every request ends within `timeout` seconds in all."""
 
-    def __init__(self, address: str, timeout: float, headers: dict[str, str], budget: Budget | None = None):
-        """`budget`: what the command has left for this dashboard's failures; a read waits no longer."""
+    def __init__(self, address: str, timeout: float, headers: dict[str, str], budget: Budget | None = None,
+                 transport: Transport | None = None):
+        """`budget`: what the command has left for this dashboard's failures; a read waits no longer.
+        `transport`: TLS, proxy and extra headers, the same for the REST calls and the log stream."""
         self.address = address.rstrip("/")
         self.timeout = timeout
         self.budget = budget
@@ -74,6 +77,9 @@ class JobsApi:
         self._secrets = [token for value in headers.values() if len(token := value.split(" ", 1)[-1]) >= MIN_MASKED]
         """The token the headers carry: masked in whatever the dashboard answers (one may echo a request's
         headers in its error)."""
+        self.transport = transport or Transport()
+        self.headers.update(self.transport.headers)
+        self._secrets += [value for value in self.transport.secrets if len(value) >= MIN_MASKED]
 
     def version(self) -> dict[str, Any]:
         body = _object(self.get_json("/api/version"), "the version")
@@ -129,8 +135,9 @@ class JobsApi:
         traces.on_request_redirect.append(self._refuse_redirect)
         timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_connect=self.timeout)
         async with aiohttp.ClientSession(headers=self.headers, timeout=timeout, trace_configs=[traces]) as session:
+            tls = self.transport.ssl_context() if url.startswith("https:") else None
             try:
-                ws = await asyncio.wait_for(session.ws_connect(url), self.timeout)
+                ws = await asyncio.wait_for(session.ws_connect(url, ssl=tls, proxy=proxy_for(url)), self.timeout)
             except aiohttp.WSServerHandshakeError as err:
                 if err.status in AUTH_STATUSES:
                     raise AuthRefused(err.status) from None
@@ -148,7 +155,8 @@ class JobsApi:
         (cut short, it would leave argus not knowing whether Ray took it)."""
         seconds = self.timeout if method != "GET" or self.budget is None else min(self.timeout, self.budget.left())
         response = request_within(seconds, method, self.address + endpoint, headers=self.headers,
-                                  allow_redirects=False, auth=_no_netrc, **kwargs)
+                                  allow_redirects=False, auth=_no_netrc,
+                                  **self.transport.requests_options(self.address + endpoint), **kwargs)
         status = response.status_code
         if status in AUTH_STATUSES:
             raise AuthRefused(status)
