@@ -135,7 +135,7 @@ class JobsApi:
         traces.on_request_redirect.append(self._refuse_redirect)
         timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_connect=self.timeout)
         async with aiohttp.ClientSession(headers=self.headers, timeout=timeout, trace_configs=[traces]) as session:
-            tls = self.transport.ssl_context() if url.startswith("https:") else None
+            tls = self.transport.ssl_context() if url.startswith("https:") else True  # True: plain http ignores it
             try:
                 ws = await asyncio.wait_for(session.ws_connect(url, ssl=tls, proxy=proxy_for(url)), self.timeout)
             except aiohttp.WSServerHandshakeError as err:

@@ -45,7 +45,8 @@ def make_pki(directory: Path) -> Pki:
     def issue(subject: str, key: Any, issuer: x509.Name, signer: Any, ca: bool, extra: list) -> x509.Certificate:
         builder = (x509.CertificateBuilder().subject_name(name(subject)).issuer_name(issuer)
                    .public_key(key.public_key()).serial_number(x509.random_serial_number())
-                   .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+                   .not_valid_before(now - datetime.timedelta(minutes=5))
+                   .not_valid_after(now + datetime.timedelta(days=1))
                    .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
         for extension in extra:
             builder = builder.add_extension(extension, critical=False)
