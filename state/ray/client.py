@@ -318,7 +318,7 @@ class RayClient:
         return ClusterUnreachable(
             f"Cannot reach the Ray dashboard of cluster {self.name!r} at {self.address} "
             f"({what}). Is the head running (`ray status` on the head, or `argus local up` "
-            f"for the local cluster) and is the cluster's `address:` right?"
+            f"for the local cluster) and is the cluster's `address:` right?{_tls_hint(self.address)}"
         )
 
 
@@ -343,6 +343,12 @@ class RayClient:
             f"that it is this cluster's token (`ray get-auth-token` on the head prints it); a cluster "
             f"started again may have a new one."
         )
+
+
+def _tls_hint(address: str) -> str:
+    """Over TLS 1.3 a dashboard that wants a client certificate just closes the connection: said as a possibility."""
+    return (" Over https, a dashboard (or its proxy) that wants a client certificate closes the connection too: "
+            "check the cluster's tls.client_cert and tls.client_key.") if address.startswith("https:") else ""
 
 
 def _make_api(address: str, timeout: float, token: str | None, transport: Transport) -> JobsApi:

@@ -104,6 +104,7 @@ def test_a_client_certificate_is_presented_on_both_paths(ray_cluster, argus, tmp
         before = len(seen)
         refused = argus("status", anonymous.root)
         assert refused.code == 1 and len(seen) == before, refused.out + refused.err
+        assert "tls.client_cert" in refused.out + refused.err
 
 
 def test_an_http_proxy_from_the_environment_carries_both_paths(ray_cluster, argus, tmp_path, monkeypatch):
