@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from specs.errors import ArgusError
 from specs.loader import load_workspace
 from state.ray.auth import token_of
 from state.ray.client import ClusterTlsFailed, RayClient
-from state.ray.transport import Transport, transport_of
+from state.ray.transport import Transport, proxy_for, transport_of
 from tests.support.cluster import QUICK, jobs_of, until
 from tests.support.proxies import forward_proxy, make_pki, reverse_proxy
 from tests.support.workspace import Result, Workspace, make_workspace
@@ -204,3 +205,51 @@ def assert_nowhere(secret: str, results: list[Result], places: list[Path]) -> No
         files = [place] if place.is_file() else [p for p in place.rglob("*") if p.is_file() and not p.is_symlink()]
         for path in files:
             assert secret.encode() not in path.read_bytes(), path
+
+
+def spec(**fields: object):
+    from specs.models import Cluster
+
+    return Cluster(kind="Cluster", name="c", address=fields.pop("address", "https://ray.example:8265/prefix/"),
+                   shared_root="/mnt/x", **fields)
+
+
+def test_references_are_read_when_argus_connects_and_refused_unquoted(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROD_RAY_PROXY_HEADER", " Bearer abc \n")
+    cookie = tmp_path / "ray-proxy.cookie"
+    cookie.write_text("s3cr3t-cookie\n")
+    made = transport_of(spec(auth_header="X-Ray-Authorization", cookies={"session": str(cookie)},
+                             headers={"X-Proxy-Auth": "${env:PROD_RAY_PROXY_HEADER}"}))
+    assert made.headers == {"X-Proxy-Auth": "Bearer abc", "Cookie": "session=s3cr3t-cookie"}
+    assert made.auth_header == "X-Ray-Authorization" and set(made.secrets) == {"Bearer abc", "s3cr3t-cookie"}
+
+    link = tmp_path / "ray-link.cookie"
+    (tmp_path / "id_rsa").write_text("s3cr3t-key")
+    link.symlink_to(tmp_path / "id_rsa")  # named right, pointing at another secret
+    monkeypatch.setenv("RAY_BAD_COOKIE", "a;b=s3cr3t")
+    for fields, problem in (({"cookies": {"session": str(link)}}, "link to a file of another name"),
+                            ({"cookies": {"session": "${env:RAY_BAD_COOKIE}"}}, "not one cookie value"),
+                            ({"headers": {"X-A": "${env:RAY_UNSET_HEADER}"}}, "RAY_UNSET_HEADER is not set"),
+                            ({"tls": {"ca_bundle": str(tmp_path / "absent.pem")}}, "is not a readable file")):
+        with pytest.raises(ArgusError, match=problem) as caught:
+            transport_of(spec(**fields))
+        assert "s3cr3t" not in str(caught.value)
+
+    monkeypatch.setenv("ARGUS_TOKEN_HOSTS", "ray.example:8265")
+    assert transport_of(spec(cookies={"session": str(cookie)})).headers["Cookie"] == "session=s3cr3t-cookie"
+    with pytest.raises(ArgusError, match="ARGUS_TOKEN_HOSTS"):
+        transport_of(spec(address="https://elsewhere.example/", cookies={"session": str(cookie)}))
+
+
+def test_one_proxy_choice_for_both_paths(monkeypatch):
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "all_proxy",
+                 "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert proxy_for("https://ray.example/") is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "internal.example")
+    assert proxy_for("https://ray.example/prefix/api/jobs/") == "http://proxy.example:3128"
+    assert proxy_for("https://head.internal.example:8265/") is None
+    assert proxy_for("http://ray.example/") is None  # HTTPS_PROXY is for https URLs only
+    options = Transport().requests_options("https://ray.example/")
+    assert options["proxies"] == {"http": "http://proxy.example:3128", "https": "http://proxy.example:3128"}
