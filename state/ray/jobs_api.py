@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from state.ray.deadline import Budget, request_within
-from state.ray.transport import Transport, proxy_for
+from state.ray.transport import Transport, websocket_proxy
 
 AUTH_STATUSES = (401, 403)
 """What Ray's token middleware answers: 401 when no token came, 403 when it is wrong."""
@@ -136,8 +136,12 @@ class JobsApi:
         timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_connect=self.timeout)
         async with aiohttp.ClientSession(headers=self.headers, timeout=timeout, trace_configs=[traces]) as session:
             tls = self.transport.ssl_context() if url.startswith("https:") else True  # True: plain http ignores it
+            proxy, login = websocket_proxy(url)
+            # The proxy's login: on its CONNECT for https; on the request itself, which the proxy reads, for http.
+            where = {"proxy_headers": login} if url.startswith("https:") else {"headers": login}
             try:
-                ws = await asyncio.wait_for(session.ws_connect(url, ssl=tls, proxy=proxy_for(url)), self.timeout)
+                connecting = session.ws_connect(url, ssl=tls, proxy=proxy, **where)
+                ws = await asyncio.wait_for(connecting, self.timeout)
             except aiohttp.WSServerHandshakeError as err:
                 if err.status in AUTH_STATUSES:
                     raise AuthRefused(err.status) from None

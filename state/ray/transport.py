@@ -14,6 +14,7 @@ ARGUS_TOKEN_HOSTS), and masked in whatever the dashboard answers.
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import ssl
@@ -97,6 +98,21 @@ def proxy_for(url: str) -> str | None:
     from requests.utils import get_environ_proxies, select_proxy
 
     return select_proxy(url, get_environ_proxies(url))
+
+
+def websocket_proxy(url: str) -> tuple[str | None, dict[str, str]]:
+    """proxy_for's choice as aiohttp takes it: the proxy URL without credentials, and those as the proxy's
+    own Proxy-Authorization header (requests reads them from the URL itself; aiohttp would send none)."""
+    proxy = proxy_for(url)
+    if proxy is None:
+        return None, {}
+    from yarl import URL
+
+    parsed = URL(proxy)
+    if parsed.user is None:
+        return proxy, {}
+    login = base64.b64encode(f"{parsed.user}:{parsed.password or ''}".encode()).decode()
+    return str(parsed.with_user(None)), {"Proxy-Authorization": f"Basic {login}"}
 
 
 def certificate_problem(err: BaseException) -> str | None:

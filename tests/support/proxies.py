@@ -180,7 +180,8 @@ def forward_proxy() -> Iterator[tuple[str, list[Seen]]]:
             return
         line, _, rest = head.partition(b"\r\n")
         method, target, version = line.decode("latin-1").split(" ", 2)
-        seen.append(Seen(method, target))
+        fields = [field.split(":", 1) for field in rest.decode("latin-1").split("\r\n") if ":" in field]
+        seen.append(Seen(method, target, {name.strip(): value.strip() for name, value in fields}))
         if method == "CONNECT":
             host, port = target.rsplit(":", 1)
             up_reader, up_writer = await asyncio.open_connection(host, int(port))

@@ -5,6 +5,7 @@ records what reached it, so the tests assert that the REST calls AND the log web
 
 from __future__ import annotations
 
+import base64
 import json
 import secrets
 from pathlib import Path
@@ -112,14 +113,32 @@ def test_an_http_proxy_from_the_environment_carries_both_paths(ray_cluster, argu
     with forward_proxy() as (proxy, seen):
         for name in ("no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY", "https_proxy", "HTTPS_PROXY"):
             monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("http_proxy", proxy)
-        monkeypatch.setenv("HTTP_PROXY", proxy)
+        with_login = proxy.replace("http://", "http://argus:pr0xy-pass@")  # a login both paths send
+        monkeypatch.setenv("http_proxy", with_login)
+        monkeypatch.setenv("HTTP_PROXY", with_login)
         ws = behind(tmp_path / "ws", "via-proxy", ray_cluster.address)
         ws.job("hello", QUICK)
         lifecycle(argus, ws, ray_cluster.address)
         targets = paths(seen)
         assert f"{ray_cluster.address}/api/jobs/" in targets, targets  # REST, forwarded by the proxy
         assert any(t.startswith(ray_cluster.address) and t.endswith("/logs/tail") for t in targets), targets
+        login = "Basic " + base64.b64encode(b"argus:pr0xy-pass").decode()
+        assert all(s.headers.get("Proxy-Authorization") == login for s in seen), seen
+
+        # https through the same proxy: a CONNECT tunnel each, with the login, for REST and the websocket
+        pki = make_pki(tmp_path / "pki")
+        monkeypatch.setenv("https_proxy", with_login)
+        monkeypatch.setenv("HTTPS_PROXY", with_login)
+        with reverse_proxy(ray_cluster.address, tls=pki) as (tls_address, behind_tls):
+            client = RayClient("local", tls_address, 10, transport=Transport(ca_bundle=str(pki.ca)))
+            [job] = [j for j in client.jobs() if j.metadata.get("argus.workspace") == ws.name]
+            chunks: list[str] = []
+            client.follow(job.submission_id, chunks.append)
+        assert "hello from argus" in "".join(chunks)
+        tunnel = tls_address.removeprefix("https://").rstrip("/")
+        connects = [s for s in seen if s.method == "CONNECT" and s.path == tunnel]
+        assert len(connects) >= 2 and all(s.headers.get("Proxy-Authorization") == login for s in connects)
+        assert "/api/jobs/" in paths(behind_tls) and any(p.endswith("/logs/tail") for p in paths(behind_tls))
 
         monkeypatch.setenv("no_proxy", "127.0.0.1")  # NO_PROXY: both paths go direct
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
