@@ -118,7 +118,7 @@ def websocket_proxy(url: str) -> tuple[str | None, dict[str, str]]:
 def certificate_problem(err: BaseException) -> str | None:
     """What a TLS failure says, when `err` (requests' or aiohttp's) is one; None otherwise."""
     text = " ".join(str(e) for e in _chain(err))
-    if not any(isinstance(e, ssl.SSLError) or "SSL" in type(e).__name__ for e in _chain(err)):
+    if not any(isinstance(e, ssl.SSLError) or any("SSL" in t.__name__ for t in type(e).__mro__) for e in _chain(err)):
         return None
     verify = re.search(r"certificate verify failed: ([^()'\"]+)", text)
     return f"certificate verify failed: {verify.group(1).strip()}" if verify else _ssl_reason(text)
@@ -147,7 +147,7 @@ def _chain(err: BaseException) -> list[BaseException]:
 
 
 def _ssl_reason(text: str) -> str:
-    reason = re.search(r"\[SSL: ([A-Z_]+)\]", text) or re.search(r"(SSL[A-Za-z]*Error)", text)
+    reason = re.search(r"\[SSL: ([A-Z0-9_]+)\]", text) or re.search(r"(SSL[A-Za-z]*Error)", text)
     return reason.group(1).lower().replace("_", " ") if reason else "TLS error"
 
 

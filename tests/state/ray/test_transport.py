@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+import ssl
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from specs.errors import ArgusError
 from specs.loader import load_workspace
 from state.ray.auth import token_of
 from state.ray.client import ClusterTlsFailed, RayClient
-from state.ray.transport import Transport, proxy_for, transport_of
+from state.ray.transport import Transport, certificate_message, certificate_problem, proxy_for, transport_of
 from tests.support.cluster import QUICK, jobs_of, until
 from tests.support.proxies import forward_proxy, make_pki, reverse_proxy
 from tests.support.workspace import Result, Workspace, make_workspace
@@ -272,3 +273,16 @@ def test_one_proxy_choice_for_both_paths(monkeypatch):
     assert proxy_for("http://ray.example/") is None  # HTTPS_PROXY is for https URLs only
     options = Transport().requests_options("https://ray.example/")
     assert options["proxies"] == {"http": "http://proxy.example:3128", "https": "http://proxy.example:3128"}
+
+
+def test_only_tls_failures_are_worded_as_tls():
+    assert certificate_problem(ConnectionRefusedError(111, "Connection refused")) is None
+    refused = ssl.SSLError(1, "[SSL: TLSV1_ALERT_UNKNOWN_CA] tlsv1 alert unknown ca (_ssl.c:2580)")
+    assert certificate_problem(refused) == "tlsv1 alert unknown ca"
+    untrusted = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: "
+                                                "unable to get local issuer certificate (_ssl.c:1006)")
+    wrapped = ConnectionError("HTTPSConnectionPool: Max retries exceeded")
+    wrapped.__context__ = untrusted
+    assert certificate_problem(wrapped) == "certificate verify failed: unable to get local issuer certificate"
+    assert "set `tls: {ca_bundle:" in certificate_message("c", "https://x/", certificate_problem(wrapped))
+    assert "client_cert" in certificate_message("c", "https://x/", "tlsv1 alert unknown ca")
