@@ -14,6 +14,8 @@ token of this process's own, no ~/.netrc login, and no redirect is followed (a p
 the dashboard: one answering 307 must not get a job's body or the token sent on elsewhere). Submission
 ids are quoted into the path, so an id read from Ray's job table (hostile input) cannot name another
 endpoint. Nothing the dashboard answers can carry the cluster's token into a message: it is masked.
+TLS trust, client certificate, proxy and extra headers come from one state.ray.transport.Transport,
+the same for the REST calls and the log websocket; the address may carry a path prefix.
 """
 
 from __future__ import annotations
