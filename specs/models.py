@@ -82,7 +82,8 @@ class Cluster(Spec):
     kind: Literal["Cluster"]
     name: Name
     address: str
-    """The Ray dashboard URL; must carry http(s):// (without it Ray dials GCS and hangs)."""
+    """The Ray dashboard URL, optionally under a path prefix (https://host/prefix/); must carry http(s)://
+    (without it Ray dials GCS and hangs)."""
     shared_root: str = Field(min_length=1)
     """NFS mount seen by argus and every node; a relative path is taken from the workspace root."""
     description: str = ""
