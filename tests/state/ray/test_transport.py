@@ -80,7 +80,8 @@ def test_a_private_ca_is_trusted_by_rest_and_websocket_alike(ray_cluster, argus,
         untrusting = behind(tmp_path / "ws2", "tls-ca", address.rstrip("/"))
         untrusting.job("hello", QUICK)
         before = len(seen)
-        for result in (argus("status", untrusting.root), argus("apply", untrusting.root, "--auto-approve")):
+        for result in (argus("status", untrusting.root), argus("apply", untrusting.root, "--auto-approve"),
+                       argus("logs", "hello", untrusting.root, "--follow")):
             assert result.code == 1
             assert UNTRUSTED in result.out + result.err and "set `tls: {ca_bundle:" in result.out + result.err
             assert "Is the head running" not in result.out + result.err
