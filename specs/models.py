@@ -13,10 +13,12 @@ from specs.base import Frozen
 from specs.duration import Duration
 from specs.git_urls import check_git_ref, check_git_token, check_git_url, check_source_path
 from specs.notifications import Notifications
+from specs.transport import AuthHeader, ClusterTls, check_cookies, check_headers
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 SECRET_REF_PATTERN = r"^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$"
-ADDRESS_PATTERN = r"^https?://[^/\s]+/?$"
+ADDRESS_PATTERN = r"^https?://[^/\s?#]+(/[^\s?#]*)?$"
+"""A dashboard URL, optionally under a path prefix (a service proxy, an ingress on a sub-path)."""
 TOKEN_REF_PATTERN = r"^(\$\{env:[A-Za-z_][A-Za-z0-9_]*\}|/.*|~/.*)$"
 """A Cluster's auth_token: a reference to the token, never the token (check_token_reference explains)."""
 NO_OPTION_PATTERN = r"^[^-\s]\S*$"
@@ -81,7 +83,8 @@ class Cluster(Spec):
     kind: Literal["Cluster"]
     name: Name
     address: str
-    """The Ray dashboard URL; must carry http(s):// (without it Ray dials GCS and hangs)."""
+    """The Ray dashboard URL, optionally under a path prefix (https://host/prefix/); must carry http(s)://
+    (without it Ray dials GCS and hangs)."""
     shared_root: str = Field(min_length=1)
     """NFS mount seen by argus and every node; a relative path is taken from the workspace root."""
     description: str = ""
@@ -92,13 +95,23 @@ class Cluster(Spec):
     auth_token: str | None = Field(default=None, json_schema_extra={"pattern": TOKEN_REF_PATTERN})
     """Where the dashboard's token is (RAY_AUTH_MODE=token): `${env:NAME}` or a token file (absolute or
     ~/...), read when argus connects. Never the token itself: the spec holds only where it is."""
+    auth_header: AuthHeader = "Authorization"
+    """The header the token travels in: X-Ray-Authorization where a proxy (Kubernetes' service proxy) strips
+    Authorization."""
+    tls: ClusterTls = ClusterTls()
+    """CA bundle and client certificate used by every request to the dashboard, the log stream included."""
+    headers: dict[str, str] = {}
+    """Extra headers an authenticating proxy wants, each value a reference (specs.transport.REFERENCE_RULE)."""
+    cookies: dict[str, str] = {}
+    """Cookies an authenticating proxy wants, each value a reference, as for headers."""
 
     @field_validator("address")
     @classmethod
     def _dashboard_url(cls, address: str) -> str:
         if not re.match(ADDRESS_PATTERN, address):
-            raise ValueError("must be the dashboard URL, like http://10.0.0.1:8265 (with http:// or https://; "
-                             "without it Ray would dial the GCS port and hang)")
+            raise ValueError("must be the dashboard URL, like http://10.0.0.1:8265 or https://host/prefix/ (with "
+                             "http:// or https://, no ?query or #fragment; without the scheme Ray would dial the GCS "
+                             "port and hang)")
         return address
 
     @field_validator("shared_root")
@@ -113,6 +126,16 @@ class Cluster(Spec):
     @classmethod
     def _token_reference(cls, auth_token: str | None) -> str | None:
         return None if auth_token is None else check_token_reference(auth_token)
+
+    @field_validator("headers")
+    @classmethod
+    def _header_references(cls, headers: dict[str, str]) -> dict[str, str]:
+        return check_headers(headers)
+
+    @field_validator("cookies")
+    @classmethod
+    def _cookie_references(cls, cookies: dict[str, str]) -> dict[str, str]:
+        return check_cookies(cookies)
 
 
 class GitSource(Spec):

@@ -38,6 +38,10 @@ def run(directory: Path, job: str, timeout: float, follow: bool = False, as_json
     desired = load(directory)
     ray = connect(desired, timeout)
     observed, runs, current = job_runs(desired, ray, job)
+    spec = desired.jobs.get(job)
+    if not runs and spec is not None and spec.cluster in observed.unreachable:  # "no run yet" would mislead
+        raise ArgusError(f"job.{job}: no run of it is on NFS, and cluster {spec.cluster!r} cannot be read: "
+                         f"{observed.unreachable[spec.cluster]}")
     chosen = choose(job, runs, current, run_id, attempt)
     root = desired.shared_root(chosen.cluster) if chosen.cluster in desired.clusters else None
     kept = root is not None and driver_log(root, chosen.submission_id) is not None

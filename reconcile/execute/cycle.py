@@ -19,8 +19,10 @@ def connect(desired: DesiredState, timeout: float) -> dict[str, RayClient]:
     command here, before anything is observed or submitted."""
     from state.ray.auth import token_of
     from state.ray.client import RayClient  # imports ray: only commands that talk to clusters pay
+    from state.ray.transport import transport_of
 
-    return {name: RayClient(name, c.address, timeout, token_of(c)) for name, c in sorted(desired.clusters.items())}
+    return {name: RayClient(name, c.address, timeout, token_of(c), transport_of(c))
+            for name, c in sorted(desired.clusters.items())}
 
 
 def observe_and_plan(desired: DesiredState, ray: dict[str, RayClient], options: PlanOptions | None = None,

@@ -35,14 +35,14 @@ def token_of(cluster: Cluster) -> str | None:
     reference = cluster.auth_token
     if reference is None:
         return None
-    _check_host_allowed(cluster)
+    check_host_allowed(cluster)
     match = re.match(SECRET_REF_PATTERN, reference)
     if match:
         return _from_env(cluster.name, match.group(1))
     return _from_file(cluster.name, _expanded(cluster.name, reference))
 
 
-def _check_host_allowed(cluster: Cluster) -> None:
+def check_host_allowed(cluster: Cluster) -> None:
     allowed = os.environ.get(TOKEN_HOSTS)
     if allowed is None:
         return
@@ -78,14 +78,14 @@ def _from_file(cluster: str, path: Path) -> str:
     if not is_token_file_name(os.path.basename(os.path.realpath(path))):
         raise TokenUnavailable(f"Cluster {cluster!r}: its {what} is a link to a file of another name; "
                                f"{TOKEN_FILE_RULE}.")
-    data = _read_regular(cluster, path, what)
+    data = read_regular(cluster, path, what)
     if len(data) > MAX_TOKEN_FILE:
         raise TokenUnavailable(f"Cluster {cluster!r}: its {what} is larger than {MAX_TOKEN_FILE} bytes, "
                                "so it is no token file.")
     return _checked(cluster, data.decode("ascii", errors="replace"), what)
 
 
-def _read_regular(cluster: str, path: Path, what: str) -> bytes:
+def read_regular(cluster: str, path: Path, what: str) -> bytes:
     """At most one byte over the cap, of a regular file (symlinks followed: secret mounts use them)."""
     try:
         # O_NONBLOCK: a FIFO put where the file should be must not hang argus; it is refused below.

@@ -14,6 +14,7 @@ from specs.submission import parse_labels
 from state.observed import TERMINAL, ClusterState, Node, RayJob
 from state.ray.deadline import AnswerTooLarge, Budget
 from state.ray.jobs_api import AuthRefused, JobsApi, MalformedAnswer
+from state.ray.transport import Transport, certificate_message, certificate_problem
 
 DEFAULT_TIMEOUT = 10.0
 PROGRESS_EVERY = 5.0
@@ -43,6 +44,11 @@ class ClusterAuthFailed(ArgusError):
     Never retried: the next try would send the same header."""
 
 
+class ClusterTlsFailed(ClusterRequestFailed):
+    """The TLS handshake with the dashboard failed (an untrusted certificate, a refused client certificate):
+    its own message, never "Is the head running?", and never retried (the next try would fail the same)."""
+
+
 class SubmitConflict(ArgusError):
     """The submission id exists on the cluster but belongs to another spec."""
 
@@ -50,7 +56,8 @@ class SubmitConflict(ArgusError):
 class RayClient:
     """One Ray cluster, reached only at the address its spec names."""
 
-    def __init__(self, name: str, address: str, timeout: float = DEFAULT_TIMEOUT, token: str | None = None):
+    def __init__(self, name: str, address: str, timeout: float = DEFAULT_TIMEOUT, token: str | None = None,
+                 transport: Transport | None = None):
         """`token`: the cluster's own dashboard token (state.ray.auth reads it), sent on every request;
         without one no Authorization header is sent, whatever this process's RAY_AUTH_* variables say."""
         self.name = name
@@ -60,7 +67,9 @@ class RayClient:
         self.budget = Budget(timeout)
         """The command's one deadline for this dashboard: failed tries and the backoff between them take
         `timeout` seconds in all, across every request and retry (a client is built once per command)."""
-        self._api = _make_api(self.address, timeout, token)
+        self.transport = transport or Transport()
+        """TLS, proxy, the token's header and extra headers (state.ray.transport reads them from the spec)."""
+        self._api = _make_api(self.address, timeout, token, self.transport)
         self._api.budget = self.budget  # a read waits no longer than what is left of it
 
     def snapshot(self) -> ClusterState:
@@ -224,6 +233,8 @@ class RayClient:
             try:
                 asyncio.run(tail())
             except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as err:
+                if (problem := certificate_problem(err)) is not None:
+                    raise ClusterTlsFailed(certificate_message(self.name, self.address, problem)) from None
                 raise self._unreachable(f"follow the logs of {submission_id}") from err
 
     def logs(self, submission_id: str) -> str:
@@ -290,6 +301,8 @@ class RayClient:
                 f"ones). The head may be overloaded; try again, or check it with `ray status` on the head."
             ) from err
         except (requests.ConnectionError, ConnectionError) as err:
+            if (problem := certificate_problem(err)) is not None:
+                raise ClusterTlsFailed(certificate_message(self.name, self.address, problem)) from None
             raise self._unreachable(what) from err
         except (RuntimeError, ValueError) as err:  # an error status, or a body that is not JSON
             raise ClusterRequestFailed(
@@ -305,7 +318,7 @@ class RayClient:
         return ClusterUnreachable(
             f"Cannot reach the Ray dashboard of cluster {self.name!r} at {self.address} "
             f"({what}). Is the head running (`ray status` on the head, or `argus local up` "
-            f"for the local cluster) and is the cluster's `address:` right?"
+            f"for the local cluster) and is the cluster's `address:` right?{_tls_hint(self.address)}"
         )
 
 
@@ -322,7 +335,8 @@ class RayClient:
         if status == 401:
             return ClusterAuthFailed(
                 f"{where}: the dashboard answered that no token arrived, though argus sent the one its "
-                f"auth_token names ({what}). A proxy in between may drop the Authorization header."
+                f"auth_token names ({what}). A proxy in between may drop the {self.transport.auth_header} header: "
+                f"behind one that strips Authorization, set `auth_header: X-Ray-Authorization` in its spec."
             )
         return ClusterAuthFailed(
             f"{where}: the dashboard rejected the token that the cluster's auth_token names ({what}). Check "
@@ -331,11 +345,18 @@ class RayClient:
         )
 
 
-def _make_api(address: str, timeout: float, token: str | None) -> JobsApi:
+def _tls_hint(address: str) -> str:
+    """Over TLS 1.3 a dashboard that wants a client certificate just closes the connection: said as a possibility."""
+    return (" Over https, a dashboard (or its proxy) that wants a client certificate closes the connection too: "
+            "check the cluster's tls.client_cert and tls.client_key.") if address.startswith("https:") else ""
+
+
+def _make_api(address: str, timeout: float, token: str | None, transport: Transport) -> JobsApi:
     """The dashboard's job endpoints at `address` alone, with exactly the token's header or none: the
     cluster's own token (state.ray.auth reads it), never this process's RAY_AUTH_TOKEN or
     ~/.ray/auth_token, since one cluster's token must not travel to another."""
-    return JobsApi(address, timeout, {} if token is None else {"Authorization": f"Bearer {token}"})
+    headers = {} if token is None else {transport.auth_header: f"Bearer {token}"}
+    return JobsApi(address, timeout, headers, transport=transport)
 
 
 RAY_STATUSES = ("PENDING", "RUNNING", "STOPPED", "SUCCEEDED", "FAILED")

@@ -166,6 +166,7 @@ def _recording_session(sockets: _Sockets) -> Any:
     adapter = HTTPAdapter()
     adapter.poolmanager.pool_classes_by_scheme = {"http": Pool, "https": TlsPool}
     session = requests.Session()
+    session.trust_env = False  # proxy and CA come from state.ray.transport (the websocket's too); never ~/.netrc
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session

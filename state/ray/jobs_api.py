@@ -14,6 +14,8 @@ token of this process's own, no ~/.netrc login, and no redirect is followed (a p
 the dashboard: one answering 307 must not get a job's body or the token sent on elsewhere). Submission
 ids are quoted into the path, so an id read from Ray's job table (hostile input) cannot name another
 endpoint. Nothing the dashboard answers can carry the cluster's token into a message: it is masked.
+TLS trust, client certificate, proxy and extra headers come from one state.ray.transport.Transport,
+the same for the REST calls and the log websocket; the address may carry a path prefix.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 from state.ray.deadline import Budget, request_within
+from state.ray.transport import Transport, websocket_proxy
 
 AUTH_STATUSES = (401, 403)
 """What Ray's token middleware answers: 401 when no token came, 403 when it is wrong."""
@@ -64,8 +67,10 @@ class AuthRefused(Exception):
 class JobsApi:
     """One dashboard's job endpoints; every request ends within `timeout` seconds in all."""
 
-    def __init__(self, address: str, timeout: float, headers: dict[str, str], budget: Budget | None = None):
-        """`budget`: what the command has left for this dashboard's failures; a read waits no longer."""
+    def __init__(self, address: str, timeout: float, headers: dict[str, str], budget: Budget | None = None,
+                 transport: Transport | None = None):
+        """`budget`: what the command has left for this dashboard's failures; a read waits no longer.
+        `transport`: TLS, proxy and extra headers, the same for the REST calls and the log stream."""
         self.address = address.rstrip("/")
         self.timeout = timeout
         self.budget = budget
@@ -74,6 +79,9 @@ class JobsApi:
         self._secrets = [token for value in headers.values() if len(token := value.split(" ", 1)[-1]) >= MIN_MASKED]
         """The token the headers carry: masked in whatever the dashboard answers (one may echo a request's
         headers in its error)."""
+        self.transport = transport or Transport()
+        self.headers.update(self.transport.headers)
+        self._secrets += [value for value in self.transport.secrets if len(value) >= MIN_MASKED]
 
     def version(self) -> dict[str, Any]:
         body = _object(self.get_json("/api/version"), "the version")
@@ -129,8 +137,13 @@ class JobsApi:
         traces.on_request_redirect.append(self._refuse_redirect)
         timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_connect=self.timeout)
         async with aiohttp.ClientSession(headers=self.headers, timeout=timeout, trace_configs=[traces]) as session:
+            tls = self.transport.ssl_context() if url.startswith("https:") else True  # True: plain http ignores it
+            proxy, login = websocket_proxy(url)
+            # The proxy's login: on its CONNECT for https; on the request itself, which the proxy reads, for http.
+            where = {"proxy_headers": login} if url.startswith("https:") else {"headers": login}
             try:
-                ws = await asyncio.wait_for(session.ws_connect(url), self.timeout)
+                connecting = session.ws_connect(url, ssl=tls, proxy=proxy, **where)
+                ws = await asyncio.wait_for(connecting, self.timeout)
             except aiohttp.WSServerHandshakeError as err:
                 if err.status in AUTH_STATUSES:
                     raise AuthRefused(err.status) from None
@@ -148,7 +161,8 @@ class JobsApi:
         (cut short, it would leave argus not knowing whether Ray took it)."""
         seconds = self.timeout if method != "GET" or self.budget is None else min(self.timeout, self.budget.left())
         response = request_within(seconds, method, self.address + endpoint, headers=self.headers,
-                                  allow_redirects=False, auth=_no_netrc, **kwargs)
+                                  allow_redirects=False, auth=_no_netrc,
+                                  **self.transport.requests_options(self.address + endpoint), **kwargs)
         status = response.status_code
         if status in AUTH_STATUSES:
             raise AuthRefused(status)

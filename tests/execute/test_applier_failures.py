@@ -78,7 +78,7 @@ def ray_job(submission_id: str, metadata: dict[str, str], status: str = "RUNNING
 @pytest.fixture
 def sdk(monkeypatch: pytest.MonkeyPatch) -> FakeSdk:
     fake = FakeSdk()
-    monkeypatch.setattr(ray_client, "_make_api", lambda address, timeout, token: fake)
+    monkeypatch.setattr(ray_client, "_make_api", lambda address, timeout, token, transport=None: fake)
     return fake
 
 

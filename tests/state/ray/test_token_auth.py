@@ -13,10 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from specs.loader import load_workspace
 from state.ray import local
 from state.ray.auth import MAX_TOKEN_FILE, TokenUnavailable, token_of
 from state.ray.client import ClusterAuthFailed, RayClient
+from state.ray.transport import transport_of
 from tests.support.cluster import QUICK, until
+from tests.support.proxies import reverse_proxy
 from tests.support.workspace import Result, Workspace, make_workspace
 
 TOKEN_VARIABLE = "ARGUS_TEST_RAY_TOKEN"
@@ -140,6 +143,37 @@ def test_a_wrong_or_absent_token_is_one_clear_error_and_never_shown(auth_cluster
     assert "auth_token: ${env:NAME}" in refused.out + refused.err
     for secret in (token, wrong):
         assert_nowhere(secret, [*results, refused], [ws.root, anonymous.root, saved, tmp_path / "argus-cache"])
+
+
+def test_x_ray_authorization_passes_a_proxy_that_strips_authorization(auth_cluster, token, argus, tmp_path,
+                                                                      monkeypatch):
+    """Kubernetes' service proxy drops Authorization; Ray also reads X-Ray-Authorization (KubeRay sends it)."""
+    monkeypatch.setenv(TOKEN_VARIABLE, token)
+    with reverse_proxy(auth_cluster.address, strip=("Authorization",)) as (address, seen):
+        stripped = secured(tmp_path / "stripped", "auth-stripped", address.rstrip("/"), f"${{env:{TOKEN_VARIABLE}}}")
+        stripped.job("hello", QUICK)
+        refused = argus("plan", stripped.root)
+        assert refused.code == 1 and "set `auth_header: X-Ray-Authorization`" in refused.out + refused.err
+
+        ws = secured(tmp_path / "ws", "auth-x-ray", address.rstrip("/"), f"${{env:{TOKEN_VARIABLE}}}")
+        with open(ws.root / "cluster.yaml", "a") as spec:
+            spec.write("auth_header: X-Ray-Authorization\n")
+        ws.job("hello", QUICK)
+        applied = argus("apply", ws.root, "--auto-approve")
+        assert applied.code == 0, applied.out + applied.err
+        [job] = finished(auth_cluster.address, token, ws.name)
+        status = argus("status", ws.root)
+        assert status.code == 0 and "SUCCEEDED" in status.out
+        cluster = load_workspace(ws.root).clusters["local"]
+        chunks: list[str] = []
+        RayClient("local", cluster.address, 10, token_of(cluster), transport_of(cluster)).follow(
+            job.submission_id, chunks.append)  # the websocket carries it the same way
+        assert "hello from argus" in "".join(chunks)
+    sent = [s for s in seen if s.headers.get("X-Ray-Authorization") == f"Bearer {token}"]
+    assert any(s.path == "/api/jobs/" and s.method == "POST" for s in sent)
+    assert any(s.path.endswith("/logs/tail") for s in sent)
+    assert not any("Authorization" in s.headers for s in sent)  # only the header chosen
+    assert_nowhere(token, [refused, applied, status], [ws.root, stripped.root])
 
 
 def test_this_process_token_never_travels_to_a_cluster_that_names_none(auth_cluster, token, monkeypatch, tmp_path):
