@@ -31,6 +31,9 @@ HEADER_TEXT = re.compile(r"[\x20-\x7e]+")
 """One header line's value: visible ASCII and spaces, no line breaks (that would add a header)."""
 COOKIE_TEXT = re.compile(r"[\x21-\x7e]+")
 COOKIE_FORBIDDEN = set(';,"\\')
+ENVIRONMENT_CA_FILES = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
+"""Where requests, then OpenSSL, look for a CA file this machine's operator chose (never a spec: a pull
+request cannot set them)."""
 
 
 class TransportUnavailable(ArgusError):
@@ -57,9 +60,14 @@ class Transport:
 
     @property
     def verify(self) -> str:
-        """The CA file both paths trust."""
+        """The CA file both paths trust: the cluster's tls.ca_bundle, else the one this machine's environment
+        names for requests or OpenSSL (a company CA set once for every tool: the REST calls trusted it before
+        argus had tls:), else certifi's public CAs. One file either way, so the two paths never disagree."""
         if self.ca_bundle is not None:
             return self.ca_bundle
+        for variable in ENVIRONMENT_CA_FILES:
+            if os.environ.get(variable):
+                return os.environ[variable]
         import certifi  # requests' own default store; the websocket now trusts the same
 
         return certifi.where()
@@ -74,7 +82,8 @@ class Transport:
 
     def ssl_context(self) -> ssl.SSLContext:
         """The websocket's TLS: the same CA file and client certificate as the REST calls."""
-        context = ssl.create_default_context(cafile=self.verify)
+        trusted = self.verify  # requests takes a directory of CA files too (REQUESTS_CA_BUNDLE may name one)
+        context = ssl.create_default_context(**({"capath": trusted} if os.path.isdir(trusted) else {"cafile": trusted}))
         if self.client_cert is not None:
             context.load_cert_chain(self.client_cert, self.client_key)
         return context

@@ -276,6 +276,20 @@ def test_one_proxy_choice_for_both_paths(monkeypatch):
     assert options["proxies"] == {"http": "http://proxy.example:3128", "https": "http://proxy.example:3128"}
 
 
+def test_one_ca_file_for_both_paths_from_the_spec_else_the_machines_environment(monkeypatch, tmp_path):
+    for name in ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    import certifi
+
+    assert Transport().verify == certifi.where()
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "openssl.pem"))
+    assert Transport().verify == str(tmp_path / "openssl.pem")
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "company.pem"))
+    assert Transport().verify == str(tmp_path / "company.pem")  # requests' own variable first, as before
+    spec = Transport(ca_bundle=str(tmp_path / "cluster.pem"))
+    assert spec.verify == spec.requests_options("https://ray.example/")["verify"] == str(tmp_path / "cluster.pem")
+
+
 def test_only_tls_failures_are_worded_as_tls():
     assert certificate_problem(ConnectionRefusedError(111, "Connection refused")) is None
     refused = ssl.SSLError(1, "[SSL: TLSV1_ALERT_UNKNOWN_CA] tlsv1 alert unknown ca (_ssl.c:2580)")
