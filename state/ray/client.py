@@ -12,6 +12,7 @@ from specs.diagnostics import plain
 from specs.errors import ArgusError
 from specs.submission import parse_labels
 from state.observed import TERMINAL, ClusterState, Node, RayJob
+from state.ray.answers import WrongAnswer
 from state.ray.deadline import AnswerTooLarge, Budget
 from state.ray.jobs_api import AuthRefused, JobsApi, MalformedAnswer
 
@@ -275,6 +276,10 @@ class RayClient:
             yield
         except MalformedAnswer as err:
             raise self._malformed(what, str(err)) from None
+        except WrongAnswer as err:
+            raise ClusterRequestFailed(f"Ray cluster {self.name!r} at {self.address}: {err}. argus takes the "
+                                       f"request ({what}) as not done; is the address the cluster's Ray dashboard?",
+                                       malformed=True) from None
         except AnswerTooLarge as err:
             raise ClusterRequestFailed(
                 f"Ray cluster {self.name!r} at {self.address} gave an answer too large to {what}: more than "

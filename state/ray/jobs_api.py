@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
 
+from state.ray.answers import flag, submitted
 from state.ray.deadline import Budget, request_within
 
 AUTH_STATUSES = (401, 403)
@@ -99,13 +100,15 @@ class JobsApi:
             self._require(*MIN_VERSION_RESOURCES)
         if body.get("entrypoint_memory"):
             self._require(*MIN_VERSION_MEMORY)
-        self._call("POST", "/api/jobs/", json=body)
+        submitted(_json(self._call("POST", "/api/jobs/", json=body)), body.get("submission_id"))
 
-    def stop(self, submission_id: str) -> None:
-        self._call("POST", f"/api/jobs/{_quoted(submission_id)}/stop")
+    def stop(self, submission_id: str) -> bool:
+        """True when Ray stopped the job, False when it had already ended."""
+        return flag(_json(self._call("POST", f"/api/jobs/{_quoted(submission_id)}/stop")), "stopped", "stop")
 
     def delete(self, submission_id: str) -> None:
-        self._call("DELETE", f"/api/jobs/{_quoted(submission_id)}")
+        if not flag(_json(self._call("DELETE", f"/api/jobs/{_quoted(submission_id)}")), "deleted", "delete"):
+            raise RayRefused(0, f"the dashboard answered that job {submission_id} was not deleted")
 
     def logs(self, submission_id: str) -> str:
         body = _object(self.get_json(f"/api/jobs/{_quoted(submission_id)}/logs"), "the job's logs")
@@ -184,6 +187,14 @@ def _object(body: Any, what: str) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise MalformedAnswer(f"{what} is a JSON {_kind(body)}, not an object")
     return body
+
+
+def _json(response: Any) -> Any:
+    """The body as JSON; None when it is not JSON (the answer checks then refuse it)."""
+    try:
+        return response.json()
+    except ValueError:
+        return None
 
 
 def _kind(body: Any) -> str:
