@@ -109,9 +109,9 @@ def test_only_the_named_token_travels(dashboard: Dashboard, monkeypatch: pytest.
 
 
 def test_a_submit_leaves_unset_fields_out_and_checks_the_head_version_once(dashboard: Dashboard) -> None:
-    dashboard.answers["/api/jobs/"] = (200, json.dumps({"submission_id": "a", "job_id": None}))
     api = JobsApi(dashboard.address, 5, {})
     for sid in ("a", "b"):
+        dashboard.answers["/api/jobs/"] = (200, json.dumps({"submission_id": sid, "job_id": None}))
         api.submit({"submission_id": sid, "entrypoint": "true", "runtime_env": None, "metadata": {"k": "v"},
                     "entrypoint_num_cpus": 0.5, "entrypoint_memory": None, "entrypoint_resources": {"w": 1.0}})
     assert dashboard.paths() == ["GET /api/version", "POST /api/jobs/", "POST /api/jobs/"]
