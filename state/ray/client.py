@@ -15,6 +15,7 @@ from state.observed import TERMINAL, ClusterState, Node, RayJob
 from state.ray.answers import WrongAnswer
 from state.ray.deadline import AnswerTooLarge, Budget
 from state.ray.jobs_api import AuthRefused, JobsApi, MalformedAnswer
+from state.ray.versions import version_warning
 
 DEFAULT_TIMEOUT = 10.0
 PROGRESS_EVERY = 5.0
@@ -77,6 +78,7 @@ class RayClient:
             nodes=with_usage(self.alive_nodes(rows), self.usage_by_node()),
             dead_nodes=sum(r.get("state") == "DEAD" for r in rows),
             jobs=jobs,
+            version_warning=version_warning(version),
         )
 
     def jobs(self) -> tuple[RayJob, ...]:
