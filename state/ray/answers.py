@@ -33,3 +33,16 @@ def flag(body: Any, key: str, what: str) -> bool:
 def _shown(body: Any) -> str:
     text = repr(body)
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+def keep_alive(sock: Any) -> None:
+    """TCP keepalive on the log websocket's socket: a head that vanished (power, network) is found by the
+    kernel within about a minute even while argus waits on a read; best effort where options are missing."""
+    import socket
+
+    if sock is None:
+        return
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for name, value in (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
+        if hasattr(socket, name):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)

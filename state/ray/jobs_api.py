@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
 
-from state.ray.answers import flag, submitted
+from state.ray.answers import flag, keep_alive, submitted
 from state.ray.deadline import Budget, request_within
 
 AUTH_STATUSES = (401, 403)
@@ -35,6 +35,9 @@ NORMAL_CLOSE = 1000
 """How the dashboard ends a log stream when the job has ended; any other code (a head going away
 included) is a stream cut short, not the end of the log. No ping is sent: Ray 2.60's head proxies the
 stream without reading from it, so a ping is never answered and a quiet run would look dead."""
+QUIET_CHECK = 30.0
+"""Seconds a followed log may say nothing before argus asks the dashboard (REST) whether it is still there:
+a dead peer is reported within QUIET_CHECK + timeout, a quiet run is followed on."""
 MIN_MASKED = 8
 """Tokens at least this long are masked in the dashboard's answers; a shorter one would mask Ray's own words."""
 
@@ -72,6 +75,7 @@ class JobsApi:
         self.budget = budget
         self.headers = dict(headers)
         self._version: str | None = None
+        self.quiet_check = QUIET_CHECK
         self._secrets = [token for value in headers.values() if len(token := value.split(" ", 1)[-1]) >= MIN_MASKED]
         """The token the headers carry: masked in whatever the dashboard answers (one may echo a request's
         headers in its error)."""
@@ -138,13 +142,36 @@ class JobsApi:
                 if err.status in AUTH_STATUSES:
                     raise AuthRefused(err.status) from None
                 raise RayRefused(err.status, self._masked(err.message)) from None
-            async for message in ws:
+            keep_alive(ws.get_extra_info("socket"))
+            while True:
+                try:
+                    message = await ws.receive(timeout=self.quiet_check)
+                except asyncio.TimeoutError:
+                    await self._alive_or_raise(submission_id)
+                    continue
+                if message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED):
+                    break
                 if message.type == aiohttp.WSMsgType.TEXT:
                     yield message.data
                 elif message.type == aiohttp.WSMsgType.ERROR:
                     raise RayRefused(0, self._masked(f"the log stream broke: {ws.exception()}"))
             if ws.close_code != NORMAL_CLOSE:
                 raise RayRefused(0, f"the log stream was cut short (websocket close code {ws.close_code})")
+
+    async def _alive_or_raise(self, submission_id: str) -> None:
+        """The stream said nothing for `quiet_check` seconds: a quiet run, or a dead peer? Ray's head answers
+        no websocket ping (NORMAL_CLOSE), so a status request on the REST path asks instead."""
+        import asyncio
+
+        try:
+            await asyncio.wait_for(asyncio.to_thread(self.job_info, submission_id), self.timeout + 1)
+        except (AuthRefused, MalformedAnswer, RayRefused):
+            return  # it answered: alive (an auth failure is reported when the stream ends)
+        except Exception as err:  # noqa: BLE001 -- any failure of the probe means the same: the peer is gone
+            raise RayRefused(0, self._masked(
+                f"the log stream went silent: no line for {self.quiet_check:g}s and the dashboard did not answer a "
+                f"status request within {self.timeout:g}s ({type(err).__name__}); the head, or the network to it, "
+                "may be down. Check `argus status`, then follow again")) from None
 
     def _call(self, method: str, endpoint: str, **kwargs: Any) -> Any:
         """A read waits no longer than the command's budget has left; a write is given the whole timeout
