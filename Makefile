@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo demo-multi-version test lint chromium
+.PHONY: install demo demo-multi-version test lint chromium ray-oldest
 
 install: $(VENV)/.installed
 
@@ -34,7 +34,7 @@ lint: install
 
 # argus's own modules compiled first: the tests start argus (and Ray starts its jobs) in hundreds of
 # processes, and where PYTHONDONTWRITEBYTECODE is set each would compile them again (~0.3 s each).
-test: lint chromium
+test: lint chromium ray-oldest
 	$(BIN)/python -m compileall -q specs state reconcile >/dev/null
 	$(BIN)/python -m pytest -q
 
@@ -46,3 +46,14 @@ chromium:
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || { \
 	    $$SUDO apt-get update -qq && \
 	    $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; }
+
+# The oldest Ray head argus supports (state/ray/versions.py), in a virtualenv of its own under
+# .cache/ (kept between runs: a second `make test` skips this), for tests/state/ray/test_oldest_head.py.
+RAY_OLDEST := 2.9.3
+RAY_OLDEST_VENV := .cache/ray-$(RAY_OLDEST)
+ray-oldest: $(RAY_OLDEST_VENV)/.installed
+
+$(RAY_OLDEST_VENV)/.installed:
+	$(PYTHON) -m venv $(RAY_OLDEST_VENV)
+	$(RAY_OLDEST_VENV)/bin/pip install --quiet 'ray[default]==$(RAY_OLDEST)'
+	touch $@

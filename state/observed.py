@@ -105,6 +105,8 @@ class ClusterState(Frozen):
     ray_version: str
     nodes: tuple[Node, ...]
     dead_nodes: int = 0
+    version_warning: str = ""
+    """What argus loses with this head's Ray (state.ray.versions); empty when it is fully supported."""
     jobs: tuple[RayJob, ...]
 
 

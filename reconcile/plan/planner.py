@@ -125,6 +125,8 @@ def _world_diagnostics(desired: DesiredState, observed: ObservedState) -> list[D
                          message=f"run {sid} failed, but Ray would not give its log, so it is not classified nor "
                                  f"retried this time ({why}); argus asks again on the next plan")
               for sid, why in sorted(observed.unread_rows.items()) if sid in observed.records]
+    found += [Diagnostic(severity="warning", address=Address.cluster(name), message=state.version_warning)
+              for name, state in sorted(observed.clusters.items()) if state.version_warning]
     return found + [
         Diagnostic(severity="error", address=Address.cluster(name), field="shared_root",
                    message=f"shared root {desired.shared_root(name)} does not exist on this machine: mount the NFS "

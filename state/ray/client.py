@@ -12,9 +12,11 @@ from specs.diagnostics import plain
 from specs.errors import ArgusError
 from specs.submission import parse_labels
 from state.observed import TERMINAL, ClusterState, Node, RayJob
+from state.ray.answers import WrongAnswer
 from state.ray.deadline import AnswerTooLarge, Budget
 from state.ray.jobs_api import AuthRefused, JobsApi, MalformedAnswer
 from state.ray.transport import Transport, certificate_message, certificate_problem
+from state.ray.versions import version_warning
 
 DEFAULT_TIMEOUT = 10.0
 PROGRESS_EVERY = 5.0
@@ -85,6 +87,7 @@ class RayClient:
             nodes=with_usage(self.alive_nodes(rows), self.usage_by_node()),
             dead_nodes=sum(r.get("state") == "DEAD" for r in rows),
             jobs=jobs,
+            version_warning=version_warning(version),
         )
 
     def jobs(self) -> tuple[RayJob, ...]:
@@ -286,6 +289,10 @@ class RayClient:
             yield
         except MalformedAnswer as err:
             raise self._malformed(what, str(err)) from None
+        except WrongAnswer as err:
+            raise ClusterRequestFailed(f"Ray cluster {self.name!r} at {self.address}: {err}. argus takes the "
+                                       f"request ({what}) as not done; is the address the cluster's Ray dashboard?",
+                                       malformed=True) from None
         except AnswerTooLarge as err:
             raise ClusterRequestFailed(
                 f"Ray cluster {self.name!r} at {self.address} gave an answer too large to {what}: more than "

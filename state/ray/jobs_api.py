@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
 
+from state.ray.answers import flag, keep_alive, submitted
 from state.ray.deadline import Budget, request_within
 from state.ray.transport import Transport, websocket_proxy
 
@@ -37,6 +38,9 @@ NORMAL_CLOSE = 1000
 """How the dashboard ends a log stream when the job has ended; any other code (a head going away
 included) is a stream cut short, not the end of the log. No ping is sent: Ray 2.60's head proxies the
 stream without reading from it, so a ping is never answered and a quiet run would look dead."""
+QUIET_CHECK = 30.0
+"""Seconds a followed log may say nothing before argus asks the dashboard (REST) whether it is still there:
+a dead peer is reported within QUIET_CHECK + timeout, a quiet run is followed on."""
 MIN_MASKED = 8
 """Tokens at least this long are masked in the dashboard's answers; a shorter one would mask Ray's own words."""
 
@@ -76,6 +80,7 @@ class JobsApi:
         self.budget = budget
         self.headers = dict(headers)
         self._version: str | None = None
+        self.quiet_check = QUIET_CHECK
         self._secrets = [token for value in headers.values() if len(token := value.split(" ", 1)[-1]) >= MIN_MASKED]
         """The token the headers carry: masked in whatever the dashboard answers (one may echo a request's
         headers in its error)."""
@@ -107,13 +112,15 @@ class JobsApi:
             self._require(*MIN_VERSION_RESOURCES)
         if body.get("entrypoint_memory"):
             self._require(*MIN_VERSION_MEMORY)
-        self._call("POST", "/api/jobs/", json=body)
+        submitted(_json(self._call("POST", "/api/jobs/", json=body)), body.get("submission_id"))
 
-    def stop(self, submission_id: str) -> None:
-        self._call("POST", f"/api/jobs/{_quoted(submission_id)}/stop")
+    def stop(self, submission_id: str) -> bool:
+        """True when Ray stopped the job, False when it had already ended."""
+        return flag(_json(self._call("POST", f"/api/jobs/{_quoted(submission_id)}/stop")), "stopped", "stop")
 
     def delete(self, submission_id: str) -> None:
-        self._call("DELETE", f"/api/jobs/{_quoted(submission_id)}")
+        if not flag(_json(self._call("DELETE", f"/api/jobs/{_quoted(submission_id)}")), "deleted", "delete"):
+            raise RayRefused(0, f"the dashboard answered that job {submission_id} was not deleted")
 
     def logs(self, submission_id: str) -> str:
         body = _object(self.get_json(f"/api/jobs/{_quoted(submission_id)}/logs"), "the job's logs")
@@ -148,13 +155,36 @@ class JobsApi:
                 if err.status in AUTH_STATUSES:
                     raise AuthRefused(err.status) from None
                 raise RayRefused(err.status, self._masked(err.message)) from None
-            async for message in ws:
+            keep_alive(ws.get_extra_info("socket"))
+            while True:
+                try:
+                    message = await ws.receive(timeout=self.quiet_check)
+                except asyncio.TimeoutError:
+                    await self._alive_or_raise(submission_id)
+                    continue
+                if message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED):
+                    break
                 if message.type == aiohttp.WSMsgType.TEXT:
                     yield message.data
                 elif message.type == aiohttp.WSMsgType.ERROR:
                     raise RayRefused(0, self._masked(f"the log stream broke: {ws.exception()}"))
             if ws.close_code != NORMAL_CLOSE:
                 raise RayRefused(0, f"the log stream was cut short (websocket close code {ws.close_code})")
+
+    async def _alive_or_raise(self, submission_id: str) -> None:
+        """The stream said nothing for `quiet_check` seconds: a quiet run, or a dead peer? Ray's head answers
+        no websocket ping (NORMAL_CLOSE), so a status request on the REST path asks instead."""
+        import asyncio
+
+        try:
+            await asyncio.wait_for(asyncio.to_thread(self.job_info, submission_id), self.timeout + 1)
+        except (AuthRefused, MalformedAnswer, RayRefused):
+            return  # it answered: alive (an auth failure is reported when the stream ends)
+        except Exception as err:  # noqa: BLE001 -- any failure of the probe means the same: the peer is gone
+            raise RayRefused(0, self._masked(
+                f"the log stream went silent: no line for {self.quiet_check:g}s and the dashboard did not answer a "
+                f"status request within {self.timeout:g}s ({type(err).__name__}); the head, or the network to it, "
+                "may be down. Check `argus status`, then follow again")) from None
 
     def _call(self, method: str, endpoint: str, **kwargs: Any) -> Any:
         """A read waits no longer than the command's budget has left; a write is given the whole timeout
@@ -198,6 +228,14 @@ def _object(body: Any, what: str) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise MalformedAnswer(f"{what} is a JSON {_kind(body)}, not an object")
     return body
+
+
+def _json(response: Any) -> Any:
+    """The body as JSON; None when it is not JSON (the answer checks then refuse it)."""
+    try:
+        return response.json()
+    except ValueError:
+        return None
 
 
 def _kind(body: Any) -> str:

@@ -309,3 +309,12 @@ def test_a_later_attempt_recorded_but_not_on_ray_beside_an_earlier_one_ray_lists
     forged = record_of(ahead, "SUCCEEDED", attempt=2, session_name="old-session")
     change = plan(desired(spec), observed(first, records=(failed, forged))).changes[0]
     assert change.action is Action.RETRY and [s.attempt for s in change.steps] == [2]
+
+
+def test_a_head_argus_does_not_fully_support_is_one_warning_on_its_cluster():
+    seen = observed()
+    old = seen.clusters["c"].model_copy(update={"version_warning": "the Ray head is not one argus fully supports: x"})
+    result = plan(desired(job()), seen.model_copy(update={"clusters": {"c": old}}))
+    warned = [d for d in result.diagnostics if "fully supports" in d.message]
+    assert [(d.severity, d.address) for d in warned] == [("warning", "cluster.c")]
+    assert not [d for d in plan(desired(job()), seen).diagnostics if "fully supports" in d.message]

@@ -109,9 +109,9 @@ def test_only_the_named_token_travels(dashboard: Dashboard, monkeypatch: pytest.
 
 
 def test_a_submit_leaves_unset_fields_out_and_checks_the_head_version_once(dashboard: Dashboard) -> None:
-    dashboard.answers["/api/jobs/"] = (200, json.dumps({"submission_id": "a", "job_id": None}))
     api = JobsApi(dashboard.address, 5, {})
     for sid in ("a", "b"):
+        dashboard.answers["/api/jobs/"] = (200, json.dumps({"submission_id": sid, "job_id": None}))
         api.submit({"submission_id": sid, "entrypoint": "true", "runtime_env": None, "metadata": {"k": "v"},
                     "entrypoint_num_cpus": 0.5, "entrypoint_memory": None, "entrypoint_resources": {"w": 1.0}})
     assert dashboard.paths() == ["GET /api/version", "POST /api/jobs/", "POST /api/jobs/"]
@@ -341,3 +341,50 @@ def _serving(app: Any, port: int) -> Iterator[None]:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+
+
+def test_a_silent_peer_while_following_is_reported_within_the_bound(unused_tcp_port: int) -> None:
+    """A dashboard that accepts the log websocket, then says nothing and answers nothing, never closing:
+    argus asks the REST path after `quiet_check` seconds and reports the silence within that plus the
+    timeout. A quiet stream whose dashboard still answers is followed on (the quiet_check passes)."""
+    from aiohttp import web
+
+    async def silent_tail(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        await ws.send_str("started\n")
+        await asyncio.sleep(6)  # longer than the bound; short enough for the server's cleanup
+        return ws
+
+    async def quiet_tail(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        await asyncio.sleep(2.5)
+        await ws.send_str("late\n")
+        await ws.close()
+        return ws
+
+    async def hang(request: web.Request) -> web.Response:
+        await asyncio.sleep(6)  # longer than the bound; short enough for the server's cleanup
+        return web.Response(text="{}")
+
+    async def alive(request: web.Request) -> web.Response:
+        return web.json_response({"submission_id": "quiet", "status": "RUNNING"})
+
+    app = web.Application()
+    app.router.add_get("/api/jobs/dead/logs/tail", silent_tail)
+    app.router.add_get("/api/jobs/dead", hang)
+    app.router.add_get("/api/jobs/quiet/logs/tail", quiet_tail)
+    app.router.add_get("/api/jobs/quiet", alive)
+    with _serving(app, unused_tcp_port):
+        client = RayClient("c", f"http://127.0.0.1:{unused_tcp_port}", timeout=1)
+        client._api.quiet_check = 1.0
+        seen: list[str] = []
+        started = time.monotonic()
+        with pytest.raises(ClusterRequestFailed, match="the log stream went silent: no line for 1s"):
+            client.follow("dead", seen.append)
+        assert time.monotonic() - started < 1.0 + 1 + 1 + 3  # quiet_check + timeout + the probe's grace + slack
+        assert seen == ["started\n"]
+        quiet: list[str] = []
+        client.follow("quiet", quiet.append)
+        assert quiet == ["late\n"]
