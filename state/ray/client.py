@@ -51,6 +51,13 @@ class ClusterTlsFailed(ClusterRequestFailed):
     its own message, never "Is the head running?", and never retried (the next try would fail the same)."""
 
 
+class ClusterAnswerUnclear(ClusterUnreachable, ClusterRequestFailed):
+    """A submit, stop or delete answered 200 in a shape Ray never sends (state.ray.answers): whether Ray did it
+    is unknown. An error, never success; and, like an answer lost on the way, a submit's run stays SUBMITTING
+    with its secrets and admission kept (reconcile.execute.ray_steps), since Ray may have it: the next plan
+    finds it in Ray's table, or not."""
+
+
 class SubmitConflict(ArgusError):
     """The submission id exists on the cluster but belongs to another spec."""
 
@@ -290,7 +297,7 @@ class RayClient:
         except MalformedAnswer as err:
             raise self._malformed(what, str(err)) from None
         except WrongAnswer as err:
-            raise ClusterRequestFailed(f"Ray cluster {self.name!r} at {self.address}: {err}. argus takes the "
+            raise ClusterAnswerUnclear(f"Ray cluster {self.name!r} at {self.address}: {err}. argus takes the "
                                        f"request ({what}) as not done; is the address the cluster's Ray dashboard?",
                                        malformed=True) from None
         except AnswerTooLarge as err:
