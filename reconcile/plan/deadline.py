@@ -19,6 +19,9 @@ from specs.diagnostics import Diagnostic
 from specs.duration import shown
 from specs.models import Job
 
+LEFT_ALONE = (Action.NOOP, Action.WAIT)
+"""Changes that leave an active run going: a WAIT too (a follower whose changed spec waits on its predecessors
+while its older run goes on), which must not keep that run past its limit."""
 WHEN_STOPPED = (Action.STOP, Action.REPLACE, Action.QUEUE)
 """Changes that already stop the job's older runs: a run among them past its deadline is marked so."""
 
@@ -52,7 +55,7 @@ def _with_deadline(change: Change, job: Job | None, runs: Mapping[str, list[RunV
     past = {sid: d for sid, d in deadlines.items() if now > 0 and d <= now}
     if not past:
         return change.model_copy(update=shown_at)
-    if change.action is Action.NOOP:
+    if change.action in LEFT_ALONE:
         return _deadline_change(change, job, [r for r in active if r.submission_id in past], past)
     if change.action in WHEN_STOPPED:
         steps = tuple(s.model_copy(update={"deadline": past[s.submission_id]})

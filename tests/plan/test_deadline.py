@@ -155,3 +155,16 @@ def test_a_deadline_the_reviewed_plan_did_not_show_is_a_new_decision():
     assert [line.split(":")[0] for line in decision_differences(reviewed, fresh)] == ["job.train"]
     moved = plan(desired(job("train", max_runtime="2m")), at(START + 30, running))  # shown, then moved earlier
     assert decision_differences(moved, fresh) != []
+
+
+def test_a_waiting_followers_older_run_past_its_limit_is_stopped_too():
+    # eval's spec changed while its old run goes on, and train (its predecessor) has not run its spec yet: the
+    # plan shows eval waiting, but the old run is past eval's max_runtime and must not keep its GPUs
+    train, old = job("train"), job("eval", max_runtime="1m", after=["train"])
+    new = job("eval", max_runtime="1m", after=["train"], env={"V": "2"})
+    old_run = run_of(old, "RUNNING", started=START * 1000)
+    change = next(c for c in plan(desired(train, new), at(START + 120, old_run)).changes if c.address == "job.eval")
+    assert change.action is Action.DEADLINE
+    assert [(s.submission_id, s.deadline) for s in change.steps] == [(old_run.submission_id, START + 60.0)]
+    within = next(c for c in plan(desired(train, new), at(START + 30, old_run)).changes if c.address == "job.eval")
+    assert within.action is Action.WAIT and within.deadline_at == START + 60
