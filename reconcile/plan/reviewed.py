@@ -80,11 +80,11 @@ def _released(reviewed: Plan, fresh: list[Change]) -> list[Change]:
     very same submission: "start it when its predecessors are done" was the decision, and it did not change.
     `follows` (rerun_with_predecessors) names the predecessor run, only known once it ended: left out."""
     waited = {c.address: c.after for c in reviewed.changes if c.action is Action.WAIT and c.after is not None}
-    return [c for c in fresh if not (c.address in waited and _starts(c) and c.after is not None
+    return [c for c in fresh if not (c.address in waited and plain_start(c) and c.after is not None
                                      and _unfollowed(waited[c.address]) == _unfollowed(c.after))]
 
 
-def _starts(change: Change) -> bool:
+def plain_start(change: Change) -> bool:
     """A plain start, now or once there is room: never a replace (it would stop a run nobody reviewed stopping)."""
     wanted = change.queue.wanted if change.action is Action.QUEUE and change.queue else change.action
     return change.action in (Action.SUBMIT, Action.QUEUE) and wanted is Action.SUBMIT \

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from reconcile.model import Action, Change, Plan, RunView, StopStep
+from reconcile.plan.runs import newest
 from reconcile.report import Event
 from specs.duration import shown
 from state.observed import RunStatus
@@ -45,10 +46,10 @@ def run_events(workspace: str, plan: Plan, runs: Mapping[str, list[RunView]], po
     found = []
     for job, views in sorted(runs.items()):
         for run in _told_about(views):
-            event = _run_event(workspace, job, run, policies.get(job, Policy()), retries.get(job),
-                               log_changed_at.get(run.submission_id), clock)
-            if event is not None:
-                found.append(event)
+            told = _run_event(workspace, job, run, policies.get(job, Policy()), retries.get(job),
+                              log_changed_at.get(run.submission_id), clock)
+            if told is not None:
+                found.append(told)
     return found
 
 
@@ -58,12 +59,12 @@ def _told_about(views: list[RunView]) -> list[RunView]:
     ordered = sorted(views, key=lambda r: r.started_at)
     if not ordered:
         return []
-    newest = ordered[-1]
+    latest = ordered[-1]
     before = ordered[-2] if len(ordered) > 1 else None
-    if before is not None and newest.attempt > 1 and not newest.finished and (
+    if before is not None and latest.attempt > 1 and not latest.finished and (
             before.status is RunStatus.FAILED or before.lost):
-        return [before, newest]
-    return [newest]
+        return [before, latest]
+    return [latest]
 
 
 def retried_events(workspace: str, plan: Plan, submitted: set[str], clock: Clock) -> list[Event]:
@@ -74,7 +75,7 @@ def retried_events(workspace: str, plan: Plan, submitted: set[str], clock: Clock
         for sid in sorted(step_ids & submitted):
             attempt = next(s.attempt for s in change.steps if getattr(s, "submission_id", None) == sid)
             previous = change.current
-            found.append(_event(workspace, "retried", f"retried:{sid}", clock, job=change.address.removeprefix("job."),
+            found.append(event(workspace, "retried", f"retried:{sid}", clock, job=change.address.removeprefix("job."),
                                 submission_id=sid, attempt=attempt,
                                 failure=previous.failure if previous else None,
                                 cluster=previous.cluster if previous else None,
@@ -84,7 +85,7 @@ def retried_events(workspace: str, plan: Plan, submitted: set[str], clock: Clock
 
 def preempted_events(workspace: str, changes: list[Change], done: set[str], clock: Clock) -> list[Event]:
     """A run the loop stopped this turn for a higher-priority job."""
-    return [_event(workspace, "preempted", f"preempted:{step.submission_id}", clock,
+    return [event(workspace, "preempted", f"preempted:{step.submission_id}", clock,
                    job=change.address.removeprefix("job."), submission_id=step.submission_id, cluster=step.cluster,
                    summary=f"{change.address}: run {step.submission_id} preempted for {step.preempted_for}",
                    next="waits in the queue; resumes from its checkpoint as a new attempt when there is room")
@@ -99,17 +100,13 @@ def deadline_events(workspace: str, changes: list[Change], done: set[str], runs:
     stopped = {(change.address.removeprefix("job."), step.cluster, step.submission_id)
                for change in changes if change.address in done
                for step in change.steps if isinstance(step, StopStep) and step.deadline is not None}
-    stopped |= {(job, run.cluster, run.submission_id) for job, views in runs.items() if (run := _newest(views))
+    stopped |= {(job, run.cluster, run.submission_id) for job, views in runs.items() if (run := newest(views))
                 and run.failure == DEADLINE and run.status is RunStatus.STOPPED and run.stop_asked}
-    return [_event(workspace, "deadline", f"deadline:{sid}", clock, job=job, cluster=cluster, submission_id=sid,
+    return [event(workspace, "deadline", f"deadline:{sid}", clock, job=job, cluster=cluster, submission_id=sid,
                    failure=DEADLINE, advice=advice_for(DEADLINE),
                    summary=f"job.{job}: run {sid} stopped at its max_runtime{_limit(limits.get(job))}",
                    next="a new attempt if the job's retry.on names deadline; otherwise nothing")
             for job, cluster, sid in sorted(stopped)]
-
-
-def _newest(views: list[RunView]) -> RunView | None:
-    return max(views, key=lambda r: r.started_at, default=None)
 
 
 def _limit(seconds: int | None) -> str:
@@ -129,7 +126,7 @@ def drifted_events(workspace: str, plan: Plan, clock: Clock) -> list[Event]:
         then = "starts it again as a new attempt (on_drift: restart)" if change.action is Action.RETRY else (
             "nothing: it stays stopped (on_drift: report); set `state: stopped` to agree, or `on_drift: "
             f"restart` / `argus apply --replace {change.address}` to run it again")
-        found.append(_event(workspace, "drift", f"drift:{run.submission_id}", clock, job=job, cluster=run.cluster,
+        found.append(event(workspace, "drift", f"drift:{run.submission_id}", clock, job=job, cluster=run.cluster,
                             submission_id=run.submission_id, attempt=run.attempt,
                             summary=f"{change.address}: run {run.submission_id} was {how}", next=then))
     return found
@@ -142,13 +139,13 @@ def drift_event(workspace: str, unapplied: list[tuple[str, str, str]], clock: Cl
         return None
     listed = ", ".join(f"{action} {address}" for address, action, _what in unapplied[:10])
     more = f" and {len(unapplied) - 10} more" if len(unapplied) > 10 else ""
-    return _event(workspace, "drift", f"drift:{_digest(sorted(unapplied))}", clock,
+    return event(workspace, "drift", f"drift:{_digest(sorted(unapplied))}", clock,
                   summary=f"{len(unapplied)} change(s) not applied: {listed}{more}",
                   next="nothing: run `argus apply` (or serve with --sync auto)")
 
 
 def apply_failed_event(workspace: str, addresses: list[str], error: str, clock: Clock) -> Event:
-    return _event(workspace, "apply_failed", f"apply_failed:{_digest([*addresses, error])}", clock,
+    return event(workspace, "apply_failed", f"apply_failed:{_digest([*addresses, error])}", clock,
                   summary=f"apply of {', '.join(addresses) or 'records'} failed: {error}",
                   next="tries again next turn; `argus plan` shows what is left")
 
@@ -161,23 +158,23 @@ def _run_event(workspace: str, job: str, run: RunView, policy: Policy, retry: ob
               "status": str(run.status)}
     sid, age = run.submission_id, clock.now - run.started_at
     if run.lost:
-        return _event(workspace, "lost", f"lost:{sid}", clock, **common, next=_next(run, policy, retry),
+        return event(workspace, "lost", f"lost:{sid}", clock, **common, next=_next(run, policy, retry),
                       summary=f"job.{job}: run {sid} was lost with its head (last seen {run.status})")
     if run.status is RunStatus.FAILED:
-        return _event(workspace, "failed", f"failed:{sid}", clock, **common, next=_next(run, policy, retry),
+        return event(workspace, "failed", f"failed:{sid}", clock, **common, next=_next(run, policy, retry),
                       summary=f"job.{job}: attempt {run.attempt} failed ({run.failure or 'unclassified'})")
     if run.attempt > 1 and (run.status is RunStatus.SUCCEEDED
                             or (run.status is RunStatus.RUNNING and age >= RECOVERED_AFTER)):
-        return _event(workspace, "recovered", f"recovered:{sid}", clock, **common,
+        return event(workspace, "recovered", f"recovered:{sid}", clock, **common,
                       summary=f"job.{job}: recovered, attempt {run.attempt} is {run.status}")
     if run.status is RunStatus.PENDING and run.on_ray and age > clock.pending_alert:
-        return _event(workspace, "pending", f"pending:{sid}", clock, **common,
+        return event(workspace, "pending", f"pending:{sid}", clock, **common,
                       summary=f"job.{job}: pending for {age / 60:.0f} min (no room on the cluster, or a "
                               "resource no node offers)")
     quiet_for = clock.now - log_changed_at if log_changed_at is not None else 0.0
     if run.status is RunStatus.RUNNING and quiet_for > clock.stall_alert:
         quiet = quiet_for / 60
-        return _event(workspace, "stalled", f"stalled:{sid}", clock, **common,
+        return event(workspace, "stalled", f"stalled:{sid}", clock, **common,
                       summary=f"job.{job}: running, but its log has not grown for {quiet:.0f} min (a hung "
                               "collective looks like this)")
     return None
@@ -197,11 +194,7 @@ def _next(run: RunView, policy: Policy, retry: object | None) -> str:
 
 
 def event(workspace: str, kind: str, key: str, clock: Clock, **fields: object) -> Event:
-    """An event another module of the loop makes (reconcile.serve.after_events), keyed like these."""
-    return _event(workspace, kind, key, clock, **fields)
-
-
-def _event(workspace: str, kind: str, key: str, clock: Clock, **fields: object) -> Event:
+    """One event, keyed within its workspace (every module of the loop that tells makes them here)."""
     when = datetime.fromtimestamp(clock.now, tz=timezone.utc).isoformat(timespec="seconds")
     return Event(kind=kind, key=f"{workspace}:{key}", workspace=workspace, time=when, **fields)
 

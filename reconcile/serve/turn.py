@@ -78,9 +78,9 @@ def choose(plan: Plan, sync_auto: bool, may_retry: bool = True) -> list[Change]:
 def _released(change: Change) -> bool:
     """A follower (`after:`) whose predecessors ended as required: the merged spec and the WAIT it was
     planned as are the approval. Only its start (or its place in the queue), never a replace."""
-    wanted = change.queue.wanted if change.action is Action.QUEUE and change.queue else change.action
-    return bool(change.waiting_on) and wanted is Action.SUBMIT and change.action in (Action.SUBMIT, Action.QUEUE) \
-        and all(step.kind in ("submit", "enqueue") for step in change.steps)
+    from reconcile.plan.reviewed import plain_start
+
+    return bool(change.waiting_on) and plain_start(change)
 
 
 def _queued_by_apply(change: Change) -> bool:
