@@ -161,6 +161,17 @@ class MkdirStep(StepModel):
         return f"create directory {self.path} on the shared root of {self.cluster}"
 
 
+class RootStep(StepModel):
+    """Write argus's identity on a shared root that has none (state.root.identity): from then on an empty
+    directory at its path (an NFS not mounted) is told apart from it."""
+
+    kind: Literal["root"] = "root"
+    cluster: Name
+
+    def describe(self) -> str:
+        return f"write argus's identity (.argus/root.json) on the shared root of {self.cluster}"
+
+
 class SnapshotStep(StepModel):
     """Export a code snapshot into place atomically; refused if the source moved since the plan."""
 
@@ -186,7 +197,7 @@ class DeleteSnapshotStep(StepModel):
         return f"delete snapshot {self.path} from the shared root of {self.cluster}"
 
 
-Step = Annotated[SubmitStep | StopStep | MkdirStep | SnapshotStep | DeleteSnapshotStep | EnqueueStep,
+Step = Annotated[SubmitStep | StopStep | MkdirStep | RootStep | SnapshotStep | DeleteSnapshotStep | EnqueueStep,
                  Field(discriminator="kind")]
 
 

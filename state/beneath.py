@@ -19,6 +19,7 @@ import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
+from specs.errors import ArgusError
 from specs.reading import read_at_most
 
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -30,6 +31,10 @@ ROOT = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 class NotBeneath(OSError):
     """The path leaves the root, or one of its components is a symlink or not a directory."""
+
+
+class RootMissing(ArgusError):
+    """The shared root itself is not there: argus never makes it (an NFS not mounted, a typo'd path)."""
 
 
 @contextlib.contextmanager
@@ -56,12 +61,13 @@ def opened_dir(root: str | Path, rel: str) -> Iterator[int]:
 def made_dir(root: str | Path, rel: str) -> Iterator[int]:
     """A descriptor of root/rel for writing in, each missing component made in its parent and none
     followed if it is a symlink (a run directory a job made a link in advance leads nowhere).
-    The root is made when missing, as argus always has."""
+    The root itself is never made: writing into a root that is not there would lay a new record
+    beside the real one (an NFS not mounted, a typo'd path). Only the layout step makes a relative
+    root, the workspace's own folder (reconcile.execute.files.lay_root)."""
     parts = PurePosixPath(rel).parts
     if PurePosixPath(rel).is_absolute() or ".." in parts:
         raise NotBeneath(f"{rel!r} is not a relative path beneath {root}")
-    os.makedirs(root, exist_ok=True)
-    fd = os.open(root, ROOT)
+    fd = open_root(root)
     try:
         for part in parts:
             with contextlib.suppress(FileExistsError):
@@ -76,6 +82,15 @@ def made_dir(root: str | Path, rel: str) -> Iterator[int]:
         yield fd
     finally:
         os.close(fd)
+
+
+def open_root(root: str | Path) -> int:
+    """A descriptor of the shared root itself (followed: a mount point may be a link); RootMissing if absent."""
+    try:
+        return os.open(root, ROOT)
+    except FileNotFoundError:
+        raise RootMissing(f"shared root {root} does not exist on this machine: argus never creates it. Mount the "
+                          "NFS there, or fix the cluster's `shared_root`") from None
 
 
 def make_dirs(root: str | Path, rel: str) -> None:

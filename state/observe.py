@@ -27,11 +27,13 @@ from state.observed import (
     ClusterState,
     LedgerEntry,
     ObservedState,
+    RootState,
     RunRecord,
     SnapshotState,
     SourceState,
 )
 from state.ray.client import ClusterAuthFailed, ClusterRequestFailed, ClusterUnreachable, RayClient
+from state.root.identity import observe_root
 from state.runs.index import RunsRead, keep, read_runs
 
 if TYPE_CHECKING:
@@ -98,7 +100,8 @@ def read_run_records(desired: DesiredState, clusters: dict[str, ClusterState],
                      absent: tuple[str, ...]) -> dict[str, RunsRead]:
     """This workspace's records on each shared root here: the run index, the runs it marks open and
     those Ray lists (state.runs.index), never a status.json per run in history."""
-    present = {root for name, root in desired.shared_roots.items() if name not in absent}
+    trusted = {name for name, state in read_roots(desired, clusters, absent).items() if state.trusted}
+    present = {root for name, root in desired.shared_roots.items() if name in trusted}  # never written, if not
     on_ray = _on_ray(desired, clusters)
     return {root: read_runs(root, desired.workspace.name, on_ray) for root in sorted(present)}
 
@@ -149,6 +152,7 @@ def _world(desired: DesiredState, clusters: dict[str, ClusterState], absent: tup
         missing_dirs={name: tuple(d for d in LAYOUT if not (Path(root) / d).is_dir())
                       for name, root in desired.shared_roots.items() if name not in absent},
         absent_roots=absent,
+        roots=read_roots(desired, clusters, absent),
         workload_checks={name: check.diagnostics for name, check in checks.items()},
         verl_profiles={name: check.profile for name, check in checks.items() if check.profile is not None},
         failures=(classified := unclassified_failures(desired, ray, clusters, records)).found,
@@ -158,6 +162,18 @@ def _world(desired: DesiredState, clusters: dict[str, ClusterState], absent: tup
         observed_at=time.time(),
         run_index_problems=_index_problems(desired, runs),
     )
+
+
+def read_roots(desired: DesiredState, clusters: dict[str, ClusterState],
+               absent: tuple[str, ...]) -> dict[str, RootState]:
+    """Each present root's identity, with the runs of this workspace Ray lists on its cluster."""
+    found = {}
+    for name, root in desired.shared_roots.items():
+        if name in absent:
+            continue
+        ours = [j for j in clusters[name].jobs if j.workspace == desired.workspace.name] if name in clusters else []
+        found[name] = observe_root(root).model_copy(update={"runs_on_ray": len(ours)})
+    return found
 
 
 def read_checkpoints(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, CheckpointState]:

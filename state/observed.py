@@ -275,6 +275,41 @@ class LedgerEntry(Frozen):
     """The Ray session the run was submitted to: a head that restarted since (another session) ended it."""
 
 
+class RootIdentity(Frozen):
+    """<shared_root>/.argus/root.json (state.root.identity): which root argus laid out, when, by whom."""
+
+    id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")]
+    created: Amount
+    host: Annotated[str, Field(max_length=255)] = ""
+    actor: Annotated[str, Field(max_length=255)] = ""
+
+    def signed_fields(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class RootState(Frozen):
+    """A present shared root as argus found it: its identity, or what the planner needs to judge its absence."""
+
+    identity: RootIdentity | None = None
+    problem: str | None = None
+    """Why the identity file there cannot be trusted (malformed, unsigned while keyed, not a regular file)."""
+    earlier: bool = False
+    """No identity, but argus's own directories hold something: a root argus laid out before identities."""
+    runs_on_ray: int = 0
+    """Runs of this workspace Ray lists on the cluster: with neither identity nor earlier marks, the
+    root is not the one those runs were recorded on (an NFS not mounted, a typo'd path)."""
+
+    @property
+    def unmounted(self) -> bool:
+        """Neither argus's identity nor anything argus wrote, while Ray lists runs of the workspace."""
+        return self.identity is None and not self.earlier and self.runs_on_ray > 0
+
+    @property
+    def trusted(self) -> bool:
+        """argus reads its records here and writes to it (reconcile.plan.root says why not, when not)."""
+        return self.problem is None and not self.unmounted
+
+
 class ClusterQueue(Frozen):
     """A cluster's admission queue as its shared root holds it: every workspace's entries, and the quotas."""
 
@@ -302,6 +337,8 @@ class ObservedState(Frozen):
     """Per cluster: every snapshot on its shared root, by path relative to it."""
     missing_dirs: dict[str, tuple[str, ...]] = {}
     """Per cluster: LAYOUT directories that do not exist yet."""
+    roots: dict[str, RootState] = {}
+    """Per cluster whose shared root is here: its identity (state.root.identity)."""
     failures: dict[str, str] = {}
     """Failure classes of failed runs not yet classified in their record (read from their logs)."""
     workload_checks: dict[str, tuple[Diagnostic, ...]] = {}

@@ -44,11 +44,12 @@ class ApplyOptions:
 def run(directory: Path, options: ApplyOptions) -> int:
     """Lock first, then observe and plan: a plan made before another apply finished is never run."""
     from state.queue import lock
+    from state.root.own import lockable_roots
 
     desired = load(directory)
     check_addresses(desired, options.plan)
     plan_id = uuid.uuid4().hex[:12]
-    with lock.held(list(desired.shared_roots.values()), desired.workspace.name, plan_id, options.lock_timeout):
+    with lock.held(lockable_roots(desired), desired.workspace.name, plan_id, options.lock_timeout):
         ray = connect(desired, options.timeout)
         observed, plan = observe_and_plan(desired, ray, options.plan, fetch_timeout=options.fetch_timeout)
         typer.echo(render_plan(plan, colour=options.colour))
@@ -68,6 +69,7 @@ def run_saved(plan_file: Path, directory: Path | None, options: ApplyOptions) ->
     from state.code.sources import DEFAULT_FETCH_TIMEOUT
     from state.observe import observe
     from state.queue import lock
+    from state.root.own import lockable_roots
 
     stored = saved.read(plan_file)
     if directory is None:
@@ -79,8 +81,7 @@ def run_saved(plan_file: Path, directory: Path | None, options: ApplyOptions) ->
         raise ArgusError(f"{plan_file} is a plan of workspace {stored.workspace!r}, not of {desired.workspace.name!r} "
                          f"at {directory}; pass the right --dir.")
     check_addresses(desired, stored.plan.options)
-    roots = list(desired.shared_roots.values())
-    with lock.held(roots, desired.workspace.name, stored.plan_id, options.lock_timeout):
+    with lock.held(lockable_roots(desired), desired.workspace.name, stored.plan_id, options.lock_timeout):
         ray = connect(desired, options.timeout)
         observed = observe(desired, ray, fetch_timeout=options.fetch_timeout or DEFAULT_FETCH_TIMEOUT)
         fresh = plan(desired, observed, _options_now(stored.plan, observed))

@@ -5,16 +5,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from reconcile.execute.world import Done, Outcome, World
-from reconcile.model import DeleteSnapshotStep, MkdirStep, SnapshotStep
+from reconcile.model import DeleteSnapshotStep, MkdirStep, RootStep, SnapshotStep
 from specs.errors import ArgusError
+from state.audit.log import actor
+from state.beneath import make_dirs
 from state.code import snapshots
+from state.root.identity import observe_root, write_identity
 
 
 def make_dir(step: MkdirStep, world: World) -> Done:
-    path = _confined(world.roots[step.cluster], step.path)
-    existed = path.is_dir()
-    path.mkdir(parents=True, exist_ok=True)
+    """Beneath the root only: the root itself is never made (state.beneath.made_dir)."""
+    root = world.roots[step.cluster]
+    existed = _confined(root, step.path).is_dir()
+    make_dirs(root, step.path)
     return Done(Outcome.EXISTS if existed else Outcome.CREATED)
+
+
+def lay_root(step: RootStep, world: World) -> Done:
+    root = world.roots[step.cluster]
+    before = observe_root(root).identity
+    identity = write_identity(root, actor())
+    return Done(Outcome.EXISTS if before is not None and before.id == identity.id else Outcome.CREATED)
 
 
 def make_snapshot(step: SnapshotStep, world: World) -> Done:

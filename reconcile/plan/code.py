@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reconcile.model import Action, Change, DeleteSnapshotStep, MkdirStep, RunView, SnapshotStep
+from reconcile.model import Action, Change, DeleteSnapshotStep, MkdirStep, RootStep, RunView, SnapshotStep, Step
+from reconcile.plan.root import distrusted, needs_identity
 from specs.address import Address
 from specs.desired import DesiredState, snapshot_rel
 from specs.diagnostics import Diagnostic
@@ -15,16 +16,25 @@ from state.observed import ObservedState, SnapshotState
 
 
 def plan_dirs(desired: DesiredState, observed: ObservedState) -> list[Change]:
-    """Missing directories of the NFS layout: one change per shared root."""
-    changes, seen = [], set()
+    """Missing directories of the NFS layout and argus's identity on the root: one change per shared root,
+    none on a root argus does not trust (reconcile.plan.root: nothing is laid on an empty mount point)."""
+    changes, seen, distrust = [], set(), distrusted(observed)
     for cluster, missing in sorted(observed.missing_dirs.items()):
         root = desired.shared_root(cluster)
-        if missing and root not in seen:
+        identity = needs_identity(observed.roots.get(cluster))
+        if (missing or identity) and root not in seen and cluster not in distrust:
             seen.add(root)
+            steps: list[Step] = [MkdirStep(cluster=cluster, path=rel) for rel in missing]
+            steps += [RootStep(cluster=cluster)] if identity else []
             changes.append(Change(address=Address.dirs(cluster), action=Action.CREATE,
-                                  reason=f"{len(missing)} directories of the layout missing under {root}",
-                                  steps=tuple(MkdirStep(cluster=cluster, path=rel) for rel in missing)))
+                                  reason=_layout_reason(len(missing), identity, root), steps=tuple(steps)))
     return changes
+
+
+def _layout_reason(missing: int, identity: bool, root: str) -> str:
+    parts = [f"{missing} directories of the layout missing"] if missing else []
+    parts += ["no identity of argus's yet"] if identity else []
+    return f"{' and '.join(parts)} under {root}"
 
 
 def code_ref(desired: DesiredState, observed: ObservedState, name: str) -> CodeRef:

@@ -15,6 +15,7 @@ from reconcile.plan.code import code_ref, plan_dirs, plan_prune, plan_snapshots
 from reconcile.plan.deadline import early_save_warnings, with_deadlines
 from reconcile.plan.diff import field_diff
 from reconcile.plan.queue import plan_admission
+from reconcile.plan.root import root_diagnostics
 from reconcile.plan.runs import is_active, newest, ownership_diagnostics, runs_by_job, unmanaged
 from reconcile.plan.unreachable import blocked_elsewhere, not_planned, unreachable_clusters, unseen_clusters
 from reconcile.plan.verl import resume_diagnostics, verl_diagnostics, with_verl_notes
@@ -81,7 +82,7 @@ def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: Mapping[str
         job, job_runs = desired.jobs[name], runs.get(name, [])
         unseen = unseen_clusters(observed, job.cluster, job_runs)
         if unseen:
-            changes.append(not_planned(Address.job(name), unseen, job_runs))
+            changes.append(not_planned(Address.job(name), unseen, job_runs, observed))
             pipeline.not_planned(name, changes[-1])
             diagnostics += blocked_elsewhere(desired, job, unseen, job_runs)
             continue
@@ -90,7 +91,7 @@ def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: Mapping[str
         diagnostics += found
     for name in sorted(set(runs) - set(desired.jobs)):
         if unseen := unseen_clusters(observed, None, runs[name]):
-            changes.append(not_planned(Address.job(name), unseen, runs[name]))
+            changes.append(not_planned(Address.job(name), unseen, runs[name], observed))
             continue
         change = plan_removed(name, runs[name])
         if change is not None:
@@ -116,7 +117,8 @@ def _plan_desired_job(desired: DesiredState, observed: ObservedState, job: Job, 
 
 
 def _world_diagnostics(desired: DesiredState, observed: ObservedState) -> list[Diagnostic]:
-    found = unreachable_clusters(desired, observed) + _runs_on_removed_clusters(observed) + _restarted_heads(observed)
+    found = unreachable_clusters(desired, observed) + root_diagnostics(desired, observed)
+    found += _runs_on_removed_clusters(observed) + _restarted_heads(observed)
     found += [Diagnostic(severity="warning", address=Address.cluster(name),
                          message=f"{problem}: every run record was read instead (slower); argus rebuilds the "
                                  "index where it can")

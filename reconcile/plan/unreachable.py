@@ -8,6 +8,7 @@ cluster is planned as usual, so one dead head never holds the others hostage.
 from __future__ import annotations
 
 from reconcile.model import Action, Change, RunView
+from reconcile.plan.root import distrusted
 from reconcile.plan.runs import newest, runs_by_job
 from specs.address import Address
 from specs.desired import DesiredState
@@ -16,19 +17,27 @@ from specs.models import Job
 from state.observed import ObservedState
 
 
+def blind(observed: ObservedState) -> dict[str, str]:
+    """Clusters argus cannot see into, with a word on why: a dashboard that did not answer, or a shared
+    root that is not the one argus laid out (reconcile.plan.root)."""
+    found = {name: "unreachable" for name in observed.unreachable}
+    return found | {name: "has a shared root argus does not trust" for name in distrusted(observed)}
+
+
 def unseen_clusters(observed: ObservedState, cluster: str | None, runs: list[RunView]) -> list[str]:
-    """The unreachable clusters a job cannot be decided without: its own (argus cannot see whether
-    its run exists there), and any where a run of it may still be running (it could not be stopped)."""
+    """The clusters argus cannot see into that a job cannot be decided without: its own (argus cannot
+    see whether its run exists there), and any where a run of it may still be running (it could not be
+    stopped)."""
     needed = {cluster} if cluster else set()
     needed |= {r.cluster for r in runs if not r.finished}
-    return sorted(needed & set(observed.unreachable))
+    return sorted(needed & set(blind(observed)))
 
 
-def not_planned(address: str, unseen: list[str], runs: list[RunView]) -> Change:
+def not_planned(address: str, unseen: list[str], runs: list[RunView], observed: ObservedState) -> Change:
     """A job argus cannot see: no submit, no stop; its newest known run (Ray's or argus's record) stays shown."""
-    where = ", ".join(repr(c) for c in unseen)
-    return Change(address=address, action=Action.NOOP, current=newest(runs),
-                  reason=f"cluster {where} unreachable: not planned")
+    why = blind(observed)
+    where = "; ".join(f"cluster {c!r} {why[c]}" for c in unseen)
+    return Change(address=address, action=Action.NOOP, current=newest(runs), reason=f"{where}: not planned")
 
 
 def unreachable_clusters(desired: DesiredState, observed: ObservedState) -> list[Diagnostic]:
@@ -61,7 +70,7 @@ def blocked_elsewhere(desired: DesiredState, job: Job, unseen: list[str], runs: 
 def hidden_jobs(desired: DesiredState, observed: ObservedState) -> dict[str, str]:
     """By job address: the unreachable cluster(s) that keep a job from being planned, decided as the
     planner decides it (`argus status` marks these rows instead of calling them in sync)."""
-    if not observed.unreachable:
+    if not blind(observed):
         return {}
     runs = runs_by_job(desired.workspace.name, observed)
     found = {}

@@ -210,10 +210,11 @@ def _carry_out(desired: DesiredState, ray, options: TurnOptions, may_sync: bool,
     from reconcile.execute.admit import confirm_queue
     from reconcile.execute.cycle import observe_and_plan
     from state.queue import lock
+    from state.root.own import lockable_roots
 
     plan_id = uuid.uuid4().hex[:12]
     try:
-        with lock.held(list(desired.shared_roots.values()), desired.workspace.name, plan_id, 0.0):
+        with lock.held(lockable_roots(desired), desired.workspace.name, plan_id, 0.0):
             observed, plan = observe_and_plan(desired, ray)
             chosen = choose(plan, may_sync, may_retry)
             _execute(desired, ray, observed, plan, chosen, plan_id, options, out, say)

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import PurePosixPath
 
 from specs.errors import ArgusError
-from state.beneath import Refused, open_regular
+from state.beneath import Refused, open_regular, open_root
 from state.runs.records import read_small
 
 LOG_DIR, ANCHOR_DIR = ".argus/audit", ".argus/anchors"
@@ -148,9 +148,7 @@ _in_process = threading.Lock()
 def _directory(shared_root: str, rel: str, create: bool) -> Iterator[int | None]:
     """shared_root/rel, each component opened without following a symlink; None if missing and not created."""
     root = os.path.realpath(shared_root)
-    if create:
-        os.makedirs(root, exist_ok=True)
-    fd = os.open(root, DIRECTORY)
+    fd = open_root(root) if create else os.open(root, DIRECTORY)  # never made: see state.beneath.made_dir
     try:
         for part in PurePosixPath(rel).parts:
             child = _child(fd, part, create)

@@ -221,6 +221,7 @@ def write_records(ws: Workspace, shared: Path, state_dir: bool) -> None:
     from state.runs import records
 
     desired = load_workspace(ws.root)
+    shared.mkdir(exist_ok=True)  # argus never makes a shared root (state.beneath.made_dir): the mount is there
     record = RunRecord(submission_id="team-train-0123abcd-1", workspace="team", job="train", cluster="h20",
                        spec_hash="0123abcd", attempt=1, status="SUBMITTING", updated_at=records.now(), plan_id="p1",
                        commit="c0ffee", submission={})

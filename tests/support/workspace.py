@@ -50,6 +50,7 @@ def make_workspace(root: Path, name: str, address: str) -> Workspace:
           entrypoint_num_cpus: 0.5
           entrypoint_resources: {{worker_node: 1}}
         """)
+    ws.shared.mkdir()  # as `argus apply` makes a relative root before its lock (state.root.own); tests write it first
     return ws
 
 

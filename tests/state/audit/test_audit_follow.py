@@ -20,6 +20,7 @@ WS = "followed"
 
 @pytest.fixture
 def root(tmp_path: Path) -> str:
+    (tmp_path / "shared").mkdir()  # the mount: argus never makes a shared root
     return str(tmp_path / "shared")
 
 

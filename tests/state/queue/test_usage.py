@@ -110,6 +110,8 @@ def test_run_gpus_prefers_verls_count_then_the_drivers():
 
 def test_hostile_records_are_skipped_and_symlinks_never_followed(tmp_path: Path):
     root, outside = tmp_path / "shared", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
     put(root, record("team-a", "good", S, at("00:00"), at("01:00"), driver_gpus=1), at("01:00"))
     greedy = record("team-a", "evil", S, at("00:00"), at("01:00"), gpus=1000)
     for name in ("linked", "linked-dir", "huge", "copied"):

@@ -205,6 +205,7 @@ def test_an_oversized_index_is_not_read(tmp_path: Path, monkeypatch: pytest.Monk
 def test_a_symlinked_runs_directory_is_never_followed_nor_written_through(tmp_path: Path):
     root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
     elsewhere.mkdir()
+    root.mkdir()
     write(root, record(1))
     (root / ".argus").mkdir()
     (root / ".argus" / "runs").symlink_to(elsewhere)

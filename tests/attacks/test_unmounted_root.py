@@ -1,0 +1,48 @@
+"""A typo'd shared root and an NFS that is not mounted, with `apply --auto-approve`, on the real cluster: nothing
+is created and nothing is submitted again (reconcile.plan.root, state.root.identity; the anchor is argus's
+identity on the real root and Ray's own list of the workspace's runs)."""
+
+from __future__ import annotations
+
+import shutil
+
+from tests.support.cluster import QUICK, jobs_of, wait_for
+
+
+def _applied_once(workspace, argus, ray_cluster) -> str:
+    workspace.job("hello", QUICK)
+    applied = argus("apply", workspace.root, "--auto-approve")
+    assert applied.code == 0, applied.out + applied.err
+    [job] = jobs_of(ray_cluster.address, workspace.name)
+    wait_for(ray_cluster.address, job.submission_id, {"SUCCEEDED"})
+    assert (workspace.shared / ".argus" / "root.json").is_file()
+    return job.submission_id
+
+
+def test_a_typod_root_creates_nothing_and_submits_nothing(workspace, argus, ray_cluster, tmp_path):
+    _applied_once(workspace, argus, ray_cluster)
+    typo = tmp_path / "mnt" / "sharde"
+    cluster = workspace.root / "cluster.yaml"
+    cluster.write_text(cluster.read_text().replace("shared_root: .shared", f"shared_root: {typo}"))
+    planned = argus("plan", workspace.root)
+    assert planned.code == 1 and "does not exist on this machine" in planned.out + planned.err
+    applied = argus("apply", workspace.root, "--auto-approve")
+    assert applied.code == 1, applied.out + applied.err
+    assert not typo.exists() and not typo.parent.exists()
+    assert len(jobs_of(ray_cluster.address, workspace.name)) == 1
+
+
+def test_an_empty_mount_point_is_an_error_and_nothing_runs_again(workspace, argus, ray_cluster, tmp_path):
+    ran = _applied_once(workspace, argus, ray_cluster)
+    shutil.move(workspace.shared, tmp_path / "the-real-nfs")  # unmounted: an empty directory at the same path
+    workspace.shared.mkdir()
+    planned = argus("plan", workspace.root)
+    assert planned.code == 1 and "looks unmounted" in planned.out + planned.err, planned.out + planned.err
+    assert "stop and delete" not in planned.out + planned.err  # its own run is never called foreign
+    for _ in range(2):
+        applied = argus("apply", workspace.root, "--auto-approve")
+        assert applied.code == 1, applied.out + applied.err
+    assert [j.submission_id for j in jobs_of(ray_cluster.address, workspace.name)] == [ran]
+    # no layout, no identity, no record: only the apply lock's directory, taken before the plan (its lock file gone)
+    left = sorted(str(p.relative_to(workspace.shared)) for p in workspace.shared.rglob("*"))
+    assert left == [".argus", ".argus/locks"]
