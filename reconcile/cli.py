@@ -303,6 +303,9 @@ SYNC = typer.Option(SyncMode.off, "--sync", help="off: keep records, retry faile
 NOTIFY = typer.Option([], "--notify", help="An apprise URL to send events to (slack://, feishu://, dingtalk://, "
                       "wecombot://, mailto://, json://...); repeatable. docs/notifications.md.")
 LOG_FORMAT = typer.Option(LogFormat.text, "--log-format", help="text or json: one line a turn.")
+SHARED_SECRET = typer.Option([], "--shared-secret", help="A variable several served workspaces may all list in "
+                             "`secrets:`, their jobs all receiving its one value; repeatable. Without it, two "
+                             "lists naming one variable are refused (docs/serve.md).")
 
 
 @app.command()
@@ -328,6 +331,7 @@ def serve(directories: list[Path] = DIRS,
           watch: float = typer.Option(1.0, "--watch", min=0.0, help="Seconds between polls of each cluster's job "
                                       "list between turns (at least 0.2): a job that ends, fails or frees room "
                                       "starts a turn at once. 0: off (turns only every interval)."),
+          shared_secret: list[str] = SHARED_SECRET,
           timeout: float = TIMEOUT) -> int:
     """Keep watch: every interval load, observe, plan; keep records, retry, notify, and with --sync auto apply.
     Several DIRs (or a repository root): one loop and one lease per workspace, one page (docs/serve.md)."""
@@ -338,7 +342,8 @@ def serve(directories: list[Path] = DIRS,
                        stop_timeout=stop_timeout, pending_alert=pending_alert, stall_alert=stall_alert,
                        with_audit=listen is not None)
     options = command.ServeOptions(turn=turn, notify=tuple(notify), listen=listen, once=once,
-                                   log_format=log_format.value, watch=watch, public_url=public_url)
+                                   log_format=log_format.value, watch=watch, public_url=public_url,
+                                   shared_secrets=tuple(shared_secret))
     return command.run(directories or [Path(".")], options)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from specs import after, rules, secret_scan
+from specs import after, job_secrets, rules, secret_scan
 from specs.address import Address
 from specs.desired import DesiredState, Source, address_of
 from specs.diagnostics import Diagnostic
@@ -195,6 +195,7 @@ def _assemble(root: Path, loaded: list[tuple[Spec, Source]], diagnostics: list[D
     shared_roots = _shared_roots(root, clusters, sources, diagnostics)
     if workspace is None:
         return None
+    diagnostics += job_secrets.diagnostics(workspace, clusters, jobs, sources)
     return DesiredState(str(root), workspace, clusters, jobs, snapshots, sources, shared_roots)
 
 

@@ -6,9 +6,9 @@ import posixpath
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
-from specs import secret_names
+from specs import held_variables, secret_names
 from specs.base import Frozen
 from specs.duration import Duration
 from specs.git_urls import check_git_ref, check_git_token, check_git_url, check_source_path
@@ -35,6 +35,28 @@ then break hashing and JSON later (Python refuses to print ints over 4,300 digit
 MAX_PRIORITY = 1_000_000
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 Resources = dict[str, Annotated[float, Field(ge=0)]]
+VARIABLE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+def check_not_held(value: str) -> str:
+    """A `${env:NAME}` never names a variable argus holds for itself (specs.held_variables): checked per
+    value, so the error points at the line of the variable that names it."""
+    match = re.match(SECRET_REF_PATTERN, value)
+    if match and held_variables.held(match.group(1)):
+        raise ValueError(held_variables.refusal(match.group(1)))
+    return value
+
+
+def check_variable(name: str) -> str:
+    if held_variables.held(name):
+        raise ValueError(held_variables.refusal(name))
+    return name
+
+
+EnvValue = Annotated[str, AfterValidator(check_not_held)]
+"""A job's env value: text, or `${env:NAME}` read at submit (never a variable argus holds)."""
+Variable = Annotated[str, StringConstraints(pattern=VARIABLE_PATTERN), AfterValidator(check_variable)]
+"""An environment variable's name a workspace lets its jobs read (never one argus holds)."""
 
 
 class Spec(Frozen):
@@ -51,6 +73,10 @@ class Workspace(Spec):
     description: str = ""
     notifications: Notifications = Notifications()
     """Where `argus serve` sends this workspace's events, and what they say (docs/notifications.md)."""
+    secrets: list[Variable] = []
+    """The environment variables of the machine argus runs on that this workspace's jobs may read, as
+    `env: {KEY: ${env:NAME}}`: reviewed here, in git, once for the whole team (docs/concepts.md, Secrets).
+    Never argus's own (ARGUS_*, GIT_TOKEN_*, dashboard and notification credentials)."""
 
 
 class NodeExpectation(Spec):
@@ -69,7 +95,7 @@ class JobDefaults(Spec):
     entrypoint_memory: int | None = Field(default=None, ge=0, le=MAX_COUNT)
     entrypoint_resources: Resources = {}
     """Custom resources the driver needs, e.g. {worker_node: 1} to keep it off the head."""
-    env: dict[str, str] = {}
+    env: dict[str, EnvValue] = {}
 
     @field_validator("env")
     @classmethod
@@ -302,8 +328,9 @@ class Job(Spec):
     """verl only: Hydra overrides, passed through after argus's own."""
     description: str = ""
     """Cosmetic: outside the spec hash, changing it never replaces a run."""
-    env: dict[str, str] = {}
-    """Merged over the cluster's job_defaults.env; `${env:NAME}` is read at submit time."""
+    env: dict[str, EnvValue] = {}
+    """Merged over the cluster's job_defaults.env; `${env:NAME}` is read at submit time, NAME one of the
+    Workspace's `secrets:`."""
 
     @field_validator("env")
     @classmethod

@@ -6,10 +6,13 @@ Editors (yaml-language-server) and schema tools (check-jsonschema) then flag, as
 - a literal secret in any string: the known token shapes and URLs with a password of
   specs.literal_secrets, as ECMA-262 regexes (what JSON Schema's `pattern` is);
 - an `env:` key naming a secret (KEY, TOKEN, SECRET, PASSWORD) whose value is not a whole
-  `${env:NAME}` reference, and a `${env:...}` that is only part of a value (specs.secret_scan, models).
+  `${env:NAME}` reference, and a `${env:...}` that is only part of a value (specs.secret_scan, models);
+- a `${env:NAME}`, or a Workspace's `secrets:` entry, naming a variable argus holds for itself
+  (specs.held_variables).
 What no regex can say stays validate's alone: long random text, judged by its entropy; a token written
 as a key; the ratio of separators that lets a name like `sk-learn-for-beginners-v2` pass; references
-between resources. The schema is a first check in the editor; `argus validate` is the check.
+between resources (a `${env:NAME}` the Workspace's `secrets:` does not list). The schema is a first check
+in the editor; `argus validate` is the check.
 """
 
 from __future__ import annotations
@@ -37,6 +40,21 @@ LITERAL_SECRET = "|".join(f"(?:{p})" for p in LITERAL_SECRET_PATTERNS)
 SECRET_KEY = "[Kk][Ee][Yy]|[Tt][Oo][Kk][Ee][Nn]|[Ss][Ee][Cc][Rr][Ee][Tt]|[Pp][Aa][Ss][Ss][Ww][Oo][Rr][Dd]"
 """specs.secret_scan.SECRET_KEY_PATTERN without the (?i) flag, which ECMA-262 regexes lack."""
 _REFERENCE = WHOLE_REFERENCE.pattern
+
+
+def _any_case(text: str) -> str:
+    """`text` matched without case, in a regex dialect (ECMA-262) that has no (?i)."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in text)
+
+
+def _anywhere(*words: str) -> str:
+    return "(?:" + "|".join(_any_case(word) for word in words) + ")"
+
+
+HELD_NAME = (f"(?:{_any_case('ARGUS_')}|{_any_case('GIT_TOKEN_')}"
+             f"|(?=\\w*{_anywhere('RAY')})(?=\\w*{_anywhere('TOKEN', 'HEADER', 'COOKIE')})"
+             f"|\\w*{_anywhere('NOTIFY', 'WEBHOOK')})")
+"""The start of a name specs.held_variables.held() refuses (its tests hold the two together)."""
 _DEFINITIONS = {
     "LiteralSecret": {
         "type": "string", "pattern": LITERAL_SECRET,
@@ -47,14 +65,25 @@ _DEFINITIONS = {
     "EnvValue": {
         "type": "string",
         "anyOf": [{"pattern": _REFERENCE}, {"not": {"pattern": r"\$\{env:"}}],
-        "not": {"$ref": "#/$defs/LiteralSecret"},
+        "not": {"anyOf": [{"$ref": "#/$defs/LiteralSecret"}, {"$ref": "#/$defs/HeldReference"}]},
         "description": "`${env:NAME}` must be the whole value: it is read from argus's environment at submit "
-                       "time; half a reference would reach Ray as literal text.",
+                       "time; half a reference would reach Ray as literal text. NAME must be in the Workspace's "
+                       "`secrets:`.",
     },
     "SecretReference": {
         "type": "string", "pattern": _REFERENCE,
+        "not": {"$ref": "#/$defs/HeldReference"},
         "description": "This key names a secret: its value must be `${env:NAME}` (export NAME where argus "
                        "applies), never the secret itself.",
+    },
+    "HeldReference": {
+        "type": "string", "pattern": f"^\\$\\{{env:{HELD_NAME}",
+        "description": "A variable argus holds for itself (ARGUS_*, GIT_TOKEN_*, RAY with TOKEN, HEADER or "
+                       "COOKIE, NOTIFY, WEBHOOK): never handed to a job.",
+    },
+    "HeldVariable": {
+        "type": "string", "pattern": f"^{HELD_NAME}",
+        "description": "A variable argus holds for itself: a workspace's jobs may never read it.",
     },
 }
 _VERL_FIELDS = ("model", "data", "trainer", "entry")
@@ -69,6 +98,8 @@ def add_rules(schema: dict[str, Any]) -> None:
             env["additionalProperties"] = {"$ref": "#/$defs/EnvValue"}
             env["patternProperties"] = {SECRET_KEY: {"$ref": "#/$defs/SecretReference"}}
     definitions["Job"]["allOf"] = [_workload_rule()]
+    definitions["Workspace"]["properties"]["secrets"]["items"]["not"] = {
+        "anyOf": [{"$ref": "#/$defs/LiteralSecret"}, {"$ref": "#/$defs/HeldVariable"}]}
     definitions.update(_DEFINITIONS)
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import re
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from reconcile.commands.common import load
 from reconcile.serve.loop import Loop, LoopSettings
+from reconcile.serve.secret_lists import SecretLists
 from reconcile.serve.turn import TurnOptions
 from reconcile.serve.watch import MIN_WATCH
 from specs.errors import ArgusError
@@ -33,6 +35,8 @@ class ServeOptions:
     """Seconds between polls of each cluster's job list between turns (reconcile.serve.watch); 0: off."""
     public_url: str | None = None
     """The page's address behind a proxy, for the links in notifications; default: --listen's."""
+    shared_secrets: tuple[str, ...] = ()
+    """Variables several served workspaces may all list in `secrets:` (reconcile.serve.secret_lists)."""
 
 
 def run(directories: list[Path], options: ServeOptions) -> int:
@@ -53,9 +57,11 @@ def run(directories: list[Path], options: ServeOptions) -> int:
     if twice:
         raise ArgusError(f"workspace name(s) {', '.join(twice)} given twice: each workspace has one lease, so "
                          "one serve keeps it once (two directories with the same argus.yaml name?).")
+    lists = SecretLists.serving([desired for _directory, desired in kept], options.shared_secrets)
     notifiers = [_notifier(options, _root(desired), desired) for _d, desired in kept]  # a bad URL: no port bound
     server, publish = _server(options.listen, kept)
-    loops = [_loop(directory, desired, options, publish, notifier, server)
+    admit = lists.admit if len(kept) > 1 else None  # each turn's lists, against the other workspaces'
+    loops = [_loop(directory, desired, options, publish, notifier, server, admit)
              for (directory, desired), notifier in zip(kept, notifiers, strict=True)]
     audit.act_as(f"argus serve@{socket.gethostname()}")
     try:
@@ -83,8 +89,9 @@ def _workspace(directory: Path, options: ServeOptions) -> tuple[Path, DesiredSta
 
 
 def _loop(directory: Path, desired: DesiredState, options: ServeOptions, publish: list, notifier,
-          server: StatusServer | None) -> Loop:
-    settings = LoopSettings(turn=options.turn, once=options.once, log_format=options.log_format, watch=options.watch)
+          server: StatusServer | None, admit: Callable[[DesiredState], None] | None) -> Loop:
+    settings = LoopSettings(turn=options.turn, once=options.once, log_format=options.log_format, watch=options.watch,
+                            admit=admit)
     settings.publish.extend(publish)
     if notifier is not None:
         notifier.links = _links(options, server, desired.root)

@@ -19,6 +19,7 @@ from reconcile.execute.runbook import RunBook
 from reconcile.execute.steps import execute
 from reconcile.execute.world import DEFAULT_STOP_TIMEOUT, AuditTrail, Journal, Provenance, Secrets, World
 from reconcile.model import Change, Plan, SubmitStep
+from specs import held_variables
 from specs.desired import DesiredState
 from specs.errors import ArgusError
 from specs.submission import secret_refs
@@ -97,6 +98,10 @@ def open_world(ctx: ApplyContext, secrets: Secrets) -> World:
 def resolve_secrets(plan: Plan) -> Secrets:
     """Values of every `${env:NAME}` the plan's submissions need, read from this process's env."""
     needed = {name for step in _submit_steps(plan) for name in secret_refs(step.submission.env_vars).values()}
+    held = sorted(name for name in needed if held_variables.held(name))
+    if held:  # the loader refuses these at their line: a plan naming one was not made from loaded specs
+        raise ArgusError(f"{', '.join(held)}: argus never reads a variable it holds for itself for a job "
+                         "(specs.held_variables); nothing was submitted.")
     missing = sorted(n for n in needed if n not in os.environ)
     if missing:
         raise ArgusError(f"Environment variable(s) {', '.join(missing)} are referenced as ${{env:...}} "

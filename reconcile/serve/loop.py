@@ -48,6 +48,9 @@ class LoopSettings:
     """Called with every report: the status page, the metrics."""
     watch: float = EVERY
     """Seconds between the watch's polls of each cluster (reconcile.serve.watch); 0: no watch."""
+    admit: Callable[[object], None] | None = None
+    """Given each turn's freshly loaded desired state first; raises ArgusError to refuse the turn (a shared
+    serve's secret lists: reconcile.serve.secret_lists)."""
 
 
 class Loop:
@@ -149,14 +152,20 @@ class Loop:
         self.turns += 1
         try:
             loaded, self.loaded = self.loaded, None
-            return turn(self.directory, self.settings.turn, self.say, loaded,
-                        seen=self.watch.follow if self.watch is not None else None)
+            return turn(self.directory, self.settings.turn, self.say, loaded, seen=self._seen)
         except Exception as err:  # a bug must not end the loop: report it, try again next turn
             self.say(traceback.format_exc().rstrip())
             now = time.time()
             return TurnReport(workspace=self.lease.workspace, started_at=now, finished_at=now, ok=False,
                               interval=self.settings.turn.interval, sync=self.settings.turn.sync,
                               error=f"internal error: {type(err).__name__}: {err}")
+
+    def _seen(self, desired: object) -> None:
+        """The turn's desired state, once loaded: admitted first (or the turn refused), then followed by the watch."""
+        if self.settings.admit is not None:
+            self.settings.admit(desired)
+        if self.watch is not None:
+            self.watch.follow(desired)
 
     def _kept(self, report: TurnReport) -> TurnReport:
         """A turn that failed before it could plan shows the last good turn's jobs and runs: they are

@@ -24,6 +24,7 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from specs import held_variables
 from specs.errors import ArgusError
 from state.root_key import without_keys
 
@@ -194,9 +195,12 @@ def _ray_start(cluster: LocalCluster, args: list[str], role: str) -> None:
 
 def node_env(cluster: LocalCluster, role: str) -> dict[str, str]:
     """The environment of a node, and so of every job it runs: never argus's keys (ARGUS_ROOT_KEY
-    signs the shared root's queue, lease and sent events; a job holding it could forge them)."""
+    signs the shared root's queue, lease and sent events; a job holding it could forge them), nor any
+    other variable argus holds for itself (specs.held_variables: git tokens, dashboard credentials,
+    notification URLs), which a job could not name in its spec either."""
     unset = ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", *AUTH_VARIABLES)
-    env = without_keys({k: v for k, v in os.environ.items() if k not in unset}) | _auth_env(cluster)
+    inherited = {k: v for k, v in os.environ.items() if k not in unset and not held_variables.held(k)}
+    env = without_keys(inherited) | _auth_env(cluster)
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     env["ARGUS_LOCAL_NODE"] = role  # inherited by everything the node runs: a job can tell where it is
     return env

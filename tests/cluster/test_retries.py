@@ -70,8 +70,9 @@ def test_old_finished_runs_leave_rays_table_but_not_argus_records(workspace, arg
 def test_status_explains_a_failed_run_with_advice_and_the_line_that_matched(workspace, argus, monkeypatch):
     """Recorded by apply (Ray still knows the run) and settled by status (Ray forgot it first): both
     records hold the class, the advice and the matched line, with the secret the run echoed masked."""
-    monkeypatch.setenv("ARGUS_TEST_NCCL_TOKEN", SECRET)
-    secret_env = "env: {TOKEN: '${env:ARGUS_TEST_NCCL_TOKEN}'}\n"
+    monkeypatch.setenv("JOB_NCCL_TOKEN", SECRET)
+    secret_env = "env: {TOKEN: '${env:JOB_NCCL_TOKEN}'}\n"
+    workspace.allow("JOB_NCCL_TOKEN")
     workspace.job("hung", ["python3", "-c", ECHOES_SECRET], extra=secret_env)
     workspace.job("forgotten", ["python3", "-c", OOM], extra=secret_env)
     assert argus("apply", workspace.root, "--auto-approve").code == 0

@@ -136,11 +136,12 @@ def test_old_formats_bad_files_and_bad_destinations_are_refused(workspace, argus
 
 
 def test_plan_formats_on_a_real_cluster(workspace, argus):
-    workspace.job("shown", QUICK, extra="env: {TOKEN: '${env:ARGUS_FORMAT_TOKEN}'}\n")
+    workspace.job("shown", QUICK, extra="env: {TOKEN: '${env:JOB_FORMAT_TOKEN}'}\n")
+    workspace.allow("JOB_FORMAT_TOKEN")
     as_json = json.loads(argus("plan", workspace.root, "--format", "json").out)
     assert as_json["format_version"] == 1 and as_json["summary"]["submit"] == 1
     [change] = [c for c in as_json["changes"] if c["address"] == "job.shown"]
-    assert change["action"] == "submit" and change["after"]["env_vars"]["TOKEN"] == "${env:ARGUS_FORMAT_TOKEN}"
+    assert change["action"] == "submit" and change["after"]["env_vars"]["TOKEN"] == "${env:JOB_FORMAT_TOKEN}"
     markdown = argus("plan", workspace.root, "--format", "markdown").out
     assert markdown.startswith(f"### argus plan for `{workspace.name}`")
     assert "| `+` | `job.shown` | submit |" in markdown

@@ -85,12 +85,12 @@ def sdk(monkeypatch: pytest.MonkeyPatch) -> FakeSdk:
 @pytest.fixture
 def desired(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> DesiredState:
     """Two command jobs, alpha and beta; alpha's env holds a secret reference."""
-    monkeypatch.setenv("ARGUS_UNIT_SECRET", SECRET)
+    monkeypatch.setenv("JOB_UNIT_SECRET", SECRET)
     files = {
-        "argus.yaml": "kind: Workspace\nname: unit\n",
+        "argus.yaml": "kind: Workspace\nname: unit\nsecrets: [JOB_UNIT_SECRET]\n",
         "cluster.yaml": f"kind: Cluster\nname: local\naddress: {ADDRESS}\nshared_root: .shared\n",
         "jobs/alpha.yaml": "kind: Job\nname: alpha\ncluster: local\nworkload: command\nentrypoint: [sleep, '9']\n"
-                           "env: {TOKEN: '${env:ARGUS_UNIT_SECRET}'}\n",
+                           "env: {TOKEN: '${env:JOB_UNIT_SECRET}'}\n",
         "jobs/beta.yaml": "kind: Job\nname: beta\ncluster: local\nworkload: command\nentrypoint: [sleep, '9']\n",
     }
     for rel, text in files.items():

@@ -43,12 +43,13 @@ def test_secret_values_reach_the_job_and_nothing_else(workspace, argus, ray_clus
 
     secret = "s3cr3t-value-7f9a1c"
     workspace.job("secretive", ["python3", "-c", "import os; print('token length', len(os.environ['TOKEN']))"],
-                  extra="env: {TOKEN: '${env:ARGUS_TEST_TOKEN}'}\n")
+                  extra="env: {TOKEN: '${env:JOB_TEST_TOKEN}'}\n")
+    workspace.allow("JOB_TEST_TOKEN")
     missing = argus("apply", workspace.root, "--auto-approve")
-    assert missing.code == 1 and "ARGUS_TEST_TOKEN" in missing.err
+    assert missing.code == 1 and "JOB_TEST_TOKEN" in missing.err
     assert jobs_of(workspace.address, workspace.name) == []
 
-    monkeypatch.setenv("ARGUS_TEST_TOKEN", secret)
+    monkeypatch.setenv("JOB_TEST_TOKEN", secret)
     plan = argus("plan", workspace.root)
     formats = [argus("plan", workspace.root, "--format", f).out for f in ("json", "markdown")]
     saved = workspace.root.parent / "saved-plan.json"
@@ -62,12 +63,12 @@ def test_secret_values_reach_the_job_and_nothing_else(workspace, argus, ray_clus
     status = argus("status", workspace.root)
     for output in (plan.out, plan.err, applied.out, applied.err, status.out, *formats, saved.read_text()):
         assert secret not in output
-    monkeypatch.setenv("ARGUS_TEST_TOKEN", "rotated-" + secret)
+    monkeypatch.setenv("JOB_TEST_TOKEN", "rotated-" + secret)
     assert argus("plan", workspace.root, "--detailed-exitcode").code == 0  # a new secret value is no new run
     written = [p for p in workspace.shared.rglob("*") if p.is_file()]
     assert written and not [p for p in written if secret in p.read_text(errors="replace")]
     assert not (workspace.shared / "jobs" / job.submission_id / ".secrets.env").exists()
-    assert "${env:ARGUS_TEST_TOKEN}" in (workspace.shared / "jobs" / job.submission_id / "status.json").read_text()
+    assert "${env:JOB_TEST_TOKEN}" in (workspace.shared / "jobs" / job.submission_id / "status.json").read_text()
     _never_in_ray(secret, workspace.address, job.submission_id, Path(ray_cluster.temp_dir))
 
 

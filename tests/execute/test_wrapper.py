@@ -175,6 +175,26 @@ def test_a_secret_named_like_the_wrappers_own_variables_is_refused(tmp_path):
     assert not list(job.iterdir())
 
 
+def test_a_value_argus_holds_never_reaches_the_secrets_file_whatever_it_is_called(tmp_path):
+    """Defence in depth behind the loader (specs.held_variables): the value, not the reference, is judged."""
+    import pytest
+
+    from state.runs import secrets as run_secrets
+
+    job = tmp_path / "job"
+    job.mkdir()
+    environ = {"ARGUS_ROOT_KEY": "k3y-of-the-root", "GIT_TOKEN_GITHUB_COM": "git-t0ken", "WANDB_API_KEY": "wandb",
+               "ARGUS_EMPTY": ""}
+    for values, said in (({"W": "k3y-of-the-root"}, "W would receive the value of ARGUS_ROOT_KEY"),
+                         ({"OK": "wandb", "G": "git-t0ken"}, "G would receive the value of GIT_TOKEN_GITHUB_COM")):
+        with pytest.raises(ValueError, match=said) as caught:
+            run_secrets.write(job, values, environ)
+        assert "k3y-of-the-root" not in str(caught.value) and "git-t0ken" not in str(caught.value)
+    assert not list(job.iterdir())
+    run_secrets.write(job, {"OK": "wandb", "EMPTY": ""}, environ)
+    assert (job / run_secrets.SECRETS_FILE).read_text() == "export EMPTY=''\nexport OK=wandb\n"
+
+
 def _secret_run(tmp_path: Path, values: dict[str, str], command: str) -> tuple[int, bytes, Path]:
     from state.runs import secrets as run_secrets
 

@@ -198,7 +198,7 @@ def test_no_secret_reaches_the_output_in_text_or_json(tmp_path: Path, argus, com
 
 
 def test_references_and_shell_variables_pass(tmp_path: Path) -> None:
-    ws = make_workspace(tmp_path / "ws", "clean", "http://127.0.0.1:9")
+    ws = make_workspace(tmp_path / "ws", "clean", "http://127.0.0.1:9", secrets=("WANDB_API_KEY", "HF_TOKEN"))
     ws.job("a", "WANDB_API_KEY=$WANDB_API_KEY python3 train.py --commit a1b2c3d4e5f60718293a4b5c6d7e8f9012345678",
            "env: {WANDB_API_KEY: '${env:WANDB_API_KEY}', HF_TOKEN: '${env:HF_TOKEN}'}\n")
     assert load_workspace(ws.root).jobs["a"].env["HF_TOKEN"] == "${env:HF_TOKEN}"

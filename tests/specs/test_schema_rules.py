@@ -54,6 +54,10 @@ BAD = {  # the case, and the field both must name
     "a verl job without a model": ({k: v for k, v in PPO.items() if k != "model"}, "model"),
     "a literal under a secret-named key": (job(env={"HF_TOKEN": "not-a-reference"}), "env"),
     "half a reference": (job(env={"DATA": "/data/${env:USER}"}), "env"),
+    "argus's own key in env": (job(env={"K": "${env:ARGUS_ROOT_KEY}"}), "env"),
+    "the dashboard's token under a secret-named key": (job(env={"RAY_TOKEN": "${env:PROD_RAY_TOKEN}"}), "env"),
+    "a git token in env": (job(env={"G": "${env:git_token_github_com}"}), "env"),
+    "a notification URL in env": (job(env={"HOOK": "${env:OPS_WEBHOOK_URL}"}), "env"),
     **{f"{shape} in an env value": (job(env={"X": token}), "env") for shape, token in TOKENS.items()},
     "a token in an entrypoint": (job(entrypoint=["train", "--key", TOKENS["a GitHub token"]]), "entrypoint"),
     "a token in a description": (job(description="key " + TOKENS["an AWS access key id"]), "description"),
@@ -80,7 +84,7 @@ def schema_fields(validator: Draft202012Validator, document: dict) -> list[str]:
 
 def validate_fields(argus, tmp_path: Path, document: dict) -> list[str]:
     """Where `argus validate --json` finds it wrong, in a workspace holding it beside a cluster and a snapshot."""
-    ws = make_workspace(tmp_path / "ws", "agree", "http://127.0.0.1:9")
+    ws = make_workspace(tmp_path / "ws", "agree", "http://127.0.0.1:9", secrets=("WANDB_API_KEY",))
     ws.write("code.yaml", json.dumps({**SNAPSHOT, "name": "verl"}))
     ws.write("case.yaml", json.dumps(document))  # JSON is YAML
     result = argus("validate", ws.root, "--json")

@@ -30,6 +30,10 @@ class Workspace:
         body = f"kind: Job\nname: {name}\ncluster: local\nworkload: command\nentrypoint: {rendered}\n"
         return self.write(f"jobs/{name}.yaml", body + textwrap.dedent(extra).lstrip())
 
+    def allow(self, *secrets: str) -> None:
+        """Let the workspace's jobs read these variables of argus's environment (the Workspace's `secrets:`)."""
+        self.write("argus.yaml", f"kind: Workspace\nname: {self.name}\nsecrets: [{', '.join(secrets)}]\n")
+
     def remove(self, rel: str) -> None:
         (self.root / rel).unlink()
 
@@ -38,9 +42,11 @@ def _quote(arg: str) -> str:
     return "'" + arg.replace("'", "''") + "'"
 
 
-def make_workspace(root: Path, name: str, address: str) -> Workspace:
+def make_workspace(root: Path, name: str, address: str, secrets: tuple[str, ...] = ()) -> Workspace:
+    """`secrets`: the variables of argus's environment its jobs may read as `${env:NAME}`."""
     ws = Workspace(root, name, address)
-    ws.write("argus.yaml", f"kind: Workspace\nname: {name}\n")
+    listed = f"secrets: [{', '.join(secrets)}]\n" if secrets else ""
+    ws.write("argus.yaml", f"kind: Workspace\nname: {name}\n{listed}")
     ws.write("cluster.yaml", f"""
         kind: Cluster
         name: local

@@ -165,3 +165,16 @@ def test_local_up_without_the_ray_cli_says_which_extra_installs_it_and_starts_no
     assert refused.code == 1
     assert "pip install 'argus-ray[local]'" in refused.err and str(bare / "ray") in refused.err
     assert not state_dir.exists() and local.load(state_dir) is None
+
+
+def test_a_node_inherits_no_variable_argus_holds_for_itself(tmp_path, monkeypatch):
+    """What a node's environment holds, every job it runs holds: no git token, dashboard or notification
+    credential of argus's (specs.held_variables), as no key; the node's own auth is set apart from them."""
+    held = {"ARGUS_NOTIFY": "json://hook", "GIT_TOKEN_GITHUB_COM": "gh-t0ken", "PROD_RAY_TOKEN": "dash-t0ken",
+            "OPS_WEBHOOK_URL": "https://hook", "ARGUS_ROOT_KEY": "root-k3y"}
+    for name, value in {**held, "WANDB_API_KEY": "kept"}.items():
+        monkeypatch.setenv(name, value)
+    cluster = local.LocalCluster(state_dir=str(tmp_path), dashboard_port=1, gcs_port=1, temp_dir=str(tmp_path))
+    env = local.node_env(cluster, "head")
+    assert not set(held) & set(env) and not set(held.values()) & set(env.values())
+    assert env["WANDB_API_KEY"] == "kept" and env["RAY_AUTH_MODE"] == "disabled" and env["ARGUS_LOCAL_NODE"] == "head"
