@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, NamedTuple
 from specs.checkpoint_state import CheckpointState
 from specs.desired import DesiredState
 from specs.models import CodeSnapshot
+from state.claims import owner_of
 from state.code import snapshots
 from state.code.cache import cache_root
 from state.code.sources import DEFAULT_FETCH_TIMEOUT, resolve_source, unresolved
 from state.observed import (
     LAYOUT,
+    ClaimSeen,
     ClusterQueue,
     ClusterState,
     LedgerEntry,
@@ -157,7 +159,18 @@ def _world(desired: DesiredState, clusters: dict[str, ClusterState], absent: tup
         checkpoints=read_checkpoints(desired, absent),
         observed_at=time.time(),
         run_index_problems=_index_problems(desired, runs),
+        claims=read_claims(desired, absent),
+        owner=owner_of(desired.root),
     )
+
+
+def read_claims(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, ClaimSeen]:
+    """Who claims this workspace's name on each cluster's shared root here (state.claims)."""
+    from state import claims
+
+    read = {root: claims.read(root, desired.workspace.name)
+            for name, root in desired.shared_roots.items() if name not in absent}
+    return {name: read[root] for name, root in sorted(desired.shared_roots.items()) if root in read}
 
 
 def read_checkpoints(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, CheckpointState]:
