@@ -89,6 +89,9 @@ def _settled(desired: DesiredState, observed: ObservedState, runs: dict[str, Run
     from state.runs.settle import settle, with_ends
 
     observed = with_ends(desired, observed)
+    refused = {desired.shared_roots[name] for name in observed.refused_claims}
+    if refused:  # another owns the name there: its records and index are not this checkout's to write
+        return observed
     settle(desired, observed)
     on_ray = _on_ray(desired, observed.clusters)
     for root, read in sorted(runs.items()):

@@ -332,6 +332,11 @@ class ClaimSeen(Frozen):
     """Why the file is no claim argus can trust: not a regular file, too big, malformed, or unsigned
     (or signed with another key) while ARGUS_ROOT_KEY is set."""
 
+    def forbids(self, ours: Owner) -> bool:
+        """Whether this checkout (`ours`) may not act for the name on that root: another owns it, or no one
+        can tell who does."""
+        return self.problem is not None or (self.owner is not None and self.owner != ours)
+
 
 class ObservedState(Frozen):
     """Every cluster of the desired state, this workspace's run records, and the shared filesystem."""
@@ -371,3 +376,9 @@ class ObservedState(Frozen):
     unread_rows: dict[str, str] = {}
     """By submission id: failed runs of this workspace whose log Ray would not give, so not classified
     (nor retried) this time, and why: reported, never the end of the command."""
+
+    @property
+    def refused_claims(self) -> dict[str, ClaimSeen]:
+        """The clusters whose shared root's claim of the name forbids this checkout to act there."""
+        ours = self.owner
+        return {} if ours is None else {name: seen for name, seen in self.claims.items() if seen.forbids(ours)}

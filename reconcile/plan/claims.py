@@ -27,10 +27,7 @@ def claim_diagnostics(desired: DesiredState, observed: ObservedState) -> list[Di
 
 def refused(observed: ObservedState) -> dict[str, ClaimSeen]:
     """The clusters whose claim forbids this checkout to act (serve keeps even its records to itself there)."""
-    if observed.owner is None:
-        return {}
-    return {cluster: seen for cluster, seen in observed.claims.items()
-            if seen.problem is not None or (seen.owner is not None and seen.owner != observed.owner)}
+    return observed.refused_claims
 
 
 def refusal(workspace: str, ours: Owner, seen: ClaimSeen) -> str:
