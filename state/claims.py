@@ -84,6 +84,21 @@ def owner_of(workspace_dir: str | Path) -> Owner:
     return Owner(repository=f"path:{os.path.realpath(workspace_dir)}", directory=".")
 
 
+def is_ours(claimed: Owner, ours: Owner, workspace_dir: str | Path) -> bool:
+    """The claim names this checkout: as `ours`, or as it was named before its repository had an origin (its
+    first commit) or before it was in git (its real path). A repository pushed to its first remote after its
+    first apply stays the owner of its names."""
+    if claimed == ours:
+        return True
+    if claimed.directory == "." and claimed.repository == f"path:{os.path.realpath(workspace_dir)}":
+        return True
+    if claimed.directory != ours.directory or not claimed.repository.startswith("git:"):
+        return False
+    from state.code.gitinfo import root_commit
+
+    return claimed.repository == f"git:{root_commit(str(workspace_dir))}"
+
+
 def read(shared_root: str, workspace: str) -> ClaimSeen:
     """The claim on the root: its owner, none, or why it is no claim argus can trust (never an exception)."""
     rel = claim_rel(workspace)

@@ -13,18 +13,16 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from specs.checkpoint_state import CheckpointState
 from specs.desired import DesiredState
 from specs.models import CodeSnapshot
-from state.claims import owner_of
 from state.code import snapshots
 from state.code.cache import cache_root
 from state.code.sources import DEFAULT_FETCH_TIMEOUT, resolve_source, unresolved
 from state.observed import (
     LAYOUT,
-    ClaimSeen,
     ClusterQueue,
     ClusterState,
     LedgerEntry,
@@ -162,18 +160,23 @@ def _world(desired: DesiredState, clusters: dict[str, ClusterState], absent: tup
         checkpoints=read_checkpoints(desired, absent),
         observed_at=time.time(),
         run_index_problems=_index_problems(desired, runs),
-        claims=read_claims(desired, absent),
-        owner=owner_of(desired.root),
+        **read_claims(desired, absent),
     )
 
 
-def read_claims(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, ClaimSeen]:
-    """Who claims this workspace's name on each cluster's shared root here (state.claims)."""
+def read_claims(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, Any]:
+    """This checkout as a claim names it (`owner`), and who claims this workspace's name on each cluster's
+    shared root here (`claims`; a claim naming this checkout as it was named before reads as `owner`)."""
     from state import claims
 
+    ours = claims.owner_of(desired.root)
     read = {root: claims.read(root, desired.workspace.name)
             for name, root in desired.shared_roots.items() if name not in absent}
-    return {name: read[root] for name, root in sorted(desired.shared_roots.items()) if root in read}
+    for root, seen in read.items():
+        if seen.owner is not None and seen.owner != ours and claims.is_ours(seen.owner, ours, desired.root):
+            read[root] = seen.model_copy(update={"owner": ours})
+    return {"owner": ours,
+            "claims": {name: read[root] for name, root in sorted(desired.shared_roots.items()) if root in read}}
 
 
 def read_checkpoints(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, CheckpointState]:

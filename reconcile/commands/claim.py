@@ -74,7 +74,7 @@ def _rewrite(desired: DesiredState, root: str, ours: Owner, move_from: str | Non
 
     name = desired.workspace.name
     seen = claims.read(root, name)
-    if seen.owner == ours:
+    if seen.owner is not None and claims.is_ours(seen.owner, ours, desired.root):
         return None
     if seen.owner is None or seen.problem is not None:
         return Rewrite(root, seen)

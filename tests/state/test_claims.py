@@ -159,10 +159,19 @@ def test_a_repository_is_its_origin_without_credentials_or_else_its_first_commit
     _git(repo, "remote", "set-url", "origin", "git@github.com:org/models.git")
     assert https == claims.owner_of(repo / "teams" / "nlp") == OURS
     assert "SECRET" not in str(https)
+    # claimed before the origin was added: still this repository's; a copy's directory, another history's are not
+    before = Owner(repository=f"git:{first}", directory="teams/nlp")
+    assert claims.is_ours(before, OURS, repo / "teams" / "nlp")
+    assert not claims.is_ours(before.model_copy(update={"directory": "teams/other"}), OURS, repo / "teams" / "nlp")
+    assert not claims.is_ours(Owner(repository="git:" + "0" * 40, directory="teams/nlp"), OURS, repo / "teams" / "nlp")
+    assert not claims.is_ours(THEIRS, OURS, repo / "teams" / "nlp")
 
 
 def test_outside_git_a_workspace_is_its_real_path(tmp_path):
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "real")
-    assert claims.owner_of(tmp_path / "link") == Owner(repository=f"path:{os.path.realpath(tmp_path / 'real')}",
-                                                       directory=".")
+    outside = claims.owner_of(tmp_path / "link")
+    assert outside == Owner(repository=f"path:{os.path.realpath(tmp_path / 'real')}", directory=".")
+    # put in git since its first apply: the claim of its path is still its own
+    assert claims.is_ours(outside, Owner(repository="git:" + "1" * 40, directory="."), tmp_path / "real")
+    assert not claims.is_ours(outside, Owner(repository="git:" + "1" * 40, directory="."), tmp_path)
