@@ -31,6 +31,10 @@ to about a second whatever a pull request adds."""
 SLUG_LENGTH = 48
 
 
+class TooManyDirectories(ArgusError):
+    """A walk for workspaces past MAX_DIRECTORIES."""
+
+
 def discover(root: Path) -> list[Path]:
     """Every directory at or under `root` that holds argus.yaml (root / its relative path), sorted.
     A workspace's own subdirectories are searched too: a nested workspace is a workspace of its own
@@ -42,7 +46,7 @@ def discover(root: Path) -> list[Path]:
         folder = pending.pop()
         visited += 1
         if visited > MAX_DIRECTORIES:
-            raise ArgusError(f"{root}: more than {MAX_DIRECTORIES} directories to search for {WORKSPACE_FILE}; "
+            raise TooManyDirectories(f"{root}: more than {MAX_DIRECTORIES} directories to search for {WORKSPACE_FILE}; "
                              "pass the directory that holds the workspaces (e.g. `teams`) instead")
         children, holds_workspace = _listing(folder)
         if holds_workspace:

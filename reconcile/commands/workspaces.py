@@ -18,7 +18,7 @@ from reconcile.boundary import EXIT_OK
 from specs.diagnostics import Diagnostic, printable
 from specs.errors import ArgusError
 from specs.reading import WORKSPACE_FILE
-from specs.workspaces import SameName, affected, discover, same_names, slugs, workspace_name
+from specs.workspaces import SameName, TooManyDirectories, affected, discover, same_names, slugs, workspace_name
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def with_twins(found: list[Found]) -> list[Found]:
             continue
         try:
             twins.update(same_names(discover(top) if top is not None else paths, base))
-        except ArgusError:
+        except TooManyDirectories:
             continue
     return [replace(w, twin=twins.get(w.path)) for w in found]
 
