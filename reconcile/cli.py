@@ -222,6 +222,20 @@ def workspaces(root: Path = ROOT,
 
 
 @app.command()
+def claim(directory: Path = DIR,
+          move_from: str | None = typer.Option(None, "--move-from", metavar="OLD",
+                                               help="The owner the claim moves from: its directory (a renamed "
+                                                    "directory), its repository (a split repository), or "
+                                                    "REPOSITORY:DIRECTORY."),
+          yes: bool = typer.Option(False, "--yes", help="Do not ask before moving or replacing a claim.")) -> int:
+    """Claim the workspace's name on its shared roots for this repository and directory, or move a claim
+    here (audited). The first apply claims a name by itself (docs/workspaces.md)."""
+    from reconcile.commands import claim as command
+
+    return command.run(directory, move_from, yes)
+
+
+@app.command()
 def unlock(lock_id: str = typer.Argument(..., help="The id printed by the apply that is refused."),
            directory: Path = DIR) -> int:
     """Break the apply lock of a dead apply; the audit log records it."""

@@ -17,7 +17,9 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from specs.errors import ArgusError
+from specs.address import WORKSPACE
+from specs.diagnostics import Diagnostic, Where
+from specs.errors import ArgusError, SpecError
 from specs.reading import MAX_FILE_BYTES, STATE_DIR, WORKSPACE_FILE, read_at_most
 
 SKIPPED = frozenset({"node_modules", "__pycache__", "venv"})
@@ -27,6 +29,10 @@ MAX_DIRECTORIES = 100_000
 """A repository with more directories is walked from a narrower ROOT; the bound keeps one command's walk
 to about a second whatever a pull request adds."""
 SLUG_LENGTH = 48
+
+
+class TooManyDirectories(ArgusError):
+    """A walk for workspaces past MAX_DIRECTORIES."""
 
 
 def discover(root: Path) -> list[Path]:
@@ -40,7 +46,7 @@ def discover(root: Path) -> list[Path]:
         folder = pending.pop()
         visited += 1
         if visited > MAX_DIRECTORIES:
-            raise ArgusError(f"{root}: more than {MAX_DIRECTORIES} directories to search for {WORKSPACE_FILE}; "
+            raise TooManyDirectories(f"{root}: more than {MAX_DIRECTORIES} directories to search for {WORKSPACE_FILE}; "
                              "pass the directory that holds the workspaces (e.g. `teams`) instead")
         children, holds_workspace = _listing(folder)
         if holds_workspace:
@@ -107,12 +113,17 @@ def affected(root: Path, changed_paths: Iterable[str | Path], existing: list[Pat
 def workspace_name(directory: Path) -> str:
     """The `name:` of the Workspace in directory/argus.yaml, or "" when it cannot be read (validate says why).
     Read as the loader reads specs: no link followed, no FIFO waited on, at most a spec file's size."""
+    return name_at(directory)[0]
+
+
+def name_at(directory: Path) -> tuple[str, int]:
+    """workspace_name, and the line of its `name:` in argus.yaml (1 when it cannot be told)."""
     from specs.safe_yaml import load_documents
 
     try:
         fd = os.open(directory / WORKSPACE_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return ""
+        return "", 1
     try:
         data = read_at_most(fd, MAX_FILE_BYTES + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
     finally:
@@ -120,9 +131,46 @@ def workspace_name(directory: Path) -> str:
     try:
         documents = load_documents(data.decode("utf-8")) if 0 < len(data) <= MAX_FILE_BYTES else []
     except Exception:  # noqa: BLE001 - any YAML or decoding problem: validate reports it with its line
-        return ""
-    names = [d.get("name") for d in documents if hasattr(d, "get") and d.get("kind") == "Workspace"]
-    return names[0] if len(names) == 1 and isinstance(names[0], str) and names[0].isprintable() else ""
+        return "", 1
+    found = [d for d in documents if hasattr(d, "get") and d.get("kind") == "Workspace"]
+    name = found[0].get("name") if len(found) == 1 else None
+    if not (isinstance(name, str) and name.isprintable() and name):
+        return "", 1
+    return name, _line_of(found[0], "name")
+
+
+def _line_of(document: object, key: str) -> int:
+    try:
+        return int(document.lc.key(key)[0]) + 1  # type: ignore[attr-defined]  # ruamel's round-trip marks
+    except (AttributeError, KeyError, TypeError, IndexError):
+        return 1
+
+
+class SameName(SpecError):
+    """Two workspace directories give one `name:`: on a shared root they would be one workspace, sharing
+    runs, apply lock, audit log and queue (the copy adopting the other's runs)."""
+
+
+def same_names(workspaces: Iterable[Path], base: Path) -> dict[Path, Diagnostic]:
+    """Per workspace whose `name:` another of `workspaces` gives too: an error at its `name:` line (files named
+    relative to `base`, the repository's root) naming the other's `name:` line."""
+    named: dict[str, list[tuple[Path, Where]]] = {}
+    for path in workspaces:
+        name, line = name_at(path)
+        if name:
+            shown = Path(os.path.relpath(path / WORKSPACE_FILE, base)).as_posix()
+            named.setdefault(name, []).append((path, Where(shown, line)))
+    found = {}
+    for name, places in named.items():
+        for path, where in places if len(places) > 1 else ():
+            others = ", ".join(str(w) for p, w in places if p != path)
+            found[path] = Diagnostic(
+                severity="error", address=WORKSPACE, where=where, field="name",
+                message=f"workspace name {name!r} is also the `name:` of {others}: on a shared root the two would "
+                        "be one workspace (one's runs adopted by the other, one apply lock, audit log and queue)",
+                hint="give each workspace its own `name:`; a workspace that moved keeps only its new directory "
+                     "(then `argus claim DIR --move-from OLD_DIR`, docs/workspaces.md)")
+    return found
 
 
 def slug(directory: str) -> str:

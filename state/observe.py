@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from specs.checkpoint_state import CheckpointState
 from specs.desired import DesiredState
@@ -89,6 +89,9 @@ def _settled(desired: DesiredState, observed: ObservedState, runs: dict[str, Run
     from state.runs.settle import settle, with_ends
 
     observed = with_ends(desired, observed)
+    refused = {desired.shared_roots[name] for name in observed.refused_claims}
+    if refused:  # another owns the name there: its records and index are not this checkout's to write
+        return observed
     settle(desired, observed)
     on_ray = _on_ray(desired, observed.clusters)
     for root, read in sorted(runs.items()):
@@ -161,6 +164,7 @@ def _world(desired: DesiredState, clusters: dict[str, ClusterState], absent: tup
         checkpoints=read_checkpoints(desired, absent),
         observed_at=time.time(),
         run_index_problems=_index_problems(desired, runs),
+        **read_claims(desired, absent),
     )
 
 
@@ -174,6 +178,21 @@ def read_roots(desired: DesiredState, clusters: dict[str, ClusterState],
         ours = [j for j in clusters[name].jobs if j.workspace == desired.workspace.name] if name in clusters else []
         found[name] = observe_root(root).model_copy(update={"runs_on_ray": len(ours)})
     return found
+
+
+def read_claims(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, Any]:
+    """This checkout as a claim names it (`owner`), and who claims this workspace's name on each cluster's
+    shared root here (`claims`; a claim naming this checkout as it was named before reads as `owner`)."""
+    from state import claims
+
+    ours = claims.owner_of(desired.root)
+    read = {root: claims.read(root, desired.workspace.name)
+            for name, root in desired.shared_roots.items() if name not in absent}
+    for root, seen in read.items():
+        if seen.owner is not None and seen.owner != ours and claims.is_ours(seen.owner, ours, desired.root):
+            read[root] = seen.model_copy(update={"owner": ours})
+    return {"owner": ours,
+            "claims": {name: read[root] for name, root in sorted(desired.shared_roots.items()) if root in read}}
 
 
 def read_checkpoints(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, CheckpointState]:

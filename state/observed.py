@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationError, ValidationInfo, ValidatorFunctionWrapHandler, field_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
 
 from specs.base import Frozen, TextEnum
 from specs.checkpoint_state import CheckpointState
@@ -326,6 +333,46 @@ class ClusterQueue(Frozen):
     """Holders (LedgerEntry.holder) whose process is proven gone: its liveness lock is free."""
 
 
+def _one_visible_line(text: str) -> str:
+    if not text.isprintable():
+        raise ValueError("holds a line break, an escape or another invisible character")
+    return text
+
+
+Shown = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_one_visible_line)]
+"""A name read from the shared root and shown to people: a claim's repository or directory."""
+
+
+class Owner(Frozen):
+    """Who owns a workspace's name on a shared root: a repository and the workspace's directory in it
+    (state.claims says how a repository is identified)."""
+
+    repository: Shown
+    """`github.com/org/repo` (its origin, no scheme, user or token), `git:<root commit>` for a repository
+    without a usable origin, `path:<directory>` outside git."""
+    directory: Shown
+    """The workspace's directory relative to the repository's root, in / form ("." for the root)."""
+
+    def __str__(self) -> str:
+        return f"directory {self.directory} of {self.repository}"
+
+
+class ClaimSeen(Frozen):
+    """A shared root's claim of this workspace's name (.argus/claims/<workspace>.json), as read."""
+
+    path: str
+    owner: Owner | None = None
+    """Who the claim names; None when there is no claim (or it could not be read: `problem`)."""
+    problem: str | None = None
+    """Why the file is no claim argus can trust: not a regular file, too big, malformed, or unsigned
+    (or signed with another key) while ARGUS_ROOT_KEY is set."""
+
+    def forbids(self, ours: Owner) -> bool:
+        """Whether this checkout (`ours`) may not act for the name on that root: another owns it, or no one
+        can tell who does."""
+        return self.problem is not None or (self.owner is not None and self.owner != ours)
+
+
 class ObservedState(Frozen):
     """Every cluster of the desired state, this workspace's run records, and the shared filesystem."""
 
@@ -359,6 +406,16 @@ class ObservedState(Frozen):
     """Epoch seconds of the observation: the arrival time of a job queued now."""
     run_index_problems: dict[str, str] = {}
     """Per cluster: why its shared root's run index (state.runs.index) was not used; every record was read."""
+    claims: dict[str, ClaimSeen] = {}
+    """Per cluster whose shared root is here: who claims this workspace's name on it."""
+    owner: Owner | None = None
+    """This checkout of the workspace as a claim names it; None when not observed (status, logs)."""
     unread_rows: dict[str, str] = {}
     """By submission id: failed runs of this workspace whose log Ray would not give, so not classified
     (nor retried) this time, and why: reported, never the end of the command."""
+
+    @property
+    def refused_claims(self) -> dict[str, ClaimSeen]:
+        """The clusters whose shared root's claim of the name forbids this checkout to act there."""
+        ours = self.owner
+        return {} if ours is None else {name: seen for name, seen in self.claims.items() if seen.forbids(ours)}

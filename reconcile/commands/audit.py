@@ -10,6 +10,7 @@ import typer
 
 from reconcile.boundary import EXIT_ERROR, EXIT_OK
 from reconcile.commands.common import load
+from specs.diagnostics import plain
 
 
 def verify(directory: Path) -> int:
@@ -62,8 +63,18 @@ def _line(entry: dict) -> str:
         what = f"{entry.get('action')} {entry.get('address')} {run} -> {entry.get('outcome')}"
     elif what.startswith("apply."):
         what = f"{what} {entry.get('outcome', '')}".strip()
+    elif what == "claim":
+        what = plain(_claim_text(entry), lines=False)
     elif what == "audit.recovered":
         what = f"{what} after {entry.get('torn_bytes')} torn byte(s)"
     error = f"  error: {entry['error']}" if entry.get("error") else ""
     return (f"{entry.get('time', '?')}  {entry.get('actor', '?')}@{entry.get('host', '?')}  "
             f"plan {entry.get('plan_id', '-')}  commit {str(entry.get('commit', '-'))[:12]}  {what}{error}")
+
+
+def _claim_text(entry: dict) -> str:
+    """`claim DIR of REPO`, and the owner it moved from or the untrusted claim it replaced."""
+    previous = entry.get("previous")
+    moved = f" (moved from {previous.get('directory')} of {previous.get('repository')})" \
+        if isinstance(previous, dict) else f" (replaced: {entry['replaced']})" if entry.get("replaced") else ""
+    return f"claim {entry.get('directory')} of {entry.get('repository')}{moved}"

@@ -39,6 +39,7 @@ def run_all(directories: list[Path], changed_from: str | None, command: PlanComm
 
     found = several.expand(directories, changed_from)
     if found is None:
+        several.alone(directories[0])
         return run(directories[0], command)
     if command.out is not None:
         raise ArgusError(f"-o {command.out} saves one workspace's plan, and these DIRs hold {len(found)}: plan each "

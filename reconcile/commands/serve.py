@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import re
 import socket
+<<<<<<< HEAD
 from collections.abc import Callable
+=======
+import sys
+>>>>>>> i36-claims
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -16,7 +20,9 @@ from reconcile.serve.loop import Loop, LoopSettings
 from reconcile.serve.secret_lists import SecretLists
 from reconcile.serve.turn import TurnOptions
 from reconcile.serve.watch import MIN_WATCH
+from specs.diagnostics import printable
 from specs.errors import ArgusError
+from specs.workspaces import SameName
 
 if TYPE_CHECKING:
     from reconcile.serve.http import StatusServer
@@ -51,6 +57,7 @@ def run(directories: list[Path], options: ServeOptions) -> int:
     if options.public_url is not None and not re.match(r"^https?://[^\s/]+(/\S*)?$", options.public_url):
         raise ArgusError(f"--public-url {options.public_url!r}: give the page's address as people open it, like "
                          "https://argus.example.com/ (http:// or https://).")
+<<<<<<< HEAD
     kept = [_workspace(directory, options) for directory in _directories(directories)]
     names = [desired.workspace.name for _directory, desired in kept]
     twice = sorted({name for name in names if names.count(name) > 1})
@@ -58,6 +65,9 @@ def run(directories: list[Path], options: ServeOptions) -> int:
         raise ArgusError(f"workspace name(s) {', '.join(twice)} given twice: each workspace has one lease, so "
                          "one serve keeps it once (two directories with the same argus.yaml name?).")
     lists = SecretLists.serving([desired for _directory, desired in kept], options.shared_secrets)
+=======
+    kept = _one_per_name([_workspace(directory, options) for directory in _directories(directories)])
+>>>>>>> i36-claims
     notifiers = [_notifier(options, _root(desired), desired) for _d, desired in kept]  # a bad URL: no port bound
     server, publish = _server(options.listen, kept)
     admit = lists.admit if len(kept) > 1 else None  # each turn's lists, against the other workspaces'
@@ -73,10 +83,37 @@ def run(directories: list[Path], options: ServeOptions) -> int:
 
 
 def _directories(directories: list[Path]) -> list[Path]:
+    """The workspaces to serve; one whose `name:` another workspace of its repository gives too is refused
+    (said, and left out): the others start."""
     from reconcile.commands.several import expand
 
     found = expand(directories or [Path(".")])
-    return list(directories or [Path(".")]) if found is None else [workspace.path for workspace in found]
+    if found is None:
+        return list(directories or [Path(".")])
+    for workspace in found:
+        if workspace.twin is not None:
+            print(f"argus serve: not serving {printable(workspace.shown)}: {workspace.twin}", file=sys.stderr,
+                  flush=True)
+    served = [workspace.path for workspace in found if workspace.twin is None]
+    if not served:
+        raise SameName([workspace.twin for workspace in found if workspace.twin is not None])
+    return served
+
+
+def _one_per_name(kept: list[tuple[Path, DesiredState]]) -> list[tuple[Path, DesiredState]]:
+    """Each workspace name once: each has one lease, so one serve keeps it once. Workspaces of a name given
+    twice (two repositories' directories) are refused, said, and left out; the others start."""
+    names = [desired.workspace.name for _directory, desired in kept]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    for name in twice:
+        shown = ", ".join(printable(str(d)) for d, desired in kept if desired.workspace.name == name)
+        print(f"argus serve: not serving workspace name {name!r}: given by {shown} (each workspace its own "
+              "`name:`, docs/workspaces.md)", file=sys.stderr, flush=True)
+    served = [(d, desired) for d, desired in kept if desired.workspace.name not in twice]
+    if not served:
+        raise ArgusError(f"workspace name(s) {', '.join(twice)} given twice: each workspace has one lease, so "
+                         "one serve keeps it once; give each workspace its own `name:`.")
+    return served
 
 
 def _workspace(directory: Path, options: ServeOptions) -> tuple[Path, DesiredState]:

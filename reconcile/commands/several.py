@@ -19,10 +19,11 @@ from typing import Any
 import typer
 
 from reconcile.boundary import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, contained, error_object
-from reconcile.commands.workspaces import Found, find, found_at
+from reconcile.commands.workspaces import Found, find, found_at, with_twins
 from specs.diagnostics import printable
 from specs.errors import ArgusError
 from specs.reading import WORKSPACE_FILE
+from specs.workspaces import SameName
 
 
 class RemovedWorkspace(ArgusError):
@@ -36,7 +37,7 @@ def expand(directories: list[Path], changed_from: str | None = None) -> list[Fou
         only = directories[0]
         if (only / WORKSPACE_FILE).is_file() or not only.is_dir():
             return None
-        return find(only, None) or None
+        return with_twins(find(only, None)) or None
     found: dict[Path, Found] = {}
     for directory in directories:
         if changed_from is None and (directory / WORKSPACE_FILE).is_file():
@@ -46,7 +47,7 @@ def expand(directories: list[Path], changed_from: str | None = None) -> list[Fou
             if not listed and changed_from is None:
                 raise ArgusError(f"{directory}: no {WORKSPACE_FILE} in it or in any directory under it")
         found.update((workspace.path, workspace) for workspace in listed)
-    return sorted(found.values(), key=lambda workspace: Path(workspace.shown).parts)
+    return with_twins(sorted(found.values(), key=lambda workspace: Path(workspace.shown).parts))
 
 
 def owners(files: list[Path]) -> list[Found]:
@@ -56,7 +57,7 @@ def owners(files: list[Path]) -> list[Found]:
     for file in files:
         if (holder := _holder(file)) is not None and holder not in found:
             found[holder] = found_at(holder)
-    return sorted(found.values(), key=lambda workspace: Path(workspace.shown).parts)
+    return with_twins(sorted(found.values(), key=lambda workspace: Path(workspace.shown).parts))
 
 
 def _holder(file: Path) -> Path | None:
@@ -117,7 +118,15 @@ def _captured(workspace: Found, one: Callable[[Path], int]) -> tuple[int, Any]:
     return code, json.loads(text) if text else None
 
 
+def alone(directory: Path) -> None:
+    """One workspace given alone (the single-workspace command): refused as with_twins refuses it."""
+    if (directory / WORKSPACE_FILE).is_file() and (twin := with_twins([found_at(directory)])[0].twin) is not None:
+        raise SameName([twin])
+
+
 def _present(workspace: Found) -> Path:
+    if workspace.twin is not None:
+        raise SameName([workspace.twin])
     if workspace.removed:
         raise RemovedWorkspace(
             f"{workspace.shown}: its {WORKSPACE_FILE} was deleted, but the jobs it started keep running and nothing "

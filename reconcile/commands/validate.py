@@ -25,6 +25,7 @@ def run_all(directories: list[Path], changed_from: str | None, deep: bool = Fals
 
     found = several.owners(directories) if files else several.expand(directories, changed_from)
     if found is None:
+        several.alone(directories[0])
         return run(directories[0], deep, fetch_timeout, as_json)
     return several.run_each(found, lambda path: run(path, deep, fetch_timeout, as_json), "json" if as_json else "human")
 

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import typer
 
 from reconcile.boundary import EXIT_OK
-from specs.diagnostics import printable
+from specs.diagnostics import Diagnostic, printable
 from specs.errors import ArgusError
 from specs.reading import WORKSPACE_FILE
-from specs.workspaces import affected, discover, slugs, workspace_name
+from specs.workspaces import SameName, TooManyDirectories, affected, discover, same_names, slugs, workspace_name
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,8 @@ class Found:
     shown: str
     path: Path
     removed: bool = False
+    twin: Diagnostic | None = None
+    """Set when another workspace of its repository gives the same `name:` (with_twins): it is refused."""
 
 
 def run(root: Path, changed_from: str | None, as_json: bool) -> int:
@@ -36,6 +38,8 @@ def run(root: Path, changed_from: str | None, as_json: bool) -> int:
     # concurrency group and environment. The one walk of the repository serves the listing too.
     _, _, base = located(root)
     everyone = discover(base)
+    if twins := same_names(everyone, base):
+        raise SameName(list(twins.values()))
     found = find(root, changed_from, everyone)
     names = slugs({shown(path, base) for path in everyone} | {f.shown for f in found})
     rows = [{"dir": f.shown, "name": workspace_name(f.path) if not f.removed else "", "slug": names[f.shown],
@@ -65,6 +69,29 @@ def find(root: Path, changed_from: str | None, everyone: list[Path] | None = Non
     else:
         paths = affected(top, [repository / name for name in changed_since(repository, changed_from)], walked)
     return [Found(shown(path, base), path, not (path / WORKSPACE_FILE).is_file()) for path in paths]
+
+
+def with_twins(found: list[Found]) -> list[Found]:
+    """The workspaces, each whose `name:` another workspace of its git repository (every one, listed or not:
+    a copy is refused beside the original it copies) gives too marked with that error. Outside git, among
+    those listed. A repository too large to walk is not checked here: the name's claim on the shared root
+    still refuses a copy (state.claims)."""
+    from state.code.gitinfo import repository_root
+
+    groups: dict[Path | None, list[Found]] = {}
+    for workspace in found:
+        groups.setdefault(repository_root(workspace.path), []).append(workspace)
+    twins: dict[Path, Diagnostic] = {}
+    for top, group in groups.items():
+        paths = [w.path for w in group if not w.removed]
+        base = top or Path(os.path.commonpath(paths)) if paths else None
+        if base is None:
+            continue
+        try:
+            twins.update(same_names(discover(top) if top is not None else paths, base))
+        except TooManyDirectories:
+            continue
+    return [replace(w, twin=twins.get(w.path)) for w in found]
 
 
 def located(root: Path) -> tuple[Path, Path | None, Path]:

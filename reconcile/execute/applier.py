@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from reconcile.execute.batch import Display, is_independent, lines, run_batch, segments
+from reconcile.execute.claims import claim_unclaimed
 from reconcile.execute.code import CodeShelf
 from reconcile.execute.runbook import RunBook
 from reconcile.execute.steps import execute
@@ -69,6 +70,7 @@ def apply_plan(plan: Plan, ctx: ApplyContext) -> World:
     world = open_world(ctx, resolve_secrets(plan))  # a missing variable fails here, before anything is submitted
     world.audit.everywhere(ApplyStarted(changes=len(plan.actionable), options=plan.options.model_dump(mode="json")))
     try:
+        claim_unclaimed(plan, ctx.desired, ctx.observed, world)  # before any step: a name another owns stops it
         for segment in segments(plan.actionable):
             if is_independent(segment[0]):
                 run_batch(segment, world, _apply_change, ctx.display or lines(world.echo))

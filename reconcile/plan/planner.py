@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from reconcile.model import Action, Change, Plan, PlanOptions, RunView, StopStep, SubmitStep
 from reconcile.plan.after import Pipeline
+from reconcile.plan.claims import claim_diagnostics
 from reconcile.plan.code import code_ref, plan_dirs, plan_prune, plan_snapshots
 from reconcile.plan.deadline import early_save_warnings, with_deadlines
 from reconcile.plan.diff import field_diff
@@ -117,8 +118,13 @@ def _plan_desired_job(desired: DesiredState, observed: ObservedState, job: Job, 
 
 
 def _world_diagnostics(desired: DesiredState, observed: ObservedState) -> list[Diagnostic]:
+<<<<<<< HEAD
     found = unreachable_clusters(desired, observed) + root_diagnostics(desired, observed)
     found += _runs_on_removed_clusters(observed) + _restarted_heads(observed)
+=======
+    found = unreachable_clusters(desired, observed) + _runs_on_removed_clusters(observed) + _restarted_heads(observed)
+    found += claim_diagnostics(desired, observed)
+>>>>>>> i36-claims
     found += [Diagnostic(severity="warning", address=Address.cluster(name),
                          message=f"{problem}: every run record was read instead (slower); argus rebuilds the "
                                  "index where it can")

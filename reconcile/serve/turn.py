@@ -121,6 +121,7 @@ def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callabl
                loaded: DesiredState | None, seen: Callable[[DesiredState], None] | None = None) -> None:
     from reconcile.execute.admit import confirm_queue
     from reconcile.execute.cycle import connect, observe_and_plan
+    from reconcile.plan.claims import refused
     from specs.loader import load_workspace
     from state.code.gitinfo import desired_commit
 
@@ -135,7 +136,9 @@ def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callabl
     observed, plan = observe_and_plan(desired, ray)
     acted: tuple | None = None
     try:  # a checkout that is not what was merged gets records only, not even retries
-        if choose(plan, may_sync, reviewed) or _records_behind(desired, observed):
+        if refused(observed):  # another owns the name: its runs, records and queue are not ours to touch
+            pass
+        elif choose(plan, may_sync, reviewed) or _records_behind(desired, observed):
             acted = _carry_out(desired, ray, options, may_sync, reviewed, out, say)
         elif reviewed:  # nothing to carry out: the jobs that wait still confirm their place
             confirm_queue(desired, observed, plan)

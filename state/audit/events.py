@@ -67,4 +67,18 @@ class AnchorMismatch(Frozen):
     found: tuple[str, ...]
 
 
-AuditEvent = ApplyStarted | ApplyEnded | StepCarriedOut | RunFinished | LockBroken | Recovered | AnchorMismatch
+class NameClaimed(Frozen):
+    """A workspace name's claim on a shared root (state.claims) written: by the first apply, or moved by
+    `argus claim` (then `previous` names the owner it had, or `replaced` says why it could not be trusted)."""
+
+    event: Literal["claim"] = "claim"
+    repository: str
+    directory: str
+    previous: dict[str, str] | None = None
+    """The owner the claim named before ({"repository", "directory"}); None for a new claim."""
+    replaced: str | None = None
+    """Why the claim it replaced could not be trusted (not a regular file, malformed, unsigned while keyed)."""
+
+
+AuditEvent = (ApplyStarted | ApplyEnded | StepCarriedOut | RunFinished | LockBroken | Recovered | AnchorMismatch
+              | NameClaimed)

@@ -101,3 +101,22 @@ def origin_url(root: str) -> str | None:
     except (safegit.GitError, OSError):
         return None
     return found.decode(errors="replace").strip() or None
+
+
+def root_commit(root: str) -> str | None:
+    """The first commit of the history HEAD descends from along first parents: what stays the same for every
+    clone of a repository, whatever its remotes and however many unrelated histories were merged in since.
+    None outside git, without a commit, or in a shallow clone (its first commit is not there). git runs in a
+    quarantine over the working copy's objects (state.code.workcopy), never in the working copy itself."""
+    from state.code import safegit, workcopy
+
+    copy = workcopy.find_working_copy(root)
+    if copy is None:
+        return None
+    try:
+        head = workcopy.head_commit(copy)
+        with workcopy.quarantined(copy) as repo:
+            found = safegit.run(repo, "rev-list", "--first-parent", "--max-parents=0", head, timeout=30).split()
+    except (workcopy.NotAWorkingCopy, safegit.GitError, OSError):
+        return None
+    return found[-1].decode() if len(found) == 1 and safegit.OID.match(found[-1].decode()) else None

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from specs.errors import ArgusError
-from state import beneath
+from state import beneath, claims
 from state.audit import files as audit_files
 from state.code import snapshots
 from state.queue import ledger as queue_ledger
@@ -136,6 +136,8 @@ READERS: dict[str, tuple[str, Callable[[Path], Any], Callable[[Any], bool]]] = {
     "audit log (usage's actors)": (f".argus/audit/{WS}.jsonl", lambda r: usage.plan_actors(str(r), WS),
                                    lambda v: v == {}),
     "quota file": (".argus/quotas.yaml", _quotas, lambda v: isinstance(v, str) and "quotas.yaml" in v),
+    "name claim": (f".argus/claims/{WS}.json", lambda r: claims.read(str(r), WS),
+                   lambda v: v.owner is None and v.problem is not None),
 }
 
 
