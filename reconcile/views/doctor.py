@@ -10,14 +10,15 @@ from specs.diagnostics import plain
 from state.doctor.checks import ClusterExam
 
 MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
+NAME_WIDTH = len("shared-root")
+"""The longest check's name: every cluster's lines align alike."""
 
 
 def render(exams: Sequence[ClusterExam]) -> str:
     lines: list[str] = []
     for exam in exams:
         lines.append(_line(f"cluster {exam.cluster} at {exam.address}, shared root {exam.shared_root}"))
-        width = max((len(check.name) for check in exam.checks), default=0)
-        lines += [_line(f"  {MARKS[c.level]}  {c.name.ljust(width)}  {c.message}") for c in exam.checks]
+        lines += [_line(f"  {MARKS[c.level]}  {c.name.ljust(NAME_WIDTH)}  {c.message}") for c in exam.checks]
         lines.append("")
     lines.append(verdict(exams))
     return "\n".join(lines)

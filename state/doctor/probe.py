@@ -4,6 +4,9 @@ from Ray's table and the shared root, whatever happened in between.
 Its submission id, `argus-doctor-<nonce>`, says what it is in `ray job list`; its metadata carries
 `argus.doctor` and none of the labels of a run (state.observed.RayJob.run_id is None for it), so no
 workspace ever takes it for one of its runs: it shows, while it lives, as a job argus did not submit.
+Ray's job manager may write a job's status once more after its end (its monitor sees the supervisor actor
+gone a second later, and, the row deleted, writes a new FAILED one, "Entrypoint not found.", without metadata):
+so the probe is deleted again until its row has stayed away for SETTLE seconds.
 A probe still PENDING when the time is up cannot be stopped (Ray stops a pending job only once it
 starts) and so cannot be deleted yet: its directory is gone, so when it starts it writes nothing but
 its log, and the next `argus doctor` deletes it from Ray's table once it has ended (delete_leftovers).
@@ -31,6 +34,11 @@ PROBE_ID = re.compile(r"^argus-doctor-([0-9a-f]{16})$")
 POLL = 0.25
 CLEANUP_WAIT = 10.0
 """Seconds a probe stopped at its timeout is given to end, so that it can be deleted."""
+SETTLE = 3.0
+"""Seconds a deleted probe's row must stay away: Ray's monitor of a job checks it every second."""
+SETTLE_WAIT = 20.0
+RAY_REWRITTEN = "Entrypoint not found."
+"""The entrypoint of a row Ray's job manager wrote for a job whose row had been deleted."""
 MAX_LOG = 256 * 1024
 """Characters of Ray's copy of the driver log that are read: the report is its first lines."""
 
@@ -89,18 +97,21 @@ def run_probe(client: RayClient, root: str, defaults: JobDefaults, timeout: floa
 
 
 def delete_leftovers(client: RayClient, jobs: tuple[RayJob, ...]) -> list[str]:
-    """Earlier probes that ended after their doctor gave up on them (PENDING at its timeout): deleted now.
-    Only jobs both named and labelled as probes, and finished: a job of anyone else is never touched."""
-    deleted = []
-    for job in jobs:
-        match = PROBE_ID.match(job.submission_id)
-        if match and job.metadata.get(PROBE_LABEL) == match.group(1) and job.status in TERMINAL:
-            try:
-                client.delete(job.submission_id)
-                deleted.append(job.submission_id)
-            except ArgusError:
-                continue  # a leftover is no reason to fail this doctor: the next one tries again
-    return deleted
+    """Earlier probes that ended after their doctor gave up on them (PENDING at its timeout), or that Ray wrote
+    again after their delete: deleted now, for good. Only finished jobs both named and labelled as probes (or in
+    the shape of Ray's rewritten row, which keeps no metadata): a job of anyone else is never touched."""
+    ended = [job.submission_id for job in jobs if _a_probe(job) and job.status in TERMINAL]
+    try:
+        left = _deleted_for_good(client, ended)
+    except ArgusError:
+        return []  # a leftover is no reason to fail this doctor: the next one tries again
+    return [sid for sid in ended if sid not in left]
+
+
+def _a_probe(job: RayJob) -> bool:
+    match = PROBE_ID.match(job.submission_id)
+    return match is not None and (job.metadata.get(PROBE_LABEL) == match.group(1)
+                                  or (not job.metadata and job.entrypoint == RAY_REWRITTEN))
 
 
 def _payload(root: str, nonce: str, defaults: JobDefaults) -> dict[str, Any]:
@@ -158,15 +169,31 @@ def _delete(client: RayClient, result: ProbeResult) -> tuple[bool, list[str]]:
         if job is not None and job.status not in TERMINAL:
             client.stop(sid)
             job = _until_ended(lambda: client.job(sid), time.monotonic() + CLEANUP_WAIT)
-        if job is None:
-            return True, []
-        if job.status not in TERMINAL:
+        if job is not None and job.status not in TERMINAL:
             return False, [f"job {sid} in Ray's table ({job.status.value}; the next `argus doctor` deletes it "
                            f"once it has ended, or `ray job delete {sid}`)"]
-        client.delete(sid)
-        return True, []
+        if not _deleted_for_good(client, [sid]):
+            return True, []
+        return False, [f"job {sid} in Ray's table (Ray wrote it again after each delete; the next `argus doctor` "
+                       "deletes it)"]
     except ArgusError as err:
         return False, [f"job {sid} in Ray's table (its delete failed: {err})"]
+
+
+def _deleted_for_good(client: RayClient, ids: list[str]) -> list[str]:
+    """Delete the ended probes, again each time Ray writes a row anew, until every row has stayed away SETTLE
+    seconds; the ids still there when SETTLE_WAIT is up."""
+    deadline, quiet_since, present = time.monotonic() + SETTLE_WAIT, time.monotonic(), list(ids)
+    while ids and time.monotonic() < deadline:
+        present = [sid for sid in ids if client.job(sid) is not None]
+        for sid in present:
+            client.delete(sid)
+        if present:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= SETTLE:
+            return []
+        time.sleep(POLL)
+    return present
 
 
 def _with(result: ProbeResult, **changes: Any) -> ProbeResult:
