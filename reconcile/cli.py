@@ -258,6 +258,21 @@ def status(directories: list[Path] = DIRS, timeout: float = TIMEOUT, output_form
 
 
 @app.command()
+def doctor(directories: list[Path] = DIRS,
+           timeout: float = typer.Option(60.0, "--timeout", min=1.0, help="Seconds the probe job may take to start "
+                                         "and end on each cluster; each request to a dashboard waits at most 10 of "
+                                         "them."),
+           as_json: bool = typer.Option(False, "--json", help='Machine-readable: {"ok", "clusters": [{"cluster", '
+                                        '"ok", "checks": [{"check", "level", "message"}], "facts"}]}.')) -> int:
+    """Pre-flight check of each cluster: dashboard, Ray version, auth, GPUs, clock skew, and one probe job proving
+    the shared root its nodes write is the one argus reads (and whether jobs can write argus's state there).
+    The probe is deleted and its files removed. Exit 0 when every check passes (warnings allowed), 1 otherwise."""
+    from reconcile.commands import doctor as command
+
+    return command.run_all(directories or [Path(".")], timeout, as_json)
+
+
+@app.command()
 def queue(directory: Path = DIR, timeout: float = TIMEOUT,
           as_json: bool = typer.Option(False, "--json", help="Machine-readable output (docs/plan-format.md).")) -> int:
     """Each cluster's whole admission queue, every workspace's: runs holding GPUs, waiting jobs with their

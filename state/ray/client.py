@@ -97,6 +97,10 @@ class RayClient:
             version_warning=version_warning(version),
         )
 
+    def version(self) -> dict[str, Any]:
+        """The head's GET /api/version: its Ray version, Jobs API version and session name."""
+        return self._read(self._version)
+
     def jobs(self) -> tuple[RayJob, ...]:
         """Every submission job on the cluster, and nothing else: one list_jobs."""
         details = self._read(self._list_jobs)

@@ -13,8 +13,9 @@ from typing import Any
 OLDEST = (2, 9)
 NEWEST = (2, 60)
 SUPPORTED = "Ray 2.9 to 2.60"
-JOBS_API_VERSION = "3"
-"""The Jobs API version every Ray in the range reports (Ray's CURRENT_VERSION in job_head.py)."""
+JOBS_API_VERSIONS = ("3", "4")
+"""The Jobs API versions Rays in the range report (Ray's CURRENT_VERSION in job_head.py): 2.9 says "3", 2.60
+"4" (3 -> 4 added DELETE /api/jobs/<id>, which argus uses where the head has it)."""
 
 
 def version_warning(body: dict[str, Any]) -> str:
@@ -27,8 +28,8 @@ def version_warning(body: dict[str, Any]) -> str:
     elif release[:2] < OLDEST or release[:2] > NEWEST:
         problems.append(f"it runs Ray {ray_version}, outside the supported {SUPPORTED}")
     api = body.get("version")
-    if api is not None and str(api) != JOBS_API_VERSION:
-        problems.append(f"its Jobs API version is {str(api)[:20]!r}, not {JOBS_API_VERSION!r}")
+    if api is not None and str(api) not in JOBS_API_VERSIONS:
+        problems.append(f"its Jobs API version is {str(api)[:20]!r}, not {' or '.join(map(repr, JOBS_API_VERSIONS))}")
     lost = []
     if not isinstance(body.get("session_name"), str) or not body.get("session_name"):
         lost.append("head-restart detection (no session_name)")

@@ -47,7 +47,7 @@ def test_the_first_real_cluster_walkthrough_works_as_written(ray_cluster, argus,
 
     steps = walkthrough()
     assert [words[1] for words, _ in steps if words[0] == "argus"] == [
-        "init", "validate", "plan", "apply", "status", "logs", "serve"]
+        "init", "validate", "doctor", "plan", "apply", "status", "logs", "serve"]
     for words, said in steps:
         words = [ours(w) for w in words]
         if words[0] == "export":
@@ -70,7 +70,7 @@ def test_the_first_real_cluster_walkthrough_works_as_written(ray_cluster, argus,
 
 def _check(command: str, claim: str, printed: str) -> None:
     """A comment is what the command prints (after "offline: " or "then: "), but for the words around it."""
-    shown = claim.split(": ", 1)[1] if command in ("validate", "apply") else claim
+    shown = claim.split(": ", 1)[1] if command in ("validate", "apply", "doctor") else claim
     shown = re.sub(r"\(plan [0-9a-f]{12}\)", "(plan ", shown)
     if command == "plan" and not shown.startswith(("+", "Plan")):
         return  # "reads the cluster and the shared root, changes nothing:"

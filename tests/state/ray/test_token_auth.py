@@ -240,3 +240,24 @@ def assert_nowhere(secret: str, results: list[Result], places: list[Path]) -> No
         files = [place] if place.is_file() else [p for p in place.rglob("*") if p.is_file() and not p.is_symlink()]
         for path in files:
             assert secret.encode() not in path.read_bytes(), path
+
+
+def test_doctor_says_a_token_is_required_and_argus_works_and_never_shows_it(auth_cluster, token, argus, tmp_path,
+                                                                           monkeypatch):
+    monkeypatch.setenv(TOKEN_VARIABLE, token)
+    ws = secured(tmp_path / "ws", "auth-doctor", auth_cluster.address, f"${{env:{TOKEN_VARIABLE}}}")
+
+    passed = argus("doctor", ws.root)
+
+    assert passed.code == 0, passed.out + passed.err
+    assert ("  ok    auth         the dashboard requires a token, and the one the cluster's auth_token names works"
+            in passed.out)
+    assert "  ok    shared-root  " in passed.out and "  ok    cleanup      " in passed.out
+    wrong = secrets.token_hex(32)
+    monkeypatch.setenv(TOKEN_VARIABLE, wrong)
+    refused = argus("doctor", ws.root, "--json")
+    assert refused.code == 1
+    [check] = json.loads(refused.out)["clusters"][0]["checks"]
+    assert check["check"] == "auth" and check["level"] == "fail" and "rejected the token" in check["message"]
+    assert_nowhere(token, [passed, refused], [ws.root])
+    assert_nowhere(wrong, [passed, refused], [ws.root])

@@ -13,19 +13,19 @@ import pytest
 from state.ray.client import RayClient
 from state.ray.versions import version_warning
 
-CURRENT = {"version": "3", "ray_version": "2.60.0", "ray_commit": "x", "session_name": "session_2026"}
+CURRENT = {"version": "4", "ray_version": "2.60.0", "ray_commit": "x", "session_name": "session_2026"}
 
 
 def test_a_supported_head_gives_no_warning() -> None:
     assert version_warning(CURRENT) == ""
-    assert version_warning({**CURRENT, "ray_version": "2.9.3"}) == ""
+    assert version_warning({**CURRENT, "ray_version": "2.9.3", "version": "3"}) == ""
 
 
 @pytest.mark.parametrize(("body", "says"), [
     ({**CURRENT, "ray_version": "2.8.1"}, "runs Ray 2.8.1, outside the supported Ray 2.9 to 2.60"),
     ({**CURRENT, "ray_version": "3.0.0"}, "runs Ray 3.0.0, outside"),
     ({**CURRENT, "ray_version": 5}, "its Ray version is not given"),
-    ({**CURRENT, "version": "4"}, "its Jobs API version is '4'"),
+    ({**CURRENT, "version": "5"}, "its Jobs API version is '5'"),
     ({k: v for k, v in CURRENT.items() if k != "session_name"}, "lost: head-restart detection (no session_name)"),
 ])
 def test_each_gap_is_named_in_one_warning(body: dict[str, Any], says: str) -> None:
