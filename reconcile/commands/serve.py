@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import re
 import socket
-<<<<<<< HEAD
-from collections.abc import Callable
-=======
 import sys
->>>>>>> i36-claims
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -57,17 +54,8 @@ def run(directories: list[Path], options: ServeOptions) -> int:
     if options.public_url is not None and not re.match(r"^https?://[^\s/]+(/\S*)?$", options.public_url):
         raise ArgusError(f"--public-url {options.public_url!r}: give the page's address as people open it, like "
                          "https://argus.example.com/ (http:// or https://).")
-<<<<<<< HEAD
-    kept = [_workspace(directory, options) for directory in _directories(directories)]
-    names = [desired.workspace.name for _directory, desired in kept]
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:
-        raise ArgusError(f"workspace name(s) {', '.join(twice)} given twice: each workspace has one lease, so "
-                         "one serve keeps it once (two directories with the same argus.yaml name?).")
-    lists = SecretLists.serving([desired for _directory, desired in kept], options.shared_secrets)
-=======
     kept = _one_per_name([_workspace(directory, options) for directory in _directories(directories)])
->>>>>>> i36-claims
+    lists = SecretLists.serving([desired for _directory, desired in kept], options.shared_secrets)
     notifiers = [_notifier(options, _root(desired), desired) for _d, desired in kept]  # a bad URL: no port bound
     server, publish = _server(options.listen, kept)
     admit = lists.admit if len(kept) > 1 else None  # each turn's lists, against the other workspaces'

@@ -118,13 +118,8 @@ def _plan_desired_job(desired: DesiredState, observed: ObservedState, job: Job, 
 
 
 def _world_diagnostics(desired: DesiredState, observed: ObservedState) -> list[Diagnostic]:
-<<<<<<< HEAD
     found = unreachable_clusters(desired, observed) + root_diagnostics(desired, observed)
-    found += _runs_on_removed_clusters(observed) + _restarted_heads(observed)
-=======
-    found = unreachable_clusters(desired, observed) + _runs_on_removed_clusters(observed) + _restarted_heads(observed)
-    found += claim_diagnostics(desired, observed)
->>>>>>> i36-claims
+    found += _runs_on_removed_clusters(observed) + _restarted_heads(observed) + claim_diagnostics(desired, observed)
     found += [Diagnostic(severity="warning", address=Address.cluster(name),
                          message=f"{problem}: every run record was read instead (slower); argus rebuilds the "
                                  "index where it can")
