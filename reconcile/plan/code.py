@@ -32,9 +32,9 @@ def plan_dirs(desired: DesiredState, observed: ObservedState) -> list[Change]:
 
 
 def _layout_reason(missing: int, identity: bool, root: str) -> str:
-    parts = [f"{missing} directories of the layout missing"] if missing else []
-    parts += ["no identity of argus's yet"] if identity else []
-    return f"{' and '.join(parts)} under {root}"
+    what = [f"{missing} directories of the layout"] if missing else []
+    what += ["argus's identity"] if identity else []
+    return f"{' and '.join(what)} missing under {root}"
 
 
 def code_ref(desired: DesiredState, observed: ObservedState, name: str) -> CodeRef:
