@@ -56,7 +56,8 @@ def test_a_fresh_root_gets_its_layout_and_identity() -> None:
     result = plan(desired(), observed(RootState(), missing=LAYOUT))
     assert not result.errors
     dirs = next(c for c in result.changes if c.address == "dirs.c")
-    assert dirs.steps[-1] == RootStep(cluster="c") and dirs.reason == "10 directories of the layout and argus's identity missing under /nfs"
+    assert dirs.steps[-1] == RootStep(cluster="c")
+    assert dirs.reason == "10 directories of the layout and argus's identity missing under /nfs"
     assert next(c for c in result.changes if c.address == "job.train").action is Action.SUBMIT
 
 
