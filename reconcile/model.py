@@ -109,6 +109,9 @@ class SubmitStep(StepModel):
     predecessors' specs and run ids: never from a record)."""
     checkpoint_dir: str | None = None
     """A command job's checkpoint directory (`${shared_root}/...`), handed to it as ARGUS_CHECKPOINT_DIR."""
+    legacy_outputs: bool = False
+    """An attempt of a run made before outputs were per workspace: its directories stay where its first
+    attempts' records name them (outputs/checkpoints, outputs/logs), so it resumes from its own checkpoints."""
 
     def describe(self) -> str:
         return f"submit {self.submission_id} to cluster {self.cluster}"
@@ -233,6 +236,8 @@ class RunView(Frozen):
     """argus asked Ray to stop it (its record says so): its STOPPED is argus's own doing, not drift."""
     bindings: dict[str, str] = Field(default={}, exclude=True)
     """A follower's `${job:...}` values as its record says they were submitted (`argus status` shows them)."""
+    legacy_outputs: bool = Field(default=False, exclude=True)
+    """Made before outputs were per workspace (its record says so): its next attempts keep its directories."""
     cluster_read: bool = Field(default=True, exclude=True)
     """Its cluster answered this observation: only then does "Ray does not list it" mean anything."""
 

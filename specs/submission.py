@@ -20,7 +20,7 @@ from specs.base import Frozen
 from specs.models import SECRET_REF_PATTERN, Cluster, Job, Name, Trainer, Workspace
 
 SUBMISSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-SHARED_ROOT_PLACEHOLDER = "${shared_root}"
+SHARED_ROOT_PLACEHOLDER = verl.SHARED_ROOT
 SpecHash = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 """sha256 of a canonical Submission, in hex."""
 
@@ -146,9 +146,28 @@ def entrypoint_string(entrypoint: list[str] | str) -> str:
 
 
 def spec_hash(submission: Submission) -> str:
-    # Unset fields are left out, so a field added to argus later does not change existing runs' hashes.
-    canonical = json.dumps(submission.model_dump(exclude_none=True), sort_keys=True, separators=(",", ":"))
+    # Unset fields are left out, so a field added to argus later does not change existing runs' hashes; the
+    # directories argus derives are hashed as argus named them before outputs were per workspace, so that
+    # change is no new spec of any job (the workspace is in the hash anyway: nothing is lost).
+    canonical = json.dumps(legacy_outputs(submission).model_dump(exclude_none=True), sort_keys=True,
+                           separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def legacy_outputs(submission: Submission) -> Submission:
+    """The same run with the directories argus derives (checkpoints, Hydra's run dir) where an argus before
+    per-workspace outputs put them: how a run made then goes on (its retries resume from its checkpoints)."""
+    text = submission.entrypoint
+    for new, old in _derived_dirs(submission):
+        text = text.replace(new, old)
+    return submission if text == submission.entrypoint else submission.model_copy(update={"entrypoint": text})
+
+
+def _derived_dirs(sub: Submission) -> tuple[tuple[str, str], ...]:
+    """(per workspace, before) for the checkpoint directory and the log directory argus derives."""
+    ws, tail = sub.workspace, f"checkpoints/{sub.job}/run-{sub.run}"
+    return ((f"{verl.outputs_dir(ws)}/{tail}", f"{verl.outputs_dir(ws, legacy=True)}/{tail}"),
+            (verl.log_dir(ws), verl.log_dir(ws, legacy=True)))
 
 
 def submission_id(workspace: str, job: str, digest: str, attempt: int) -> str:

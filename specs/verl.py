@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from specs.models import Entry, Job, Trainer
 
 SUBMISSION_ID_PLACEHOLDER = "${submission_id}"
+SHARED_ROOT = "${shared_root}"
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ TYPED_KEYS = {
     "trainer.save_freq": "trainer.save_freq", "trainer.test_freq": "trainer.test_freq",
     "trainer.logger": "trainer.logger", "trainer.project_name": "trainer.project",
     "trainer.experiment_name": "trainer.experiment", "trainer.default_local_dir": "trainer.checkpoint_dir",
-    "trainer.device": "trainer.device", "hydra.run.dir": "(argus sets it: outputs/logs/<submission_id>)",
+    "trainer.device": "trainer.device", "hydra.run.dir": "(argus sets it: outputs/<workspace>/logs/<submission_id>)",
     "data.train_files": "data.train", "data.val_files": "data.val",
     "actor_rollout_ref.model.path": "model", "model.path": "model", "model.partial_pretrain": "model",
 }
@@ -85,9 +86,21 @@ def module_path(module: str) -> str:
     return module.replace(".", "/") + ".py"
 
 
-def checkpoint_dir(job: Job) -> str:
+def outputs_dir(workspace: str, legacy: bool = False) -> str:
+    """Where argus puts a workspace's run outputs: `outputs/<workspace>/`, so two teams' `train` never share
+    one. `legacy`: as an argus before that put them (`outputs/`), which runs made then keep (their records say)."""
+    return f"{SHARED_ROOT}/outputs" if legacy else f"{SHARED_ROOT}/outputs/{workspace}"
+
+
+def checkpoint_dir(job: Job, workspace: str, legacy: bool = False) -> str:
     """Shared by every attempt of one run, so a retried attempt resumes from its checkpoints."""
-    return (job.trainer or Trainer()).checkpoint_dir or f"${{shared_root}}/outputs/checkpoints/{job.name}/run-{job.run}"
+    explicit = (job.trainer or Trainer()).checkpoint_dir
+    return explicit or f"{outputs_dir(workspace, legacy)}/checkpoints/{job.name}/run-{job.run}"
+
+
+def log_dir(workspace: str, legacy: bool = False) -> str:
+    """hydra.run.dir: one folder per submission."""
+    return f"{outputs_dir(workspace, legacy)}/logs/{SUBMISSION_ID_PLACEHOLDER}"
 
 
 def argv(job: Job, workspace: str, code_path: str | None = None) -> list[str]:
@@ -122,8 +135,8 @@ def overrides(job: Job, workspace: str) -> list[str]:
         "trainer.logger": trainer.logger,
         "trainer.project_name": trainer.project or workspace,
         "trainer.experiment_name": trainer.experiment or job.name,
-        "trainer.default_local_dir": checkpoint_dir(job),
-        "hydra.run.dir": f"${{shared_root}}/outputs/logs/{SUBMISSION_ID_PLACEHOLDER}",
+        "trainer.default_local_dir": checkpoint_dir(job, workspace),
+        "hydra.run.dir": log_dir(workspace),
     }
     if job.workload == "grpo":
         settings["algorithm.adv_estimator"] = "grpo"

@@ -31,6 +31,7 @@ from state.observed import (
     RunRecord,
     SnapshotState,
     SourceState,
+    legacy_key,
 )
 from state.ray.client import ClusterAuthFailed, ClusterRequestFailed, ClusterUnreachable, RayClient
 from state.root.identity import observe_root
@@ -213,8 +214,12 @@ def read_checkpoints(desired: DesiredState, absent: tuple[str, ...]) -> dict[str
             continue
         if reads_path(resume, job.workload) and resume.path is not None:
             found[name] = inspect_step(Path(expand(resume.path, root)))
-        elif (state := inspect_checkpoint(Path(expand(verl.checkpoint_dir(job), root)))) is not None:
-            found[name] = state
+            continue
+        explicit = job.trainer is not None and job.trainer.checkpoint_dir is not None
+        for key, legacy in ((name, False), *(() if explicit else ((legacy_key(name), True),))):
+            directory = Path(expand(verl.checkpoint_dir(job, desired.workspace.name, legacy), root))
+            if (state := inspect_checkpoint(directory)) is not None:
+                found[key] = state
     return found
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -155,6 +155,9 @@ class RunRecord(Frozen):
     bindings: Annotated[dict[Annotated[str, Field(max_length=200)], Annotated[str, Field(max_length=4096)]],
                         Field(max_length=64)] = {}
     """A follower's `${job:NAME.FIELD}` values as submitted (`after:`): shown only, never planned from."""
+    outputs: Literal["workspace"] | None = None
+    """Where argus put the run's checkpoints and logs: "workspace" (outputs/<workspace>/); None for a run made
+    before outputs were per workspace (outputs/checkpoints, outputs/logs), whose next attempts keep them."""
 
     @classmethod
     def submitting(cls, run: RunId, submission: Submission, **fields: Any) -> RunRecord:
@@ -371,6 +374,12 @@ class ClaimSeen(Frozen):
         """Whether this checkout (`ours`) may not act for the name on that root: another owns it, or no one
         can tell who does."""
         return self.problem is not None or (self.owner is not None and self.owner != ours)
+
+
+def legacy_key(job: str) -> str:
+    """ObservedState.checkpoints[this]: the job's directory where an argus before per-workspace outputs put it
+    (outputs/checkpoints/<job>/run-<run>), for a run made then whose next attempt resumes from it."""
+    return f"{job}@before-workspace-outputs"
 
 
 class ObservedState(Frozen):

@@ -58,7 +58,8 @@ class RunBook:
         record = RunRecord.submitting(_run_of(step), sub, updated_at=records.now(), plan_id=self._plan_id,
                                       commit=self._commit, protect=self._desired.jobs[sub.job].protect,
                                       session_name=self._session(step.cluster), gpus=_demanded_gpus(step),
-                                      bindings=dict(step.bindings))
+                                      bindings=dict(step.bindings),
+                                      outputs=None if step.legacy_outputs else "workspace")
         configs = {"ray_config": self._cluster_yaml(step.cluster),
                    "jobspec": records.config_yaml(self._desired.jobs[sub.job].model_dump(mode="json"))}
         self._never_unseen(root, step.submission_id)

@@ -50,7 +50,8 @@ class Pipeline:
         """The job's change once its predecessors are known: waiting, released or as planned."""
         change, found = self._gated(job, sub, change)
         if job.workload == "command":  # its own checkpoint directory, which followers may name
-            change = _with_steps(change, checkpoint_dir=verl.checkpoint_dir(job))
+            legacy = any(isinstance(s, SubmitStep) and s.legacy_outputs for s in change.steps)
+            change = _with_steps(change, checkpoint_dir=verl.checkpoint_dir(job, self._desired.workspace.name, legacy))
         self._subs[job.name], self._changes[job.name] = sub, change
         return change, found
 
@@ -70,6 +71,12 @@ class Pipeline:
         if not all(ok for _, ok in waits):
             return _wait(change, tuple(w for w, _ in waits), [w for w, ok in waits if not ok]), []
         return self._released(job, sub, change, tuple(w for w, _ in waits))
+
+    def _checkpoint_dir(self, name: str) -> str:
+        """The predecessor's current run's directory: where an argus before per-workspace outputs put it, if so."""
+        run = self._current(name)
+        return verl.checkpoint_dir(self._desired.jobs[name], self._desired.workspace.name,
+                                   legacy=run is not None and run.legacy_outputs)
 
     def _current(self, name: str) -> RunView | None:
         sub = self._subs.get(name)
@@ -115,7 +122,7 @@ class Pipeline:
         for name, field in sorted({ref for text in texts for ref in references(text)}):
             if name not in ids:
                 continue  # the loader refused it already
-            value = verl.checkpoint_dir(self._desired.jobs[name]) if field == "checkpoint_dir" else ids[name]
+            value = self._checkpoint_dir(name) if field == "checkpoint_dir" else ids[name]
             if not safe(value):
                 found.append(_unsafe(self._desired, job, placeholder(name, field), value))
             bindings[placeholder(name, field)] = value

@@ -7,7 +7,7 @@ can load on the GPUs the job has now: FSDP names its shards by world size and ea
 W's file; Megatron reshards, but verl 0.9 refuses verl 0.8's layout.
 
 A run never silently resumes a checkpoint another spec saved: all attempts of a run share one
-directory (${shared_root}/outputs/checkpoints/<job>/run-<run>), so a spec changed without bumping
+directory (${shared_root}/outputs/<workspace>/checkpoints/<job>/run-<run>), so a spec changed without bumping
 `run:` would load the old spec's weights and optimizer state. The evidence is argus's run records:
 the newest recorded run that wrote the directory must be of the spec that starts. Resuming another
 spec's checkpoint is asked for with verl's own overrides, trainer.resume_mode=resume_path and
@@ -36,7 +36,7 @@ from specs.models import Job, Trainer
 from specs.submission import expand
 from specs.verl import checkpoint_dir
 from specs.verl_profile import Resume
-from state.observed import ObservedState, RunRecord, RunStatus
+from state.observed import ObservedState, RunRecord, RunStatus, legacy_key
 
 FRESH = "start fresh with a new `trainer.checkpoint_dir` (or bump `run:`)"
 OPT_IN = "trainer.resume_mode=resume_path"
@@ -95,7 +95,7 @@ def resume_note(desired: DesiredState, observed: ObservedState, change: Change) 
 
 def _start(desired: DesiredState, observed: ObservedState, change: Change) -> _Start | None:
     job = desired.jobs.get(change.address.removeprefix("job."))
-    spec_hash = _starting_hash(change)
+    spec_hash, legacy = _starting_hash(change), _continues_legacy(change)
     if job is None or job.workload == "command" or spec_hash is None:
         return None
     root = desired.shared_roots.get(job.cluster, "${shared_root}")
@@ -105,10 +105,11 @@ def _start(desired: DesiredState, observed: ObservedState, change: Change) -> _S
         resume = resume.model_copy(update={"path": expand(resume.path, root)})
     trainer = job.trainer or Trainer()
     return _Start(address=change.address, job=job, spec_hash=spec_hash, gpus=trainer.nnodes * trainer.n_gpus_per_node,
-                  directory=expand(checkpoint_dir(job), root), resume=resume,
-                  version=profile.version if profile else None, writers=_writers(desired, observed, job, spec_hash),
+                  directory=expand(checkpoint_dir(job, desired.workspace.name, legacy), root), resume=resume,
+                  version=profile.version if profile else None,
+                  writers=_writers(desired, observed, job, spec_hash, legacy),
                   elsewhere=any(r.job == job.name and r.submission for r in observed.records.values()),
-                  state=observed.checkpoints.get(job.name))
+                  state=observed.checkpoints.get(legacy_key(job.name) if legacy else job.name))
 
 
 def _starting_hash(change: Change) -> str | None:
@@ -118,10 +119,16 @@ def _starting_hash(change: Change) -> str | None:
     return change.queue.spec_hash if change.queue else None
 
 
-def _writers(desired: DesiredState, observed: ObservedState, job: Job, spec_hash: str) -> tuple[RunRecord, ...]:
+def _continues_legacy(change: Change) -> bool:
+    """A new attempt of a run made before outputs were per workspace: it resumes from that run's directory."""
+    return any(isinstance(step, SubmitStep) and step.legacy_outputs for step in change.steps)
+
+
+def _writers(desired: DesiredState, observed: ObservedState, job: Job, spec_hash: str,
+             legacy: bool) -> tuple[RunRecord, ...]:
     """Runs of this workspace that wrote the job's checkpoint directory, by their recorded entrypoint
     (runs of this very spec did, whatever their record holds); a refused submit never ran."""
-    wanted = expand(checkpoint_dir(job), desired.cluster_of(job).shared_root)
+    wanted = expand(checkpoint_dir(job, desired.workspace.name, legacy), desired.cluster_of(job).shared_root)
 
     def wrote(record: RunRecord) -> bool:
         if record.job == job.name and record.spec_hash == spec_hash:

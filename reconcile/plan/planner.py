@@ -15,6 +15,7 @@ from reconcile.plan.claims import claim_diagnostics
 from reconcile.plan.code import code_ref, plan_dirs, plan_prune, plan_snapshots
 from reconcile.plan.deadline import early_save_warnings, with_deadlines
 from reconcile.plan.diff import field_diff
+from reconcile.plan.outputs import continued_outputs, legacy_steps
 from reconcile.plan.queue import plan_admission
 from reconcile.plan.root import root_diagnostics
 from reconcile.plan.runs import is_active, newest, ownership_diagnostics, runs_by_job, unmanaged
@@ -107,8 +108,9 @@ def _plan_desired_job(desired: DesiredState, observed: ObservedState, job: Job, 
     sub = resolve(desired.workspace, desired.cluster_of(job), job, code)
     if (follows := pipeline.follows(job)) is not None:
         sub = sub.model_copy(update={"follows": follows})
-    change, diagnostics = pipeline.decide(job, sub, plan_job(job, sub, runs,
-                                                             forced=Address.job(job.name) in options.replace))
+    sub, legacy = continued_outputs(sub, runs)
+    planned = legacy_steps(plan_job(job, sub, runs, forced=Address.job(job.name) in options.replace), legacy)
+    change, diagnostics = pipeline.decide(job, sub, planned)
     diagnostics += _job_diagnostics(desired.source(change.address), job, change, runs, observed)
     if job.code and Address.code(job.code) in broken and change.action in (Action.SUBMIT, Action.REPLACE):
         diagnostics.append(Diagnostic(severity="error", address=change.address, field="code",

@@ -125,7 +125,7 @@ def _seen_on_ray(job: RayJob, run: RunId, cluster: str, observed: ObservedState)
                    protect=bool(record and record.protect), stop_asked=bool(record and record.stop_asked),
                    failure=(record.failure if record else None) or observed.failures.get(job.submission_id),
                    evidence=record.evidence if record else (), submission=record.submission if record else None,
-                   bindings=record.bindings if record else {})
+                   bindings=record.bindings if record else {}, legacy_outputs=_legacy(record))
 
 
 def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
@@ -144,7 +144,12 @@ def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
                    failure="lost" if lost else record.failure or observed.failures.get(record.submission_id),
                    started_at=_epoch(record.submitted_at or record.updated_at), submission=record.submission,
                    ended_at=_epoch(record.updated_at) if (ended or record.status) not in MAYBE_RUNNING else 0.0,
-                   evidence=record.evidence, bindings=record.bindings)
+                   evidence=record.evidence, bindings=record.bindings, legacy_outputs=_legacy(record))
+
+
+def _legacy(record: RunRecord | None) -> bool:
+    """A run argus made before outputs were per workspace, that did run (a refused submit made nothing)."""
+    return record is not None and record.outputs is None and record.status is not RunStatus.SUBMIT_FAILED
 
 
 def _head_restarted(record: RunRecord, observed: ObservedState) -> bool:

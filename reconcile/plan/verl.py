@@ -41,7 +41,7 @@ def _checkpoint_clashes(desired: DesiredState) -> list[Diagnostic]:
     for name, job in sorted(desired.jobs.items()):
         if job.workload == "command":
             continue
-        key = (desired.shared_root(job.cluster), verl.checkpoint_dir(job))
+        key = (desired.shared_root(job.cluster), verl.checkpoint_dir(job, desired.workspace.name))
         if key in first:
             address = Address.job(name)
             found.append(Diagnostic(severity="error", address=address, field="trainer.checkpoint_dir",

@@ -63,7 +63,7 @@ def check_job(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_ro
     if composed.config is not None:
         profile = verl_pools.profile_of(composed.config, job, point, version,
                                         verl_version.knowledge_for(version), desired.shared_root(job.cluster))
-        found += _typed_kept(job, composed.config, desired.shared_root(job.cluster))
+        found += _typed_kept(job, composed.config, desired.shared_root(job.cluster), desired.workspace.name)
         if not verl_version.older_than_known(version):
             found += _rule_diagnostics(job, composed.config, version, profile)
         if files:
@@ -95,12 +95,12 @@ def _composed(code: Path, job: Job, desired: DesiredState, point: Any, cache_roo
     return composed
 
 
-def _typed_kept(job: Job, config: dict[str, Any], root: str) -> list[Diagnostic]:
+def _typed_kept(job: Job, config: dict[str, Any], root: str, workspace: str) -> list[Diagnostic]:
     """What argus sets must be what the run gets: a snapshot's config group merged `@trainer` or `@_global_`
     could set the GPUs argus counts or the directory it keeps checkpoints in over argus's own overrides."""
     trainer = job.trainer or Trainer()
     wanted = {"trainer.nnodes": trainer.nnodes, "trainer.n_gpus_per_node": trainer.n_gpus_per_node,
-              "trainer.default_local_dir": expand(verl.checkpoint_dir(job), root, FAKE_ID)}
+              "trainer.default_local_dir": expand(verl.checkpoint_dir(job, workspace), root, FAKE_ID)}
     return [_about(job, verl.TYPED_KEYS[key], f"the composed config has {key}={got!r}, not the {want!r} argus sets: "
                                               "a config of the snapshot sets it over argus's override; argus counts, "
                                               "places and records the run by its own")

@@ -18,8 +18,8 @@ def test_a_released_follower_gets_its_bindings_and_its_checkpoint_directory():
     [step] = [c for c in plan(desired(train, follower), observed(done)).changes if c.address == "job.eval"][0].steps
     payload = payload_of(step, "/mnt/shared", {})
     env = payload["runtime_env"]["env_vars"]
-    assert env["CKPT"] == "/mnt/shared/outputs/checkpoints/train/run-1"
-    assert env["ARGUS_CHECKPOINT_DIR"] == "/mnt/shared/outputs/checkpoints/eval/run-1"
+    assert env["CKPT"] == "/mnt/shared/outputs/team/checkpoints/train/run-1"
+    assert env["ARGUS_CHECKPOINT_DIR"] == "/mnt/shared/outputs/team/checkpoints/eval/run-1"
     assert "${job:" not in payload["entrypoint"] and "${shared_root}" not in shlex.join(env.values())
     assert step.submission.env_vars["CKPT"] == "${job:train.checkpoint_dir}"  # the spec's hash keeps the placeholder
 

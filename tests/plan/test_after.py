@@ -49,10 +49,10 @@ def test_a_succeeded_predecessor_releases_its_follower_with_bindings():
     assert released.reason.startswith(f"after job.train SUCCEEDED ({train.submission_id})")
     [step] = released.steps
     assert isinstance(step, SubmitStep)
-    assert step.bindings == {"${job:train.checkpoint_dir}": "${shared_root}/outputs/checkpoints/train/run-1",
+    assert step.bindings == {"${job:train.checkpoint_dir}": "${shared_root}/outputs/team/checkpoints/train/run-1",
                              "${job:train.submission_id}": train.submission_id}
     assert step.submission.env_vars["READS"] == "${job:train.checkpoint_dir}"  # placeholders stay: hash unmoved
-    assert step.checkpoint_dir == "${shared_root}/outputs/checkpoints/eval/run-1"
+    assert step.checkpoint_dir == "${shared_root}/outputs/team/checkpoints/eval/run-1"
 
 
 def test_a_failed_predecessor_blocks_and_a_planned_retry_only_delays():

@@ -14,7 +14,7 @@ from state.observed import ClusterState, Node
 from tests.support.checkpoints import desired, errors_for, judged, observed, ppo, profile, record, start
 from tests.support.planning import CLUSTER, WS
 
-DIR = "/shared/outputs/checkpoints/ppo/run-1"
+DIR = "/shared/outputs/team/checkpoints/ppo/run-1"
 STEP_40 = f"{DIR}/global_step_40"
 
 
@@ -64,7 +64,7 @@ def test_a_changed_spec_never_silently_resumes_the_checkpoint_of_the_spec_before
     assert found.note == f"would resume from global_step_40 of {old.submission_id} (saved by 4 GPUs)"
     # bumping `run:` gives a directory nothing was saved in
     assert judged(ppo(run=2), observed(None, old)).note == \
-        "starts fresh (no checkpoint in /shared/outputs/checkpoints/ppo/run-2)"
+        "starts fresh (no checkpoint in /shared/outputs/team/checkpoints/ppo/run-2)"
 
 
 def test_the_newest_run_that_wrote_the_directory_decides():
@@ -84,7 +84,7 @@ def test_a_refused_submit_of_this_spec_wrote_nothing():
 
 
 def test_another_jobs_run_in_the_same_directory_is_named():
-    shared = {"nnodes": 1, "n_gpus_per_node": 4, "checkpoint_dir": "${shared_root}/outputs/checkpoints/ppo/run-1"}
+    shared = {"nnodes": 1, "n_gpus_per_node": 4, "checkpoint_dir": "${shared_root}/outputs/team/checkpoints/ppo/run-1"}
     renamed = ppo(name="ppo2", trainer=shared)
     old = record(ppo())
     [error] = judged(renamed, observed(fsdp(), old, job="ppo2")).errors
@@ -101,14 +101,14 @@ def test_a_checkpoint_no_recorded_run_saved():
     assert found.errors == ()
     [warning] = found.warnings
     assert "which no run argus recorded saved (copied there by hand?)" in warning
-    assert "trainer.resume_from_path=/shared/outputs/checkpoints/ppo/run-2/global_step_40" in warning
+    assert "trainer.resume_from_path=/shared/outputs/team/checkpoints/ppo/run-2/global_step_40" in warning
     # a record too old to say what it ran proves nothing either way
     assert judged(job, observed(fsdp(), record(ppo(run=1), known=False))).errors == ()
 
 
 def test_resume_path_is_the_explicit_opt_in_and_is_inspected_like_the_tracker():
     opted = ppo(overrides=["trainer.resume_mode=resume_path", "trainer.resume_from_path=${shared_root}"
-                           "/outputs/checkpoints/ppo/run-1/global_step_40"])
+                           "/outputs/team/checkpoints/ppo/run-1/global_step_40"])
     old = record(ppo())
     state = fsdp(path=STEP_40)
     found = judged(opted, observed(state, old, verl=profile("resume_path", STEP_40)))

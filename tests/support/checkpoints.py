@@ -40,7 +40,7 @@ def record(job: Job, when: str = "2026-01-01T00:00:00+00:00", attempt: int = 1, 
     digest = spec_hash(sub)
     return RunRecord(submission_id=submission_id("team", job.name, digest, attempt), workspace="team", job=job.name,
                      cluster="c", spec_hash=digest, attempt=attempt, status=status, submitted_at=when,
-                     updated_at=when, plan_id="p", commit="c", submission=sub if known else None)
+                     updated_at=when, plan_id="p", commit="c", submission=sub if known else None, outputs="workspace")
 
 
 def profile(mode: str = "auto", path: str | None = None, version: str | None = "0.9.1",

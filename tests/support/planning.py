@@ -48,7 +48,7 @@ def record_of(ray_job: RayJob, status: str, **fields) -> RunRecord:
     return RunRecord(**{"submission_id": ray_job.submission_id, "workspace": ray_job.workspace or "team",
                         "job": ray_job.job or "", "cluster": "c", "spec_hash": ray_job.spec_hash or "", "attempt": 1,
                         "status": status, "updated_at": "2026-01-01T00:00:00+00:00", "plan_id": "p", "commit": "c",
-                        **fields})
+                        "outputs": "workspace", **fields})
 
 
 # --- the admission queue: ledger entries and a cluster of GPUs --------------------------------------------------
