@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, ValidatorFunctionWrapHandler, field_validator
 
@@ -57,6 +57,9 @@ class RayJob(Frozen):
     driver_node_id: str | None = None
     error_type: str | None = None
     driver_exit_code: int | None = None
+    ray_job_id: str | None = None
+    """Ray's own id of the job once its driver started (hex, "02000000"): what the state API names the
+    job by (a placement group's creator_job_id, an actor's job_id)."""
 
     @property
     def run_id(self) -> RunId | None:
@@ -95,6 +98,15 @@ class Node(Frozen):
     """What Ray reports in use on it now (its autoscaler's report; a few seconds late); empty when unknown."""
 
 
+class Hold(Frozen):
+    """Resources Ray holds for one job on one node (state.ray.holds): a placement group's bundles there,
+    its entrypoint (the driver's reservation), or an actor outside any placement group."""
+
+    kind: Literal["group", "driver", "actor"]
+    node_id: str
+    resources: dict[str, float]
+
+
 class ClusterState(Frozen):
     """What one Ray cluster looked like at observation time."""
 
@@ -108,6 +120,12 @@ class ClusterState(Frozen):
     version_warning: str = ""
     """What argus loses with this head's Ray (state.ray.versions); empty when it is fully supported."""
     jobs: tuple[RayJob, ...]
+    holds: dict[str, tuple[Hold, ...]] = {}
+    """By submission id: what Ray holds for each job it lists as active, read once per observation from its
+    state API. Only ever adds to what argus counts (reconcile.plan.holdings): a hold Ray does not show (an
+    answer cut short, a state API that failed) leaves the run's known demand counted instead."""
+    holds_problem: str = ""
+    """Why Ray's holds were not read (or only in part); empty when they were."""
 
 
 class RunRecord(Frozen):
