@@ -7,16 +7,18 @@ Ray is the truth while it lists a run: a run it lists as PENDING or RUNNING unde
   until Ray holds its entrypoint, the part of a spread demand beyond what Ray holds (a `command` job's
   `demand:` GPUs Ray never reserves are counted for its whole life).
 Its known demand is its admitted ledger entry's, else what argus knows of it (`known`: this workspace's
-record of the run, or its spec as it is now), else nothing beyond Ray's holds. So a ledger entry counts
-only for the window between admission and Ray showing the hold, and no file on the shared root is
-needed to keep a running run's GPUs from being promised again: deleting its ledger entry and its record
-frees nothing while Ray runs it.
+record of the run, or its spec as it is now), else what argus stamped on its Ray job when it submitted
+it (`argus.demand`, reconcile.plan.demand_label: how another workspace knows it), else nothing beyond
+Ray's holds. So a ledger entry counts only for the window between admission and Ray showing the hold,
+and no file on the shared root is needed to keep a running run's GPUs from being promised again:
+deleting its ledger entry and its record frees nothing while Ray runs it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from reconcile.plan import demand_label
 from reconcile.plan.placement import Demand, Entry, Resources
 from state.observed import ACTIVE, ClusterState, Hold, LedgerEntry, RayJob
 
@@ -68,7 +70,8 @@ def remainder(demand: Demand, holds: Sequence[Hold]) -> Demand:
 def _known_demand(job: RayJob, entry: LedgerEntry | None, known: Mapping[str, Demand]) -> Demand:
     if entry is not None:
         return Demand(bundles=tuple(entry.bundles), driver=entry.driver, spread=entry.spread)
-    return known.get(job.submission_id) or known.get(f"{job.workspace}/{job.job}") or Demand()
+    found = known.get(job.submission_id) or known.get(f"{job.workspace}/{job.job}") or demand_label.read(job.metadata)
+    return found or Demand()
 
 
 def _entry(job: RayJob, entry: LedgerEntry | None, demand: Demand, holds: tuple[tuple[int, Resources], ...],

@@ -350,27 +350,32 @@ def test_an_unreadable_queue_is_the_clusters_problem_not_the_jobs():
 
 def test_deleting_a_running_jobs_ledger_entry_and_record_never_frees_its_gpus(gpu_cluster, shared, tmp_path, argus):
     """Any job can delete `.argus/queue/<workspace>.json` and `jobs/<id>/status.json`: the running run's 2 GPUs
-    were then admitted again (2 + 2 on a cluster of 3). Ray still runs it under the workspace's labels, so it
-    holds the demand its spec implies."""
+    (a `demand:` Ray does not reserve) were then admitted again, 2 + 2 on a cluster of 3. Ray still runs it
+    under its workspace's labels, stamped with the demand argus admitted: it holds that demand, for every
+    workspace, and for its own the demand its spec implies."""
     from tests.support.cluster import jobs_of, until
     from tests.support.gpu_queue import active, gpu_job, stop_all, team
 
-    ws = team(tmp_path, "erased", gpu_cluster, shared)
-    gpu_job(ws, shared, "first", seconds=600)
+    a, b = team(tmp_path, "erased", gpu_cluster, shared), team(tmp_path, "beside", gpu_cluster, shared)
+    gpu_job(a, shared, "first", seconds=600)
     try:
-        assert argus("apply", ws.root, "--auto-approve").code == 0
-        until(lambda: active(ws) == ["first"], "first runs")
-        [run] = jobs_of(ws.address, ws.name)
+        assert argus("apply", a.root, "--auto-approve").code == 0
+        [run] = until(lambda: [j for j in jobs_of(a.address, a.name) if j.status.value == "RUNNING"], "first runs")
         (shared / ".argus" / "queue" / "erased.json").unlink()
         (shared / "jobs" / run.submission_id / "status.json").unlink()
-        gpu_job(ws, shared, "second")
-        # targeted: with its record gone, `first` is a run argus has no proof of (a plan error of its own)
-        applied = argus("apply", ws.root, "--auto-approve", "--target", "job.second")
+        gpu_job(b, shared, "second")
+        applied = argus("apply", b.root, "--auto-approve")
         assert applied.code == 0, applied.out + applied.err
-        assert [j.metadata["argus.job"] for j in jobs_of(ws.address, ws.name)] == ["first"], applied.out
+        assert jobs_of(b.address, b.name) == [], applied.out  # never submitted: 2 of 3 GPUs are first's
         assert re.search(r"job\.second +queue +queued", applied.out), applied.out
+        gpu_job(a, shared, "again")
+        # targeted: with its record gone, `first` is a run argus has no proof of (a plan error of its own)
+        mine = argus("apply", a.root, "--auto-approve", "--target", "job.again")
+        assert mine.code == 0, mine.out + mine.err
+        assert [j.metadata["argus.job"] for j in jobs_of(a.address, a.name)] == ["first"], mine.out
     finally:
-        stop_all(gpu_cluster.address, ws)
+        stop_all(gpu_cluster.address, a, b)
+        until(lambda: not active(a), "first stopped: the next test's GPUs are free", timeout=60)
 
 
 def test_a_genuine_ledger_entry_replayed_after_its_run_ended_holds_nothing(gpu_cluster, shared, tmp_path, argus,
