@@ -287,10 +287,11 @@ class LedgerEntry(Frozen):
     """The admitting argus process's liveness lock (state.queue.holders): while Ray does not list
     the run, its admission holds only while that process lives and the submit may still be in flight."""
     submitted: Amount | None = None
-    """Epoch seconds when Ray accepted the run: from then on its demand is held until the run is known
-    to have ended, whatever one answer of the dashboard lists."""
+    """Epoch seconds when Ray accepted the run (for people and audits: what holds is decided from Ray's
+    list, reconcile.plan.queue.holds)."""
     session: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:-]{1,128}$")] | None = None
-    """The Ray session the run was submitted to: a head that restarted since (another session) ended it."""
+    """The Ray session the run was submitted to (for people: a run Ray does not list holds nothing past
+    its admission window, whatever session it went to)."""
 
 
 class ClusterQueue(Frozen):

@@ -105,8 +105,8 @@ def admit_ahead(steps: Sequence[SubmitStep], world: World, ahead: Ahead) -> None
 
 
 def mark_submitted(submission_ids: Sequence[str], world: World) -> None:
-    """Ray accepted these runs: their admissions say so, and hold from now on until the runs are known
-    to have ended, whatever one answer of the dashboard lists (reconcile.plan.queue.holds)."""
+    """Ray accepted these runs: their admissions say so (what they hold is decided from Ray's list from
+    now on: reconcile.plan.queue.holds)."""
     by_root: dict[str, dict[str, str | None]] = {}
     for sid in submission_ids:
         if (found := world.unmarked.pop(sid, None)) is not None:
