@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from reconcile.plan.placement import Demand, Entry, Resources, place, taken
+from reconcile.plan.placement import Demand, Entry, Resources, held_in, place, taken
 from reconcile.plan.preemption import victims
 
 
@@ -79,9 +79,8 @@ def _free_now(held: Sequence[Entry], capacity: Sequence[Resources],
               in_use: Sequence[Resources]) -> list[dict[str, float]]:
     free = [dict(node) for node in capacity]
     for entry in held:
-        free = taken(entry.holds, free)  # where Ray holds it; then what of its demand Ray does not hold yet
-        # a run that no longer fits its shape (a node died) holds nothing here; Ray's report still shows its use
-        free = place(entry.demand, free) or free
+        # where Ray holds it; then what of its demand Ray does not hold yet, by shape where it fits
+        free = held_in(entry.demand, taken(entry.holds, free))
     reported = [_minus(node, used) for node, used in zip(capacity, _padded(in_use, len(capacity)), strict=True)]
     return [{name: min(amount, seen.get(name, amount)) for name, amount in node.items()}
             for node, seen in zip(free, reported, strict=True)]

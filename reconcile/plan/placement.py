@@ -79,6 +79,23 @@ def place(demand: Demand, free: Sequence[Resources]) -> list[dict[str, float]] |
     return _spread(demand.spread, left)
 
 
+def held_in(demand: Demand, free: Sequence[Resources]) -> list[dict[str, float]]:
+    """What is free once a run that holds `demand` is counted: placed by shape when it fits; else its
+    totals taken wherever any is left, the rest below zero. A run that holds resources never counts as
+    holding nothing because what the others hold leaves it no room (more held than there is: nothing fits)."""
+    placed = place(demand, free)
+    if placed is not None:
+        return placed
+    left = [dict(node) for node in free]
+    for name, amount in demand.total().items():
+        for node in sorted(left, key=lambda n: -n.get(name, 0.0)):
+            part = min(max(node.get(name, 0.0), 0.0), amount)
+            node[name], amount = node.get(name, 0.0) - part, amount - part
+        if amount > 1e-9 and left:
+            left[0][name] = left[0].get(name, 0.0) - amount
+    return left
+
+
 def taken(holds: Sequence[tuple[int, Resources]], free: Sequence[Resources]) -> list[dict[str, float]]:
     """What is free once what Ray holds is taken from the nodes it holds it on (an amount may go below
     zero: Ray's truth, and nothing fits there then)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reconcile.plan.placement import Entry, Resources, place, taken
+from reconcile.plan.placement import Entry, Resources, held_in, place, taken
 
 MAX_VICTIMS = 64
 """A head never stops more runs than this at once (and the search stays small whatever a ledger holds)."""
@@ -49,5 +49,5 @@ def _fits_without(head: Entry, held: Sequence[Entry], capacity: Sequence[Resourc
     free = [dict(node) for node in capacity]
     for entry in held:
         if id(entry) not in leaving:
-            free = place(entry.demand, taken(entry.holds, free)) or taken(entry.holds, free)
+            free = held_in(entry.demand, taken(entry.holds, free))
     return place(head.demand, free) is not None
