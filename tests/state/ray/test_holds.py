@@ -46,7 +46,9 @@ def test_a_jobs_groups_entrypoint_and_actors_are_read_on_the_nodes_ray_holds_the
         assert state.holds_problem == ""
         assert client.admission_view().holds == state.holds  # what apply decides from under the lock
     finally:
-        sdk(gpu_cluster.address).stop_job(sid)
+        sdk(gpu_cluster.address).stop_job(sid)  # and ended before the next test: its GPUs are Ray's in use
+        until(lambda: sdk(gpu_cluster.address).get_job_status(sid).value not in ("PENDING", "RUNNING"),
+              "the job stopped", timeout=60)
 
 
 def _job(status: str = "RUNNING") -> RayJob:
