@@ -177,3 +177,16 @@ def test_a_replayed_entry_of_an_ended_run_holds_nothing_signed_or_not():
         assert decide_cluster("team", cluster, queue, [_next()], now)["team/next"].start
     running = _cluster([_team_run("RUNNING", replayed.submission_id, "other")])
     assert [e.key for e in held(running, queue, now, set())] == ["other/run"]  # while Ray runs it, it holds
+
+
+def test_the_demand_stamped_on_a_ray_job_reads_back_and_a_forged_one_of_another_shape_is_none():
+    from reconcile.plan import demand_label
+
+    bundles = ({"GPU": 8.0, "CPU": 24.0},) * 4 + ({"GPU": 2.0, "CPU": 6.0},)
+    label = demand_label.stamped(bundles, {"CPU": 1.0}, {})
+    assert len(label[demand_label.LABEL]) < 100  # a few dozen bytes: Ray's metadata stays small
+    assert demand_label.read(label) == Demand(bundles=bundles, driver={"CPU": 1.0})
+    assert demand_label.stamped((), {}, {}) == {}  # asks for nothing: no label
+    for forged in ('{"b":[[1000,{"GPU":1}]]}', '{"s":{"GPU":1e400}}', '{"s":{"GPU":NaN}}', '{"x":1}', "[" * 600,
+                   '{"b":[[1.5,{"GPU":1}]]}', '{"s":{"bad name!":1}}', '{"d":{"GPU":-1}}', "not json"):
+        assert demand_label.read({demand_label.LABEL: forged}) is None, forged
