@@ -244,10 +244,11 @@ def read_queues(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, Clu
 
 
 def holders_gone(root: str, entries: Iterable[LedgerEntry]) -> frozenset[str]:
-    """The admitting processes proven gone, of the admitted entries not yet accepted by Ray."""
+    """The admitting processes proven gone, of the admitted entries (one whose run Ray does not list holds
+    only while its process may still submit it: reconcile.plan.queue.holds)."""
     from state.queue.holders import gone
 
-    return gone(root, {e.holder for e in entries if e.holder and e.admitted is not None and e.submitted is None})
+    return gone(root, {e.holder for e in entries if e.holder and e.admitted is not None})
 
 
 def _with_quotas(queue: ClusterQueue, root: str) -> ClusterQueue:

@@ -64,6 +64,9 @@ class RayJob(Frozen):
     driver_node_id: str | None = None
     error_type: str | None = None
     driver_exit_code: int | None = None
+    ray_job_id: str | None = None
+    """Ray's own id of the job once its driver started (hex, "02000000"): what the state API names the
+    job by (a placement group's creator_job_id, an actor's job_id)."""
 
     @property
     def run_id(self) -> RunId | None:
@@ -102,6 +105,15 @@ class Node(Frozen):
     """What Ray reports in use on it now (its autoscaler's report; a few seconds late); empty when unknown."""
 
 
+class Hold(Frozen):
+    """Resources Ray holds for one job on one node (state.ray.holds): a placement group's bundles there,
+    its entrypoint (the driver's reservation), or an actor outside any placement group."""
+
+    kind: Literal["group", "driver", "actor"]
+    node_id: str
+    resources: dict[str, float]
+
+
 class ClusterState(Frozen):
     """What one Ray cluster looked like at observation time."""
 
@@ -115,6 +127,12 @@ class ClusterState(Frozen):
     version_warning: str = ""
     """What argus loses with this head's Ray (state.ray.versions); empty when it is fully supported."""
     jobs: tuple[RayJob, ...]
+    holds: dict[str, tuple[Hold, ...]] = {}
+    """By submission id: what Ray holds for each job it lists as active, read once per observation from its
+    state API. Only ever adds to what argus counts (reconcile.plan.holdings): a hold Ray does not show (an
+    answer cut short, a state API that failed) leaves the run's known demand counted instead."""
+    holds_problem: str = ""
+    """Why Ray's holds were not read (or only in part); empty when they were."""
 
 
 class RunRecord(Frozen):
@@ -279,10 +297,11 @@ class LedgerEntry(Frozen):
     """The admitting argus process's liveness lock (state.queue.holders): while Ray does not list
     the run, its admission holds only while that process lives and the submit may still be in flight."""
     submitted: Amount | None = None
-    """Epoch seconds when Ray accepted the run: from then on its demand is held until the run is known
-    to have ended, whatever one answer of the dashboard lists."""
+    """Epoch seconds when Ray accepted the run (for people and audits: what holds is decided from Ray's
+    list, reconcile.plan.queue.holds)."""
     session: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:-]{1,128}$")] | None = None
-    """The Ray session the run was submitted to: a head that restarted since (another session) ended it."""
+    """The Ray session the run was submitted to (for people: a run Ray does not list holds nothing past
+    its admission window, whatever session it went to)."""
 
 
 class RootIdentity(Frozen):

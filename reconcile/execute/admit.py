@@ -28,7 +28,7 @@ from reconcile.model import Ask, EnqueueStep, Plan, StopStep, SubmitStep
 from reconcile.plan.queue import Want, decide_cluster, holds
 from specs.desired import DesiredState
 from state.observe import holders_gone
-from state.observed import MAYBE_RUNNING, ClusterQueue, ClusterState, LedgerEntry, ObservedState, RayJob
+from state.observed import ClusterQueue, ClusterState, LedgerEntry, ObservedState, RayJob
 from state.queue import holders as admission_holders
 from state.queue.ledger import admission_lock, read_ledger, read_ledgers, write_ledger
 from state.queue.quotas import load_quotas
@@ -50,10 +50,11 @@ def admitted(step: SubmitStep, world: World) -> str | None:
         return world.admissions.pop(step.submission_id)
     root = world.roots[step.cluster]
     with _held(root):
-        cluster, queue = _as_it_is(step.cluster, world)
+        cluster, queue, mine = _as_it_is(step.cluster, world)
         want = _want(world.workspace, step, step.ask)
-        decision = decide_cluster(world.workspace, cluster, queue, [want], time.time(), own_waiting=True)[want.key]
-        mine = _still_held(read_ledger(root, world.workspace), cluster, queue.gone)
+        decision = decide_cluster(world.workspace, cluster, queue, [want], time.time(), known=world.known,
+                                  own_waiting=True)[want.key]
+        mine = _still_held(mine, cluster, queue.gone)
         entry = _entry(world.workspace, step, step.ask, mine, admitted=time.time() if decision.start else None,
                        holder=admission_holders.token(root))
         _write(root, world.workspace, mine, entry)
@@ -64,21 +65,21 @@ def still_preempted(step: StopStep, world: World, job: str) -> bool:
     """A preemption decided again under the admission lock, from the cluster and ledgers as they are
     now: the head may have started elsewhere, left the queue, or found room."""
     with _held(world.roots[step.cluster]):
-        cluster, queue = _as_it_is(step.cluster, world)
-        decisions = decide_cluster(world.workspace, cluster, queue, [], time.time(), own_waiting=True)
+        cluster, queue, _ = _as_it_is(step.cluster, world)
+        decisions = decide_cluster(world.workspace, cluster, queue, [], time.time(), known=world.known,
+                                   own_waiting=True)
     return any(f"{world.workspace}/{job}" in d.preempts for d in decisions.values())
 
 
-def refresh(root: str, workspace: str, cluster: ClusterState, waiting: set[str],
-            ended: frozenset[str] = frozenset()) -> None:
+def refresh(root: str, workspace: str, cluster: ClusterState, waiting: set[str]) -> None:
     """Confirm this workspace's waiting entries that its plan still queues (the rest are dropped:
-    their job changed, stopped or went away) and drop admissions whose run ended. `ended`: the runs
-    this workspace's records say ended (used only for runs Ray does not list)."""
+    their job changed, stopped or went away) and drop admissions that hold nothing any more: their run
+    ended, or Ray does not list it and its admission window passed."""
     with _held(root):
         now, mine = time.time(), read_ledger(root, workspace)
         listed = {j.submission_id: j for j in cluster.jobs}
         kept = [e.model_copy(update={"seen": now}) if e.admitted is None else _on_ray(e, cluster, listed, now)
-                for e in _still_held(mine, cluster, holders_gone(root, mine), ended)
+                for e in _still_held(mine, cluster, holders_gone(root, mine))
                 if e.cluster != cluster.name or e.admitted is not None or e.submission_id in waiting]
         if kept != mine:
             write_ledger(root, workspace, kept)
@@ -104,8 +105,8 @@ def admit_ahead(steps: Sequence[SubmitStep], world: World, ahead: Ahead) -> None
 
 
 def mark_submitted(submission_ids: Sequence[str], world: World) -> None:
-    """Ray accepted these runs: their admissions say so, and hold from now on until the runs are known
-    to have ended, whatever one answer of the dashboard lists (reconcile.plan.queue.holds)."""
+    """Ray accepted these runs: their admissions say so (what they hold is decided from Ray's list from
+    now on: reconcile.plan.queue.holds)."""
     by_root: dict[str, dict[str, str | None]] = {}
     for sid in submission_ids:
         if (found := world.unmarked.pop(sid, None)) is not None:
@@ -140,10 +141,11 @@ def withdraw(ahead: Ahead, submission_ids: set[str], world: World) -> None:
 def _admit_cluster(name: str, steps: list[SubmitStep], world: World, ahead: Ahead) -> None:
     root = world.roots[name]
     with _held(root):
-        cluster, queue = _as_it_is(name, world)
+        cluster, queue, mine = _as_it_is(name, world)
         wants = [_want(world.workspace, s, s.ask) for s in steps if s.ask is not None]  # all of them
-        decisions = decide_cluster(world.workspace, cluster, queue, wants, time.time(), own_waiting=True)
-        mine = _still_held(read_ledger(root, world.workspace), cluster, queue.gone)
+        decisions = decide_cluster(world.workspace, cluster, queue, wants, time.time(), known=world.known,
+                                   own_waiting=True)
+        mine = _still_held(mine, cluster, queue.gone)
         holder = admission_holders.token(root)
         for step, want in zip(steps, wants, strict=True):
             decision = decisions[want.key]
@@ -181,21 +183,24 @@ def _on_ray(entry: LedgerEntry, cluster: ClusterState, listed: Mapping[str, RayJ
     return entry.model_copy(update={"submitted": now, "session": _session(cluster.session_name)})
 
 
-def _as_it_is(name: str, world: World) -> tuple[ClusterState, ClusterQueue]:
-    """The cluster and its queue read afresh (under the admission lock): what an admission decides from."""
+def _as_it_is(name: str, world: World) -> tuple[ClusterState, ClusterQueue, list[LedgerEntry]]:
+    """The cluster and its queue read afresh (under the admission lock): what an admission decides from;
+    and this workspace's own entries on the root, of every cluster, from the same one read of the ledgers
+    (what it writes back: read_ledgers keeps exactly what read_ledger would, signed ones with a key set)."""
     root = world.roots[name]
     cluster = world.clients[name].admission_view()
-    entries = tuple(e for e in read_ledgers(root) if e.cluster == name)
-    return cluster, ClusterQueue(entries=entries, quotas=load_quotas(Path(root)), gone=holders_gone(root, entries))
+    every = read_ledgers(root)
+    entries = tuple(e for e in every if e.cluster == name)
+    queue = ClusterQueue(entries=entries, quotas=load_quotas(Path(root)), gone=holders_gone(root, entries))
+    return cluster, queue, [e for e in every if e.workspace == world.workspace]
 
 
-def _still_held(entries: list[LedgerEntry], cluster: ClusterState, gone: frozenset[str],
-                ended: frozenset[str] = frozenset()) -> list[LedgerEntry]:
-    """Admissions of this cluster whose run ended, or that never reached Ray and never will (their
-    apply is gone, or the grace passed), hold nothing: dropped. The same rule as the plan's."""
+def _still_held(entries: list[LedgerEntry], cluster: ClusterState, gone: frozenset[str]) -> list[LedgerEntry]:
+    """Admissions of this cluster whose run ended, or that Ray does not list past their admission window
+    (their apply is gone, or the grace passed), hold nothing: dropped. The same rule as the plan's."""
     jobs, now = {j.submission_id: j for j in cluster.jobs}, time.time()
     return [e for e in entries if e.cluster != cluster.name or e.admitted is None
-            or holds(e, jobs.get(e.submission_id), now, gone, ended, cluster.session_name)]
+            or holds(e, jobs.get(e.submission_id), now, gone)]
 
 
 def _entry(workspace: str, step: SubmitStep | EnqueueStep, ask: Ask, mine: list[LedgerEntry],
@@ -229,10 +234,4 @@ def confirm_queue(desired: DesiredState, observed: ObservedState, plan: Plan) ->
     for name, cluster in sorted(observed.clusters.items()):
         queue = observed.queues.get(name)  # None: its shared root is not here
         if queue is not None and any(e.workspace == desired.workspace.name for e in queue.entries):
-            refresh(desired.shared_roots[name], desired.workspace.name, cluster, waiting, ended_runs(observed))
-
-
-def ended_runs(observed: ObservedState) -> frozenset[str]:
-    """Runs this workspace's own records say ended: an end record, a final status, a refused submit.
-    (A run whose record is gone is not known to have ended: it was written before the submit.)"""
-    return frozenset({*observed.ends, *(sid for sid, r in observed.records.items() if r.status not in MAYBE_RUNNING)})
+            refresh(desired.shared_roots[name], desired.workspace.name, cluster, waiting)

@@ -20,6 +20,7 @@ from reconcile.execute.runbook import RunBook
 from reconcile.execute.steps import execute
 from reconcile.execute.world import DEFAULT_STOP_TIMEOUT, AuditTrail, Journal, Provenance, Secrets, World
 from reconcile.model import Change, Plan, SubmitStep
+from reconcile.plan.queue import known_demands
 from specs import held_variables
 from specs.desired import DesiredState
 from specs.errors import ArgusError
@@ -94,7 +95,8 @@ def open_world(ctx: ApplyContext, secrets: Secrets) -> World:
     return World(clients=ctx.clients, roots=desired.shared_roots, workspace=desired.workspace.name,
                  audit=AuditTrail(desired.shared_roots, desired.workspace.name, provenance, secrets),
                  runs=runs, code=CodeShelf(desired, sources, ctx.fetch_timeout), secrets=secrets,
-                 echo=ctx.echo, journal=ctx.journal, stop_timeout=ctx.stop_timeout)
+                 echo=ctx.echo, journal=ctx.journal, stop_timeout=ctx.stop_timeout,
+                 known=known_demands(desired, observed) if observed else {})
 
 
 def resolve_secrets(plan: Plan) -> Secrets:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from reconcile.model import SubmitStep
+from reconcile.plan import demand_label
 from reconcile.plan.demand import gpus
 from reconcile.plan.queue import ask_demand
 from reconcile.plan.runs import outran_ray
@@ -49,8 +50,10 @@ class RunBook:
         return list(self._known.values())
 
     def labels(self, step: SubmitStep) -> dict[str, str]:
-        """The metadata stamped on the Ray job: which run it is, and which commit and plan sent it."""
-        return labels(_run_of(step), self._commit, self._plan_id)
+        """The metadata stamped on the Ray job: which run it is, which commit and plan sent it, and the demand
+        admitted for it (every workspace reads it from Ray's table: reconcile.plan.holdings)."""
+        demand = demand_label.stamped(step.ask.bundles, step.ask.driver, step.ask.spread) if step.ask else {}
+        return {**labels(_run_of(step), self._commit, self._plan_id), **demand}
 
     def open(self, step: SubmitStep, payload: dict[str, Any]) -> RunRecord:
         """Before the submit: configs, payload (secrets as references) and status SUBMITTING on NFS."""

@@ -23,6 +23,7 @@ from state.audit.group_commit import GroupCommit
 if TYPE_CHECKING:
     from reconcile.execute.code import CodeShelf
     from reconcile.execute.runbook import RunBook
+    from reconcile.plan.placement import Demand
     from state.ray.client import RayClient
 
 DEFAULT_STOP_TIMEOUT = 120.0
@@ -172,6 +173,9 @@ class World:
     admissions: dict[str, str | None] = field(default_factory=dict)
     """Submits admitted ahead with their batch (admit.admit_ahead), by submission id: None to submit
     now, else why it waits. Each is taken once, by that run's submit."""
+    known: Mapping[str, Demand] = field(default_factory=dict)
+    """The demand argus knows of this workspace's runs Ray lists as active (reconcile.plan.queue.known_demands):
+    each admission at apply counts it for those runs whatever the ledger holds."""
     unmarked: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     """Admitted runs Ray accepted whose ledger entry does not say so yet, by submission id: their shared
     root and the Ray session they went to. A batch marks them all at once when its part is done

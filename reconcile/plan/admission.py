@@ -4,7 +4,8 @@ A job starts only when its *whole* demand fits what is free, by shape: verl make
 group per node, so a 2-node job needs two bundles of `n_gpus_per_node` GPUs, each on one node (two
 such jobs each holding one node is the deadlock this prevents). Free is what alive nodes offer, less
 what other work uses, less the whole demand of every admitted argus run, also one that has not
-allocated yet, so two admissions never count the same GPUs.
+allocated yet, so two admissions never count the same GPUs. What Ray holds for a run (its placement
+groups, its entrypoint) is counted on the node Ray holds it on, and only the rest of its demand by shape.
 
 Order: higher `priority` first, then first come (when argus first saw the spec), then the key.
 The head of the queue is never starved. A job behind it may start first (backfill) only if the head
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from reconcile.plan.placement import Demand, Entry, Resources, place
+from reconcile.plan.placement import Demand, Entry, Resources, held_in, place, taken
 from reconcile.plan.preemption import victims
 
 
@@ -78,8 +79,8 @@ def _free_now(held: Sequence[Entry], capacity: Sequence[Resources],
               in_use: Sequence[Resources]) -> list[dict[str, float]]:
     free = [dict(node) for node in capacity]
     for entry in held:
-        # a run that no longer fits its shape (a node died) holds nothing here; Ray's report still shows its use
-        free = place(entry.demand, free) or free
+        # where Ray holds it; then what of its demand Ray does not hold yet, by shape where it fits
+        free = held_in(entry.demand, taken(entry.holds, free))
     reported = [_minus(node, used) for node, used in zip(capacity, _padded(in_use, len(capacity)), strict=True)]
     return [{name: min(amount, seen.get(name, amount)) for name, amount in node.items()}
             for node, seen in zip(free, reported, strict=True)]
@@ -169,7 +170,7 @@ def _over_quota(entry: Entry, usage: Mapping[str, Resources], quotas: Mapping[st
 def _usage_by_workspace(held: Sequence[Entry]) -> dict[str, dict[str, float]]:
     usage: dict[str, dict[str, float]] = {}
     for entry in held:
-        usage[entry.workspace] = _plus(usage.get(entry.workspace, {}), entry.demand.total())
+        usage[entry.workspace] = _plus(usage.get(entry.workspace, {}), entry.held_total())
     return usage
 
 

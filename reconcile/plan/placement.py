@@ -48,6 +48,19 @@ class Entry:
     signed: bool = True
     """Its ledger entry's signature was checked (or it is the plan's own job): an unsigned head (any
     job could have written it) never preempts another workspace's runs."""
+    holds: tuple[tuple[int, Resources], ...] = ()
+    """What Ray holds for an admitted run now, by node (an index into the capacity, in its order): counted
+    where Ray placed it. `demand` is then what of the run's demand Ray does not hold yet (reconcile.plan.holdings)."""
+    submission_id: str = ""
+    """The run's, for an admitted one (shown by `argus queue`)."""
+
+    def held_total(self) -> dict[str, float]:
+        """All the run counts for: what Ray holds and what of its demand it does not hold yet."""
+        summed = self.demand.total()
+        for _, resources in self.holds:
+            for name, amount in resources.items():
+                summed[name] = summed.get(name, 0.0) + amount
+        return summed
 
 
 def place(demand: Demand, free: Sequence[Resources]) -> list[dict[str, float]] | None:
@@ -64,6 +77,34 @@ def place(demand: Demand, free: Sequence[Resources]) -> list[dict[str, float]] |
         for name, amount in bundle.items():
             spot[name] = spot.get(name, 0.0) - amount
     return _spread(demand.spread, left)
+
+
+def held_in(demand: Demand, free: Sequence[Resources]) -> list[dict[str, float]]:
+    """What is free once a run that holds `demand` is counted: placed by shape when it fits; else its
+    totals taken wherever any is left, the rest below zero. A run that holds resources never counts as
+    holding nothing because what the others hold leaves it no room (more held than there is: nothing fits)."""
+    placed = place(demand, free)
+    if placed is not None:
+        return placed
+    left = [dict(node) for node in free]
+    for name, amount in demand.total().items():
+        for node in sorted(left, key=lambda n: -n.get(name, 0.0)):
+            part = min(max(node.get(name, 0.0), 0.0), amount)
+            node[name], amount = node.get(name, 0.0) - part, amount - part
+        if amount > 1e-9 and left:
+            left[0][name] = left[0].get(name, 0.0) - amount
+    return left
+
+
+def taken(holds: Sequence[tuple[int, Resources]], free: Sequence[Resources]) -> list[dict[str, float]]:
+    """What is free once what Ray holds is taken from the nodes it holds it on (an amount may go below
+    zero: Ray's truth, and nothing fits there then)."""
+    left = [dict(node) for node in free]
+    for index, resources in holds:
+        if 0 <= index < len(left):
+            for name, amount in resources.items():
+                left[index][name] = left[index].get(name, 0.0) - amount
+    return left
 
 
 def _spread(need: Resources, left: list[dict[str, float]]) -> list[dict[str, float]] | None:

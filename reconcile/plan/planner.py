@@ -44,7 +44,7 @@ def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | 
     diagnostics += _world_diagnostics(desired, observed)
     diagnostics += verl_diagnostics(desired, observed) + early_save_warnings(desired)
     flagged = {d.address for d in diagnostics if d.severity == "error"}
-    changes, admission = plan_admission(desired, observed, changes, flagged, runs)
+    changes, admission = plan_admission(desired, observed, changes, flagged)
     diagnostics += admission + resume_diagnostics(desired, observed, changes)
     changes = with_verl_notes(desired, observed, changes)
     prune_changes, prune_diagnostics = plan_prune(desired, observed, runs, options.prune)

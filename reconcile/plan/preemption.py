@@ -3,8 +3,9 @@
 Only the head preempts, only runs marked `preemptible: true` with a lower priority than the head's,
 and never more than needed: the fewest such runs whose whole demand, released, lets the head fit,
 chosen lowest priority first, then the most recently admitted (the least work lost), and any that
-turn out not to be needed are spared again. The check uses the demand argus admitted, not Ray's
-report: a stopped run's GPUs are free once it has ended, wherever Ray placed them. A head whose ledger
+turn out not to be needed are spared again. The check uses what each run holds as admission counts
+it (what Ray holds for it where Ray holds it, and the rest of its demand), not Ray's usage report: a
+stopped run's GPUs are free once it has ended. A head whose ledger
 entry is not signed (Entry.signed: any job could have written it) preempts no other workspace's run:
 reconcile.plan.admission.decide keeps what it would stop in Decision.unsigned_preempts instead.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reconcile.plan.placement import Entry, Resources, place
+from reconcile.plan.placement import Entry, Resources, held_in, place, taken
 
 MAX_VICTIMS = 64
 """A head never stops more runs than this at once (and the search stays small whatever a ledger holds)."""
@@ -48,5 +49,5 @@ def _fits_without(head: Entry, held: Sequence[Entry], capacity: Sequence[Resourc
     free = [dict(node) for node in capacity]
     for entry in held:
         if id(entry) not in leaving:
-            free = place(entry.demand, free) or free
+            free = held_in(entry.demand, taken(entry.holds, free))
     return place(head.demand, free) is not None

@@ -13,15 +13,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from reconcile.model import Action, Ask, Change, EnqueueStep, QueueInfo, RunView, StopStep, SubmitStep
+from reconcile.model import Action, Ask, Change, EnqueueStep, QueueInfo, StopStep, SubmitStep
 from reconcile.plan import demand as demands
 from reconcile.plan.admission import Decision, decide, never_fits
 from reconcile.plan.demand import ask_of
+from reconcile.plan.holdings import on_ray
 from reconcile.plan.placement import Demand, Entry
 from reconcile.plan.queue_trust import trust_diagnostics
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
-from specs.submission import Submission, driver_needs
+from specs.submission import Submission, driver_needs, resolve
 from state.observed import ACTIVE, ClusterQueue, ClusterState, LedgerEntry, ObservedState, RayJob
 
 WANTS_TO_START = (Action.SUBMIT, Action.REPLACE, Action.RETRY)
@@ -65,18 +66,18 @@ def ask_demand(ask: Ask) -> Demand:
 
 
 def decide_cluster(workspace: str, cluster: ClusterState, queue: ClusterQueue, wants: Sequence[Want],
-                   now: float, leaving: Iterable[str] = (), unledgered: Sequence[Entry] = (),
+                   now: float, leaving: Iterable[str] = (), known: Mapping[str, Demand] | None = None,
                    own_waiting: bool = False, specs: Mapping[str, tuple[int, bool]] | None = None,
                    ) -> dict[str, Decision]:
     """Decisions, by key, for `wants` among everything else the cluster's queue holds (and for the
     others' waiting entries). `leaving`: submission ids the plan stops, whose demand is free for
-    what follows; `unledgered`: this workspace's active runs that no ledger holds (submitted before
-    admission existed); `own_waiting`: weigh this workspace's other waiting entries too."""
+    what follows; `known`: the demand of this workspace's runs as argus knows it (`held`);
+    `own_waiting`: weigh this workspace's other waiting entries too."""
     skip, capacity = frozenset(w.key for w in wants), [n.resources for n in cluster.nodes]
     # an admitted entry with a want's own submission id is that very run, planned again after its apply
     # died before Ray had it: it must not wait behind itself
     itself = {w.submission_id for w in wants}
-    entries = [*held(cluster, queue, now, set(leaving), specs, workspace, itself), *unledgered,
+    entries = [*held(cluster, queue, now, set(leaving), specs, workspace, itself, known),
                *waiting(workspace, queue, now, capacity, own_waiting, skip)]
     arrivals = first_arrivals(workspace, queue)
     for want in wants:
@@ -87,48 +88,47 @@ def decide_cluster(workspace: str, cluster: ClusterState, queue: ClusterQueue, w
 
 def held(cluster: ClusterState, queue: ClusterQueue, now: float, leaving: set[str],
          specs: Mapping[str, tuple[int, bool]] | None = None, workspace: str = "",
-         itself: Iterable[str] = ()) -> list[Entry]:
-    """Admitted entries whose run still holds its demand (`holds`). `specs`: `<workspace>/<job>` ->
-    (priority, preemptible) as this workspace's specs say them now, which outrank what its ledger
-    recorded at admission. `itself`: submission ids `workspace` wants to start now, whose own
-    admitted entries are left out (the want stands for them)."""
-    jobs, mine = {j.submission_id: j for j in cluster.jobs}, set(itself)
-    found = []
+         itself: Iterable[str] = (), known: Mapping[str, Demand] | None = None) -> list[Entry]:
+    """What holds resources on the cluster: each run Ray lists as active under argus's labels, as
+    reconcile.plan.holdings counts it (what Ray holds for it, and what of its known demand Ray does not
+    hold yet); and each admitted entry whose run Ray does not list, in its admission window (`holds`).
+    `specs`: `<workspace>/<job>` -> (priority, preemptible) as this workspace's specs say them now, which
+    outrank what its ledger recorded at admission. `itself`: submission ids `workspace` wants to start now,
+    whose own admitted entries are left out (the want stands for them). `known`: the demand argus knows of
+    this workspace's runs that no ledger entry may hold (by submission id, or `<workspace>/<job>`)."""
+    listed, mine = {j.submission_id: j for j in cluster.jobs}, set(itself)
+    skip = leaving | {sid for sid in mine if (j := listed.get(sid)) is not None and j.workspace == workspace}
+    admitted: dict[str, LedgerEntry] = {}
+    for e in queue.entries:
+        job = listed.get(e.submission_id)
+        if e.admitted is not None and job is not None and (job.workspace, job.job) == (e.workspace, e.job):
+            admitted.setdefault(e.submission_id, e)
+    found = on_ray(cluster, admitted, known or {}, specs or {}, skip)
     for e in queue.entries:
         if e.admitted is None or e.submission_id in leaving or (e.workspace == workspace and e.submission_id in mine):
             continue
-        if holds(e, jobs.get(e.submission_id), now, queue.gone, session=cluster.session_name):
+        if e.submission_id not in listed and holds(e, None, now, queue.gone):
             key = f"{e.workspace}/{e.job}"
             priority, preemptible = (specs or {}).get(key, (e.priority, e.preemptible))
             found.append(Entry(key=key, workspace=e.workspace, demand=_demand(e), priority=priority,
-                               arrived=e.arrived, admitted=True, preemptible=preemptible, since=e.admitted))
+                               arrived=e.arrived, admitted=True, preemptible=preemptible, since=e.admitted,
+                               submission_id=e.submission_id))
     return found
 
 
-def holds(entry: LedgerEntry, job: RayJob | None, now: float, gone: frozenset[str] = frozenset(),
-          ended: frozenset[str] = frozenset(), session: str = "") -> bool:
+def holds(entry: LedgerEntry, job: RayJob | None, now: float, gone: frozenset[str] = frozenset()) -> bool:
     """An admitted entry's run holds its demand. While Ray lists the run, Ray says: active, and labelled
-    as the entry's own job (an entry cannot borrow another's run). A run Ray does not list may be one a
-    partial answer left out, or one not submitted yet:
-    - once Ray accepted it (`submitted`), it holds until argus knows it ended (signed entries; an
-      unsigned one at most ADMIT_GRACE after its submit): `ended`, the submission
-      ids its own workspace's records or end records say ended, used only for runs Ray does not list
-      (a forged end record never frees a run Ray lists as active); or the cluster answers with another
-      `session` than the run's (its head restarted: the run died with it; "" when not read);
-    - before, it holds while the process that admitted it may still submit it: not proven `gone` (its
-      liveness lock, state.queue.holders), and at most ADMIT_GRACE after admission."""
+    as the entry's own job (an entry cannot borrow another's run); what it holds then is counted from Ray
+    (reconcile.plan.holdings), the entry's demand only for what Ray does not hold yet. A run Ray does not
+    list holds only in its admission window, while a submit may still be on its way: the process that
+    admitted it not proven `gone` (its liveness lock, state.queue.holders), and at most ADMIT_GRACE after
+    admission. Ray lists every job it has; one it does not list is not running (it ended and was deleted,
+    or its head restarted), so an entry of an ended run put back on the shared root, signed or not,
+    holds nothing."""
     if entry.admitted is None:
         return False
     if job is not None:
         return job.status in ACTIVE and (job.workspace, job.job) == (entry.workspace, entry.job)
-    if entry.submission_id in ended:
-        return False
-    if entry.submitted is not None:
-        if session and entry.session and session != entry.session:
-            return False
-        # signed (ARGUS_ROOT_KEY): argus's own word, held for the run's whole life; unsigned, only for
-        # the grace after its submit, so one written once for a run nobody will see end holds not for ever
-        return entry.signed or -CLOCK_SKEW <= now - entry.submitted < ADMIT_GRACE
     if entry.holder is not None and entry.holder in gone:
         return False
     return -CLOCK_SKEW <= now - entry.admitted < ADMIT_GRACE
@@ -245,8 +245,8 @@ def by_cluster(wants: Mapping[str, tuple[str, Want]]) -> dict[str, list[Want]]:
     return grouped
 
 
-def plan_admission(desired: DesiredState, observed: ObservedState, changes: list[Change], flagged: set[str],
-                   runs: Mapping[str, list[RunView]]) -> tuple[list[Change], list[Diagnostic]]:
+def plan_admission(desired: DesiredState, observed: ObservedState, changes: list[Change],
+                   flagged: set[str]) -> tuple[list[Change], list[Diagnostic]]:
     """Each job that wants to start and has a demand: admitted now, or queued with its place and why.
     `flagged`: addresses that already have an error (a verl job that can never fit says so itself)."""
     workspace, wants, found = desired.workspace.name, {}, []
@@ -262,13 +262,13 @@ def plan_admission(desired: DesiredState, observed: ObservedState, changes: list
                 found.append(Diagnostic(severity="warning", address=change.address, field="demand", message=note)
                              .located(desired.source(change.address)))
     decisions: dict[str, Decision] = {}
-    leaving, grouped = stopping(changes), by_cluster(wants)
+    leaving, grouped, known = stopping(changes), by_cluster(wants), known_demands(desired, observed)
     for name in sorted(observed.clusters):
         queue = _queue(observed, name)
         if _nodes_known(observed, name) and (name in grouped or queue.entries):
             decisions.update(decide_cluster(workspace, observed.clusters[name], queue, grouped.get(name, []),
-                                            observed.observed_at, leaving,
-                                            _unledgered(desired, name, queue, runs, leaving), specs=specs))
+                                            observed.observed_at, leaving, known,
+                                            specs=specs))
     queued = {name: waiting_entries(workspace, _queue(observed, name)) for name in grouped}
     decided = [_decided(c, wants.get(c.address), decisions, queued) for c in changes]
     heads = preempting(decisions)
@@ -358,25 +358,31 @@ def _decided(change: Change, want: tuple[str, Want] | None, decisions: Mapping[s
     return queued_change(change, wanted, decision, info, enqueued=says_the_same(before, wanted.ask))
 
 
-def _unledgered(desired: DesiredState, cluster: str, queue: ClusterQueue, runs: Mapping[str, list[RunView]],
-                leaving: set[str]) -> list[Entry]:
-    """Active runs of this workspace that no ledger names hold what their submission asked: the GPUs
-    of a verl run (its shape unknown, so anywhere) and its driver; a `command` run, its `demand:` as
-    the job's spec says it now (Ray reserves none of it beyond the driver's)."""
-    workspace, ledgered = desired.workspace.name, {e.submission_id for e in queue.entries}
-    return [Entry(key=f"{workspace}/{job}", workspace=workspace, admitted=True, demand=_running(desired, job, r))
-            for job, job_runs in sorted(runs.items()) for r in job_runs
-            if r.cluster == cluster and r.on_ray and r.status in ACTIVE and r.submission is not None
-            and r.submission_id not in ledgered and r.submission_id not in leaving]
+def known_demands(desired: DesiredState, observed: ObservedState) -> dict[str, Demand]:
+    """The demand argus knows of this workspace's runs Ray lists as active, for those no ledger entry
+    holds (held): what the run's own record says it was submitted with (by submission id), else what its
+    job's spec implies now (by `<workspace>/<job>`). A run Ray runs holds it whether or not a file proves it."""
+    workspace, known = desired.workspace.name, {}
+    active = sorted({(j.submission_id, j.job) for c in observed.clusters.values() for j in c.jobs
+                     if j.workspace == workspace and j.status in ACTIVE and j.job})
+    for sid, name in active:
+        record = observed.records.get(sid)
+        if record is not None and record.submission is not None and record.job == name:
+            known[sid] = _running(desired, name, record.submission)
+        elif (job := desired.jobs.get(name)) is not None and job.cluster in desired.clusters:
+            sub = resolve(desired.workspace, desired.clusters[job.cluster], job)
+            known[f"{workspace}/{name}"] = demands.demand_of(job, sub, observed.verl_profiles.get(name))
+    return known
 
 
 def _submitted(change: Change) -> Submission:
     return next(s.submission for s in change.steps if isinstance(s, SubmitStep))
 
 
-def _running(desired: DesiredState, name: str, run: RunView) -> Demand:
-    sub, job = run.submission, desired.jobs.get(name)
-    assert sub is not None
+def _running(desired: DesiredState, name: str, sub: Submission) -> Demand:
+    """A run's demand from what its record says it was submitted with: the GPUs of a verl run (its shape
+    unknown, so anywhere) and its driver; a `command` run, its `demand:` as the job's spec says it now."""
+    job = desired.jobs.get(name)
     if job is not None and job.workload == "command" and job.demand and sub.gpus is None:
         return demands.demand_of(job, sub)
     return Demand(spread={"GPU": float(sub.gpus)} if sub.gpus else {}, driver=driver_needs(sub))

@@ -29,7 +29,8 @@ returns every workspace's."""
 
 @dataclass(frozen=True)
 class Held:
-    """A run admitted on the cluster that still holds its whole demand."""
+    """A run that holds resources on the cluster: what Ray holds for it, and what of its demand Ray does not
+    hold yet."""
 
     workspace: str
     job: str
@@ -94,20 +95,20 @@ def view(cluster: ClusterState, queue: ClusterQueue, now: float) -> ClusterQueue
     holding = _holding(cluster, queue, now)
     capacity = [n.resources for n in cluster.nodes]
     wanting = [(entry, e) for e in queue.entries for entry in waiting(EVERY_WORKSPACE, _alone(e), now, capacity)]
-    decisions = decide([*(entry for entry, _ in holding), *(entry for entry, _ in wanting)],
+    decisions = decide([*holding, *(entry for entry, _ in wanting)],
                        [n.resources for n in cluster.nodes], [n.used for n in cluster.nodes], queue.quotas)
     ledger = {id(entry): e for entry, e in wanting}
     # decide answers in queue order: the same order() of the same waiting entries
     rows = [_waiting(ledger[id(entry)], entry.demand, decision.position, decision.reason)
             for entry, decision in zip(order([entry for entry, _ in wanting]), decisions, strict=True)]
-    return ClusterQueueView(cluster.name, held=tuple(_held(e, entry.demand) for entry, e in holding),
+    return ClusterQueueView(cluster.name, held=tuple(_held(entry) for entry in holding),
                             waiting=tuple(rows), gpus=sum(n.resources.get("GPU", 0.0) for n in cluster.nodes),
                             quotas=queue.quotas, problem=queue.problem)
 
 
 def gpus_held(observed: ObservedState) -> dict[str, dict[str, float]]:
     """Per cluster whose queue was read: the GPUs each workspace's admitted runs hold."""
-    return {name: held_by_workspace(_held(e, entry.demand) for entry, e in
+    return {name: held_by_workspace(_held(entry) for entry in
                                     _holding(observed.clusters[name], queue, observed.observed_at))
             for name, queue in sorted(observed.queues.items()) if name in observed.clusters}
 
@@ -190,18 +191,19 @@ def _section(title: str, head: tuple[str, ...], rows: list[tuple[str, ...]], emp
                              for r in table)]
 
 
-def _holding(cluster: ClusterState, queue: ClusterQueue, now: float) -> list[tuple[Entry, LedgerEntry]]:
-    """Each ledger entry asked alone whether it still holds: the rule plans apply, kept with its entry."""
-    return [(entry, e) for e in queue.entries for entry in held(cluster, _alone(e, queue.gone), now, set())]
+def _holding(cluster: ClusterState, queue: ClusterQueue, now: float) -> list[Entry]:
+    """What holds resources on the cluster, by the rule plans apply: the runs Ray lists as active (with
+    what Ray holds for them) and the admissions Ray does not list yet."""
+    return held(cluster, queue, now, set())
 
 
 def _alone(entry: LedgerEntry, gone: frozenset[str] = frozenset()) -> ClusterQueue:
     return ClusterQueue(entries=(entry,), gone=gone)
 
 
-def _held(e: LedgerEntry, demand: Demand) -> Held:
-    return Held(workspace=e.workspace, job=e.job, submission_id=e.submission_id, gpus=demands.gpus(demand),
-                priority=e.priority, admitted=e.admitted or 0.0)
+def _held(entry: Entry) -> Held:
+    return Held(workspace=entry.workspace, job=entry.key.split("/", 1)[-1], submission_id=entry.submission_id,
+                gpus=entry.held_total().get("GPU", 0.0), priority=entry.priority, admitted=entry.since)
 
 
 def _waiting(e: LedgerEntry, demand: Demand, position: int | None, reason: str) -> Waiting:

@@ -12,6 +12,7 @@ from specs.diagnostics import plain
 from specs.errors import ArgusError
 from specs.submission import parse_labels
 from state.observed import TERMINAL, ClusterState, Node, RayJob
+from state.ray import holds as held
 from state.ray.answers import WrongAnswer
 from state.ray.deadline import AnswerTooLarge, Budget
 from state.ray.jobs_api import AuthRefused, JobsApi, MalformedAnswer
@@ -95,6 +96,7 @@ class RayClient:
             dead_nodes=sum(r.get("state") == "DEAD" for r in rows),
             jobs=jobs,
             version_warning=version_warning(version),
+            **self.holds(jobs),
         )
 
     def version(self) -> dict[str, Any]:
@@ -127,9 +129,27 @@ class RayClient:
         return tuple(node for r in rows if r.get("state") == "ALIVE" and (node := _node(r)) is not None)
 
     def admission_view(self) -> ClusterState:
-        """What admission decides from: alive nodes with their use, and the job table (no version)."""
+        """What admission decides from: alive nodes with their use, the job table and what Ray holds for
+        each job (no version)."""
+        jobs = self.jobs()
         return ClusterState(name=self.name, address=self.address, session_name="", ray_version="",
-                            nodes=with_usage(self.alive_nodes(), self.usage_by_node()), jobs=self.jobs())
+                            nodes=with_usage(self.alive_nodes(), self.usage_by_node()), jobs=jobs, **self.holds(jobs))
+
+    def holds(self, jobs: tuple[RayJob, ...]) -> dict[str, Any]:
+        """ClusterState's `holds` and `holds_problem`: what Ray holds for each active job (state.ray.holds),
+        two reads of the state API whatever the number of jobs. A state API that fails or answers in
+        another shape is said, never the cluster's end: each run's known demand is then counted instead."""
+        if not any(j.status in ("PENDING", "RUNNING") for j in jobs):
+            return {}
+        try:
+            groups, actors = (held.listing(self._get_json(endpoint)) for endpoint in (held.GROUPS, held.ACTORS))
+        except (ClusterRequestFailed, ClusterUnreachable) as err:
+            return {"holds_problem": plain(str(err))[:400]}
+        if groups is None or actors is None:
+            return {"holds_problem": "the state API answered in a shape argus cannot read"}
+        partial = "" if groups.complete and actors.complete else \
+            f"the state API listed only part of the placement groups or actors (argus reads {held.MAX_ROWS})"
+        return {"holds": held.holds_by_run(jobs, groups.rows, actors.rows), "holds_problem": partial}
 
     def usage_by_node(self) -> dict[str, dict[str, Any]]:
         """What each node uses now, from the autoscaler's report (`ray status`): {} when the cluster
@@ -409,6 +429,7 @@ def _ray_job(details: dict[str, Any]) -> RayJob | None:
         driver_node_id=_text(details.get("driver_node_id")) or None,
         error_type=plain(_text(details.get("error_type")), lines=False) or None,
         driver_exit_code=_whole(details.get("driver_exit_code")),
+        ray_job_id=job_id if (job_id := _text(details.get("job_id"))) and held.HEX_ID.fullmatch(job_id) else None,
     )
 
 

@@ -1,11 +1,13 @@
-"""Attacks on the admission queue and its bugs found in review (issue 15): each test failed before its fix.
+"""Attacks on the admission queue and its bugs found in review (issues 15 and 36): each test failed before its fix.
 
-Plain data wherever possible; real files in tmp_path for the ledger adapter. No Ray cluster needed.
+Plain data wherever possible; real files in tmp_path for the ledger adapter. The attacks that need Ray's
+own view of what runs (issue 36: capacity from Ray's reservations) run on conftest's `gpu_cluster`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -202,7 +204,8 @@ def test_a_preempting_stop_is_decided_again_before_it_stops_anything(tmp_path, m
     record = SimpleNamespace(job="j")
     runs = SimpleNamespace(get=lambda _sid: record, update=lambda *a, **k: None)
     world = SimpleNamespace(clients={"c": client}, runs=runs, journal=SimpleNamespace(touched=set()),
-                            stop_timeout=1.0, echo=lambda *_: None, roots={"c": str(tmp_path)}, workspace="team")
+                            stop_timeout=1.0, echo=lambda *_: None, roots={"c": str(tmp_path)}, workspace="team",
+                            known={})
     from state.queue.ledger import write_ledger
 
     write_ledger(str(tmp_path), "team", [ledger("team", "j", sid, admitted=NOW, preemptible=True, gpus=4.0)])
@@ -301,7 +304,7 @@ def test_admission_at_apply_respects_this_workspaces_own_higher_priority_waiting
     write_ledger(root, "team", [mine])
     view = cluster_of(8.0, (RayJob(submission_id="other.run.1", status="RUNNING"),), used={"GPU": 4.0})
     client = SimpleNamespace(admission_view=lambda: view)
-    world = SimpleNamespace(roots={"c": root}, clients={"c": client}, workspace="team", admissions={})
+    world = SimpleNamespace(roots={"c": root}, clients={"c": client}, workspace="team", admissions={}, known={})
     sub = Submission(workspace="team", cluster="c", shared_root=root, job="b", run=1, entrypoint="true", env_vars={},
                      entrypoint_num_cpus=None, entrypoint_num_gpus=None, entrypoint_memory=None,
                      entrypoint_resources={})
@@ -341,3 +344,67 @@ def test_an_unreadable_queue_is_the_clusters_problem_not_the_jobs():
     errors = plan(desired(job("k", demand={"GPU": 1.0}), job("m", demand={"GPU": 2.0})), observed).errors
     assert [e.message for e in errors] == ["nothing is admitted on cluster 'c' until its admission queue can be "
                                            "read: quotas.yaml:2: GPU must be a number"] * 2
+
+
+# --- capacity from Ray's own reservations (issue 36), on the real `gpu_cluster` (3 logical GPUs) ------------------
+
+def test_deleting_a_running_jobs_ledger_entry_and_record_never_frees_its_gpus(gpu_cluster, shared, tmp_path, argus):
+    """Any job can delete `.argus/queue/<workspace>.json` and `jobs/<id>/status.json`: the running run's 2 GPUs
+    (a `demand:` Ray does not reserve) were then admitted again, 2 + 2 on a cluster of 3. Ray still runs it
+    under its workspace's labels, stamped with the demand argus admitted: it holds that demand, for every
+    workspace, and for its own the demand its spec implies."""
+    from tests.support.cluster import jobs_of, until
+    from tests.support.gpu_queue import gpu_job, stop_all, team
+
+    a, b = team(tmp_path, "erased", gpu_cluster, shared), team(tmp_path, "beside", gpu_cluster, shared)
+    gpu_job(a, shared, "first", seconds=600)
+    try:
+        assert argus("apply", a.root, "--auto-approve").code == 0
+        [run] = until(lambda: [j for j in jobs_of(a.address, a.name) if j.status.value == "RUNNING"], "first runs")
+        (shared / ".argus" / "queue" / "erased.json").unlink()
+        (shared / "jobs" / run.submission_id / "status.json").unlink()
+        gpu_job(b, shared, "second")
+        applied = argus("apply", b.root, "--auto-approve")
+        assert applied.code == 0, applied.out + applied.err
+        assert jobs_of(b.address, b.name) == [], applied.out  # never submitted: 2 of 3 GPUs are first's
+        assert re.search(r"job\.second +queue +queued", applied.out), applied.out
+        gpu_job(a, shared, "again")
+        # targeted: with its record gone, `first` is a run argus has no proof of (a plan error of its own)
+        mine = argus("apply", a.root, "--auto-approve", "--target", "job.again")
+        assert mine.code == 0, mine.out + mine.err
+        assert [j.metadata["argus.job"] for j in jobs_of(a.address, a.name)] == ["first"], mine.out
+    finally:
+        stop_all(gpu_cluster.address, a, b)
+
+
+def test_a_genuine_ledger_entry_replayed_after_its_run_ended_holds_nothing(gpu_cluster, shared, tmp_path, argus,
+                                                                          monkeypatch):
+    """With ARGUS_ROOT_KEY set, a signed admitted entry copied aside while its run ran and put back once the
+    run ended and was deleted from Ray's table (any job can DELETE a finished job) held its 2 GPUs for ever:
+    no workspace admitted a 2-GPU job on the idle cluster again."""
+    import subprocess
+    import sys
+
+    from tests.support.cluster import jobs_of, sdk, until
+    from tests.support.gpu_queue import gpu_job, stop_all, team
+
+    monkeypatch.setenv("ARGUS_ROOT_KEY", "replay-test-root-key-0123456789")
+    a, b = team(tmp_path, "replayed", gpu_cluster, shared), team(tmp_path, "after", gpu_cluster, shared)
+    gpu_job(a, shared, "done", seconds=1)
+    try:
+        first = subprocess.run([sys.executable, "-m", "reconcile.cli", "apply", str(a.root), "--auto-approve"],
+                               capture_output=True, text=True, timeout=180)
+        assert first.returncode == 0, first.stdout + first.stderr
+        ledger_file = shared / ".argus" / "queue" / "replayed.json"
+        genuine = ledger_file.read_text()
+        assert '"submitted": ' in genuine and '"sig": ' in genuine  # a signed entry of a run Ray accepted
+        [run] = jobs_of(a.address, a.name)
+        until(lambda: jobs_of(a.address, a.name)[0].status.value == "SUCCEEDED", "the run ended", timeout=120)
+        sdk(a.address).delete_job(run.submission_id)
+        ledger_file.write_text(genuine)  # the replay
+        gpu_job(b, shared, "fits")
+        applied = argus("apply", b.root, "--auto-approve")
+        assert applied.code == 0, applied.out + applied.err
+        assert [j.metadata["argus.job"] for j in jobs_of(b.address, b.name)] == ["fits"], applied.out
+    finally:
+        stop_all(gpu_cluster.address, a, b)

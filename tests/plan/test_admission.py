@@ -81,3 +81,112 @@ def test_the_head_preempts_the_fewest_lower_priority_preemptible_runs_it_needs()
     assert decide([higher, urgent], [node])[0].preempts == ()  # only lower priorities give way
     whole = Entry("c/whole", "c", Demand(spread={"GPU": 4.0}), priority=10, arrived=3)
     assert decide([low, later, whole], [node])[0].preempts == ("a/later", "a/low")  # both needed, both stopped
+
+
+# --- what Ray holds (issue 36): Ray's reservations, on their nodes; a ledger entry only until Ray holds ----------
+
+def test_what_ray_holds_counts_on_the_node_ray_holds_it_on():
+    """The demand view alone would place the run's 2 GPUs on the first node and start a 2-GPU job on the
+    second; Ray holds them on the second (its placement group), so the job goes on the first."""
+    nodes = [{"GPU": 2.0, "CPU": 8.0}, {"GPU": 2.0, "CPU": 8.0}]
+    running = Entry("a/run", "a", Demand(), admitted=True, holds=((1, {"GPU": 2.0}),))
+    assert starts(decide([running, gpus(2, key="a/next")], nodes)) == ["a/next"]
+    both = Entry("a/run", "a", Demand(), admitted=True, holds=((0, {"GPU": 1.0}), (1, {"GPU": 1.0})))
+    assert starts(decide([both, gpus(2, key="a/next")], nodes)) == []  # 1 GPU free on each: no whole node
+
+
+def test_what_ray_holds_counts_against_the_quota_and_is_freed_by_preemption():
+    node = {"GPU": 4.0}
+    running = Entry("a/run", "a", Demand(), admitted=True, preemptible=True, holds=((0, {"GPU": 3.0}),))
+    decisions = decide([running, gpus(1, key="a/one", arrived=1)], [node], quotas={"a": {"GPU": 3.0}})
+    assert "over the quota of workspace a: GPU 4 of 3 (3 held)" in decisions[0].reason
+    urgent = Entry("b/urgent", "b", Demand(spread={"GPU": 2.0}), priority=10)
+    assert decide([running, urgent], [node])[0].preempts == ("a/run",)
+
+
+def test_the_rest_of_a_demand_is_what_ray_does_not_hold_yet():
+    from reconcile.plan.holdings import remainder
+    from state.observed import Hold
+
+    verl = Demand(bundles=({"GPU": 2.0, "CPU": 6.0}, {"GPU": 2.0, "CPU": 6.0}), driver={"CPU": 1.0},
+                  pools=("global_pool", "global_pool"))
+    group = Hold(kind="group", node_id="n1", resources={"GPU": 2.0, "CPU": 2.0})  # verl's own CPUs per GPU
+    driver = Hold(kind="driver", node_id="n1", resources={"CPU": 1.0})
+    assert remainder(verl, ()) == verl  # nothing held yet: the whole demand, by shape
+    assert remainder(verl, (group, driver)) == Demand(bundles=({"GPU": 2.0, "CPU": 6.0},))  # one node to come
+    both = (group, group.model_copy(update={"node_id": "n2"}), driver)
+    assert remainder(verl, both) == Demand()  # all held: Ray's holds count, not the demand
+    command = Demand(spread={"GPU": 2.0, "CPU": 0.5, "worker_node": 1.0})  # `demand: {GPU: 2}`, driver included
+    entrypoint = Hold(kind="driver", node_id="n1", resources={"CPU": 0.5, "worker_node": 1.0})
+    assert remainder(command, (entrypoint,)) == Demand(spread={"GPU": 2.0})  # GPUs Ray never reserves: still held
+
+
+def _team_run(status: str, sid: str = "team.run.aaaaaaaaaaaa.1", workspace: str = "team", job: str = "run"):
+    from state.observed import RayJob
+
+    return RayJob(submission_id=sid, status=status, metadata={
+        "argus.workspace": workspace, "argus.job": job, "argus.spec_hash": "0" * 64, "argus.attempt": "1"})
+
+
+def _cluster(jobs=(), holds=None):
+    from state.observed import ClusterState, Node
+
+    node = Node(node_id="w", ip="127.0.0.3", is_head=False, resources=dict(WORKER))
+    return ClusterState(name="c", address="http://x:1", session_name="s", ray_version="2.60.0", nodes=(node,),
+                        jobs=tuple(jobs), holds=holds or {})
+
+
+def _next(gpus_wanted: float = 2.0):
+    from reconcile.model import Ask
+    from reconcile.plan.queue import Want
+
+    return Want(key="team/next", submission_id="team.next.bbbbbbbbbbbb.1", spec_hash="b" * 64,
+                ask=Ask(job="next", spread={"GPU": gpus_wanted}))
+
+
+def test_a_run_ray_lists_as_active_holds_its_known_demand_without_any_ledger_entry_or_record():
+    """A job deleted the running run's ledger entry and record: Ray still runs it under the workspace's
+    labels, so it holds the demand its spec implies; 2 + 2 GPUs are never promised on 3."""
+    from reconcile.plan.queue import decide_cluster
+    from state.observed import ClusterQueue
+
+    cluster, nothing = _cluster([_team_run("RUNNING")]), ClusterQueue()
+    spec = {"team/run": Demand(spread={"GPU": 2.0})}
+    assert not decide_cluster("team", cluster, nothing, [_next()], 1000.0, known=spec)["team/next"].start
+    assert decide_cluster("team", cluster, nothing, [_next(1.0)], 1000.0, known=spec)["team/next"].start
+    from state.observed import Hold
+
+    held = _cluster([_team_run("RUNNING", workspace="other")], {"team.run.aaaaaaaaaaaa.1": (
+        Hold(kind="driver", node_id="w", resources={"GPU": 2.0, "CPU": 1.0}),)})
+    assert not decide_cluster("team", held, nothing, [_next()], 1000.0)["team/next"].start  # Ray's holds alone
+
+
+def test_a_replayed_entry_of_an_ended_run_holds_nothing_signed_or_not():
+    """A genuine (signed) admitted entry put back after its run ended held its GPUs for ever: Ray lists
+    the run as ended, or Ray does not list it at all (deleted) and its admission window is long past."""
+    from reconcile.plan.queue import decide_cluster, held
+    from state.observed import ClusterQueue, LedgerEntry
+
+    replayed = LedgerEntry(workspace="other", job="run", cluster="c", submission_id="other.run.aaaaaaaaaaaa.1",
+                           spec_hash="0" * 64, arrived=10.0, seen=10.0, admitted=10.0, submitted=11.0,
+                           spread={"GPU": 3.0}, signed=True)
+    queue, now = ClusterQueue(entries=(replayed,)), 100_000.0
+    ended = _cluster([_team_run("SUCCEEDED", replayed.submission_id, "other")])
+    for cluster in (ended, _cluster()):
+        assert held(cluster, queue, now, set()) == []
+        assert decide_cluster("team", cluster, queue, [_next()], now)["team/next"].start
+    running = _cluster([_team_run("RUNNING", replayed.submission_id, "other")])
+    assert [e.key for e in held(running, queue, now, set())] == ["other/run"]  # while Ray runs it, it holds
+
+
+def test_the_demand_stamped_on_a_ray_job_reads_back_and_a_forged_one_of_another_shape_is_none():
+    from reconcile.plan import demand_label
+
+    bundles = ({"GPU": 8.0, "CPU": 24.0},) * 4 + ({"GPU": 2.0, "CPU": 6.0},)
+    label = demand_label.stamped(bundles, {"CPU": 1.0}, {})
+    assert len(label[demand_label.LABEL]) < 100  # a few dozen bytes: Ray's metadata stays small
+    assert demand_label.read(label) == Demand(bundles=bundles, driver={"CPU": 1.0})
+    assert demand_label.stamped((), {}, {}) == {}  # asks for nothing: no label
+    for forged in ('{"b":[[1000,{"GPU":1}]]}', '{"s":{"GPU":1e400}}', '{"s":{"GPU":NaN}}', '{"x":1}', "[" * 600,
+                   '{"b":[[1.5,{"GPU":1}]]}', '{"s":{"bad name!":1}}', '{"d":{"GPU":-1}}', "not json"):
+        assert demand_label.read({demand_label.LABEL: forged}) is None, forged

@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 from state.ray import local
-from tests.support.cluster import jobs_of, sdk
+from tests.support.cluster import jobs_of, sdk, until
 from tests.support.workspace import Workspace
 
 RUN_SECONDS = 2
@@ -84,8 +84,10 @@ def active(ws: Workspace) -> list[str]:
 
 
 def stop_all(address: str, *teams: Workspace) -> None:
-    """Stop every run the teams still have pending or running: the GPU cluster is shared by the session."""
+    """Stop every run the teams still have pending or running, and wait until Ray says they ended: the GPU
+    cluster is shared by the session, and a run Ray lists as active holds its demand for every test's queue."""
     for ws in teams:
         for job in jobs_of(address, ws.name):
             if job.status.value in ("PENDING", "RUNNING"):
                 sdk(address).stop_job(job.submission_id)
+    until(lambda: not any(active(ws) for ws in teams), "the teams' runs ended", timeout=120)
