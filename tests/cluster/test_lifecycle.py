@@ -164,7 +164,7 @@ def test_records_and_audit_log_on_the_shared_root(workspace, argus):
         assert (base / rel).is_file(), rel
     payload = json.loads((base / "config/submit_payload.json").read_text())
     # a command job is told its own checkpoint directory (what `${job:recorded.checkpoint_dir}` names)
-    checkpoints = f"{workspace.shared}/outputs/checkpoints/recorded/run-1"
+    checkpoints = f"{workspace.shared}/outputs/{workspace.name}/checkpoints/recorded/run-1"
     assert payload["runtime_env"] == {"env_vars": {"GREETING": "hello", "ARGUS_CHECKPOINT_DIR": checkpoints}}
     status = json.loads((base / "status.json").read_text())
     assert status["status"] == "PENDING" and status["job"] == "recorded"

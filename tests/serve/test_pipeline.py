@@ -83,8 +83,9 @@ def test_the_pipeline_example_waits_is_blocked_and_released_under_serve(tmp_path
         code, err = stopped(loop)
     assert code == 0, err
     shared = ws.root / ".shared"
-    report = json.loads((shared / "outputs" / "checkpoints" / "eval" / "run-1" / "report.json").read_text())
-    assert report["model"] == f"{shared}/outputs/checkpoints/train/run-1/model.json"
+    outputs = shared / "outputs" / ws.name  # each team's own (specs.verl.outputs_dir)
+    report = json.loads((outputs / "checkpoints" / "eval" / "run-1" / "report.json").read_text())
+    assert report["model"] == f"{outputs}/checkpoints/train/run-1/model.json"
     assert report["trained_by"] == second and abs(report["a"] - 3) < 0.1 and report["mse"] < 0.1
     record = json.loads((shared / "jobs" / evaluation / "status.json").read_text())
     assert record["bindings"]["${job:train.submission_id}"] == second
@@ -136,5 +137,5 @@ def test_files_on_the_shared_root_neither_release_a_follower_nor_change_its_bind
     [train] = runs_of(workspace, "train")
     wait_for(workspace.address, train, {"SUCCEEDED"})
     log = (workspace.shared / "jobs" / train / "logs" / "driver.log").read_text()
-    assert f"bound {prepare} {workspace.shared}/outputs/checkpoints/prepare/run-1" in log
+    assert f"bound {prepare} {workspace.shared}/outputs/{workspace.name}/checkpoints/prepare/run-1" in log
     assert "evil" not in log

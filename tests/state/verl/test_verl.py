@@ -116,7 +116,7 @@ def test_the_entrypoint_reaches_verl_as_exactly_the_argv_intended(h20: Path, tmp
     assert "trainer.experiment_name='it\\'s a, b $HOME'" in received
     assert "+trainer.notes='it\\'s a, b $HOME [x]'" in received
     assert f"data.train_files='{tmp_path}/shared/datasets/gsm8k/train.parquet'" in received
-    assert f"hydra.run.dir='{tmp_path}/shared/outputs/logs/the.sid.1'" in received
+    assert f"hydra.run.dir='{tmp_path}/shared/outputs/llm-rl/logs/the.sid.1'" in received
     assert received == shlex.split(entrypoint)[1:]
 
     from hydra import compose, initialize_config_dir
@@ -130,7 +130,7 @@ def test_the_entrypoint_reaches_verl_as_exactly_the_argv_intended(h20: Path, tmp
     GlobalHydra.instance().clear()
     assert cfg.trainer.experiment_name == "it's a, b $HOME"
     assert cfg.trainer.notes == "it's a, b $HOME [x]"
-    assert cfg.trainer.default_local_dir == f"{tmp_path}/shared/outputs/checkpoints/ppo-gsm8k/run-1"
+    assert cfg.trainer.default_local_dir == f"{tmp_path}/shared/outputs/llm-rl/checkpoints/ppo-gsm8k/run-1"
 
 
 def gpu_workspace(tmp_path: Path, verl_repo: Path, address: str):
@@ -183,7 +183,7 @@ def test_plan_checks_files_capacity_and_checkpoints_on_a_cluster_with_gpus(tmp_p
     verl_job(ws, "no-data", "{nnodes: 1, n_gpus_per_node: 1}", model="Qwen/Qwen2.5-0.5B-Instruct")
     edit(ws.root / "jobs/no-data.yaml", "datasets/gsm8k/train.parquet", "datasets/missing.parquet")
     verl_job(ws, "clash", "{nnodes: 1, n_gpus_per_node: 1, "
-                          "checkpoint_dir: '${shared_root}/outputs/checkpoints/fits/run-1'}")
+                          "checkpoint_dir: '${shared_root}/outputs/verl-checks/checkpoints/fits/run-1'}")
     edit(ws.root / "jobs/too-few-cpus.yaml", "workload: ppo", "workload: sft")  # 10 CPUs per GPU: 20 > 8
 
     plan = argus("plan", ws.root)
@@ -193,8 +193,8 @@ def test_plan_checks_files_capacity_and_checkpoints_on_a_cluster_with_gpus(tmp_p
     assert "Error: jobs/too-few-cpus.yaml:10: job.too-few-cpus can never fit" in plan.out and "20 CPU" in plan.out
     assert "Error: jobs/no-data.yaml:8: " in plan.out and "missing.parquet does not exist" in plan.out
     assert "Warning: jobs/no-data.yaml:6: Qwen/Qwen2.5-0.5B-Instruct is only a hub id" in plan.out
-    assert "Error: jobs/fits.yaml:10: job.fits writes checkpoints to ${shared_root}/outputs/checkpoints/fits/run-1, " \
-           "like job.clash" in plan.out
+    assert "Error: jobs/fits.yaml:10: job.fits writes checkpoints to " \
+           "${shared_root}/outputs/verl-checks/checkpoints/fits/run-1, like job.clash" in plan.out
     assert "Warning: cluster.yaml:7: expected 2 alive worker node(s) with GPU=3, worker_node=1; 1 found" in plan.out
     assert "job.fits can never fit" not in plan.out and "jobs/fits.yaml:9" not in plan.out
     written = sorted(p.relative_to(ws.shared).as_posix() for p in ws.shared.rglob("*")
