@@ -69,7 +69,7 @@ def observe_sync(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedSt
     absent = absent_roots(desired)
     runs = read_run_records(desired, clusters, absent)
     return _settled(desired, _world(desired, clusters, absent, recorded_snapshots(desired, absent), {},
-                                    unreachable, runs, ray), runs)
+                                    unreachable, runs, ray, with_claims=False), runs)
 
 
 def observe_runs(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedState:
@@ -145,7 +145,10 @@ def read_clusters(ray: dict[str, RayClient]) -> tuple[dict[str, ClusterState], d
 
 def _world(desired: DesiredState, clusters: dict[str, ClusterState], absent: tuple[str, ...],
            states: dict[str, SnapshotState], checks: dict[str, JobCheck],
-           unreachable: dict[str, str], runs: dict[str, RunsRead], ray: dict[str, RayClient]) -> ObservedState:
+           unreachable: dict[str, str], runs: dict[str, RunsRead], ray: dict[str, RayClient],
+           with_claims: bool = True) -> ObservedState:
+    """with_claims: whose claim the workspace's name is (git is read to name this checkout): plan and apply
+    decide by it; `argus status` runs without git and shows what Ray and the records say."""
     records = _merged(runs)
     return ObservedState(
         clusters=clusters,
@@ -165,7 +168,7 @@ def _world(desired: DesiredState, clusters: dict[str, ClusterState], absent: tup
         checkpoints=read_checkpoints(desired, absent),
         observed_at=time.time(),
         run_index_problems=_index_problems(desired, runs),
-        **read_claims(desired, absent),
+        **(read_claims(desired, absent) if with_claims else {}),
     )
 
 

@@ -31,6 +31,8 @@ class ProbePlace:
     def prepare(self) -> None:
         """The directory, open to the job's user, holding argus's file (the nonce)."""
         had_root = os.path.isdir(self.root)
+        if not had_root:  # a relative root (the workspace's own folder): the doctor checks an absolute one first
+            os.makedirs(self.root)
         self.made = [rel for rel in (".argus", PROBE_DIR) if stat_beneath(self.root, rel) is None]
         with made_dir(self.root, self.rel) as folder:
             os.fchmod(folder, OPEN_TO_JOBS)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -170,6 +171,7 @@ def _plant_run(ws, name: str) -> RunRecord:
     run = RunRecord(submission_id=submission_id(ws.name, name, digest, 1), workspace=ws.name, job=name,
                     cluster=spec.cluster, spec_hash=digest, attempt=1, status="RUNNING", session_name="old",
                     updated_at="2026-01-01T00:00:00+00:00", plan_id="p", commit="c")
+    Path(state.shared_root(spec.cluster)).mkdir(exist_ok=True)  # as an earlier apply made it
     records.write_status(state.shared_root(spec.cluster), run)
     return run
 

@@ -57,7 +57,7 @@ def test_json_says_the_same_with_the_facts(workspace, argus):
     assert probe["sees_argus_file"] and probe["wrote_answer"] and probe["argus_read_answer"] and probe["deleted"]
     assert probe["uid"] == str(os.geteuid()) and probe["node"] == local.WORKER_IP
     assert cluster["facts"]["token_required"] is False and cluster["facts"]["ray_version"] == "2.60.0"
-    assert probes(workspace.address) == [] and not workspace.shared.exists()
+    assert probes(workspace.address) == [] and tree(workspace.shared) == []  # as the probe found it
 
 
 def test_a_worker_whose_root_is_another_directory_fails_and_leaves_nothing(tmp_path, argus):
@@ -97,7 +97,7 @@ def test_no_node_for_the_driver_is_a_failure_and_no_probe_is_submitted(workspace
     assert result.code == 1
     assert "  FAIL  probe        no alive node offers what the cluster's job_defaults ask for a driver " \
            "(no_such_node: 1)" in result.out
-    assert probes(workspace.address) == [] and not workspace.shared.exists()
+    assert probes(workspace.address) == [] and tree(workspace.shared) == []  # as the probe found it
 
 
 def test_a_probe_that_cannot_start_in_time_fails_and_the_next_doctor_deletes_it(workspace, argus):
@@ -119,7 +119,7 @@ def test_a_probe_that_cannot_start_in_time_fails_and_the_next_doctor_deletes_it(
         assert "  FAIL  probe        the probe argus-doctor-" in result.out and "did not start within 3s" in result.out
         [left] = probes(workspace.address)
         assert left.status.value == "PENDING" and "the next `argus doctor` deletes it" in result.out
-        assert not workspace.shared.exists()  # its directory is gone: when it starts it finds nothing to answer
+        assert tree(workspace.shared) == []  # its directory is gone: when it starts it finds nothing to answer
     finally:
         client.stop_job(blocker)
     wait_for(workspace.address, left.submission_id, {"STOPPED", "SUCCEEDED", "FAILED"})
@@ -132,7 +132,7 @@ def test_a_probe_that_cannot_start_in_time_fails_and_the_next_doctor_deletes_it(
     again = argus("doctor", workspace.root)
     assert again.code == 0, again.out
     assert probes(workspace.address) == []
-    assert not workspace.shared.exists()
+    assert tree(workspace.shared) == []
 
 
 def test_the_probe_is_never_a_run_of_any_workspace():

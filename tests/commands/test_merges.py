@@ -25,6 +25,7 @@ def repository(tmp_path: Path, name: str, address: str):
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     ws = make_workspace(repo / "infra" / "argus", name, address)
+    (tmp_path / "shared").mkdir()  # the NFS mount: argus never makes it
     ws.write("cluster.yaml", f"""
         kind: Cluster
         name: local

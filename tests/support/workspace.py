@@ -56,7 +56,7 @@ def make_workspace(root: Path, name: str, address: str, secrets: tuple[str, ...]
           entrypoint_num_cpus: 0.5
           entrypoint_resources: {{worker_node: 1}}
         """)
-    ws.shared.mkdir()  # as `argus apply` makes a relative root before its lock (state.root.own); tests write it first
+    ws.shared.mkdir(exist_ok=True)  # as apply makes a relative root before its lock (state.root.own)
     return ws
 
 
