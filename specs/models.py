@@ -287,7 +287,7 @@ class Trainer(Spec):
     """trainer.device; unset leaves verl's own default (cuda). Never `cpu` for a job that trains on GPUs:
     verl 0.8 asks Ray for a resource named after it, which no node has."""
     checkpoint_dir: str | None = None
-    """trainer.default_local_dir; defaults to ${shared_root}/outputs/checkpoints/<job>/run-<run>."""
+    """trainer.default_local_dir; defaults to ${shared_root}/outputs/<workspace>/checkpoints/<job>/run-<run>."""
 
 
 RetryableClass = Literal["oom", "nccl_timeout", "node_lost", "runtime_env_setup", "start_timeout", "unknown", "lost",
