@@ -27,6 +27,7 @@ from state.observed import (
     ClusterState,
     LedgerEntry,
     ObservedState,
+    OutputMark,
     RootState,
     RunRecord,
     SnapshotState,
@@ -166,6 +167,7 @@ def _world(desired: DesiredState, clusters: dict[str, ClusterState], absent: tup
         unread_rows=classified.unread,
         queues=read_queues(desired, absent),
         checkpoints=read_checkpoints(desired, absent),
+        output_marks=read_output_marks(desired, absent),
         observed_at=time.time(),
         run_index_problems=_index_problems(desired, runs),
         **(read_claims(desired, absent) if with_claims else {}),
@@ -197,6 +199,20 @@ def read_claims(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, Any
             read[root] = seen.model_copy(update={"owner": ours})
     return {"owner": ours,
             "claims": {name: read[root] for name, root in sorted(desired.shared_roots.items()) if root in read}}
+
+
+def read_output_marks(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, OutputMark]:
+    """Per job, whose mark its checkpoint directory carries on its shared root (one small read a job)."""
+    from state.root.outputs import checkpoint_path, mark_of
+
+    found = {}
+    for name, job in sorted(desired.jobs.items()):
+        if job.cluster in absent or job.cluster not in desired.shared_roots:
+            continue
+        root = desired.shared_roots[job.cluster]
+        if (seen := mark_of(root, checkpoint_path(desired, job))) is not None:
+            found[name] = seen
+    return found
 
 
 def read_checkpoints(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, CheckpointState]:

@@ -316,6 +316,15 @@ class RootIdentity(Frozen):
         return self.model_dump(mode="json")
 
 
+class OutputMark(Frozen):
+    """<shared_root>/.argus/outputs/<key>.json (state.root.outputs): the workspace whose job writes a directory."""
+
+    path: Annotated[str, Field(min_length=1, max_length=4096)]
+    workspace: Name
+    job: Name
+    since: Amount = 0.0
+
+
 class RootState(Frozen):
     """A present shared root as argus found it: its identity, or what the planner needs to judge its absence."""
 
@@ -414,6 +423,8 @@ class ObservedState(Frozen):
     """Per cluster: LAYOUT directories that do not exist yet."""
     roots: dict[str, RootState] = {}
     """Per cluster whose shared root is here: its identity (state.root.identity)."""
+    output_marks: dict[str, OutputMark] = {}
+    """Per job: the mark on its shared root of the checkpoint directory it would write (state.root.outputs)."""
     failures: dict[str, str] = {}
     """Failure classes of failed runs not yet classified in their record (read from their logs)."""
     workload_checks: dict[str, tuple[Diagnostic, ...]] = {}

@@ -19,6 +19,8 @@ from specs.errors import ArgusError
 from specs.submission import RunId, labels
 from state.observed import ClusterState, RunRecord, RunStatus
 from state.ray.client import ClusterUnreachable
+from state.root import outputs as output_marks
+from state.root.outputs import checkpoint_path
 from state.runs import debug, records
 from state.runs import index as run_index
 
@@ -66,6 +68,8 @@ class RunBook:
         configs = {"ray_config": self._cluster_yaml(step.cluster),
                    "jobspec": records.config_yaml(self._desired.jobs[sub.job].model_dump(mode="json"))}
         self._never_unseen(root, step.submission_id)
+        job = self._desired.jobs[sub.job]
+        output_marks.mark(root, checkpoint_path(self._desired, job, step.legacy_outputs), sub.workspace, job.name)
         run_index.mark_open(root, sub.workspace, step.submission_id)
         records.write_intent(root, record, configs, {"submission_id": step.submission_id, **payload})
         if step.submission_id in self._known:  # sent again (refused before): a racing plan may have unmarked it

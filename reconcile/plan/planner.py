@@ -15,7 +15,7 @@ from reconcile.plan.claims import claim_diagnostics
 from reconcile.plan.code import code_ref, plan_dirs, plan_prune, plan_snapshots
 from reconcile.plan.deadline import early_save_warnings, with_deadlines
 from reconcile.plan.diff import field_diff
-from reconcile.plan.outputs import continued_outputs, legacy_steps
+from reconcile.plan.outputs import continued_outputs, foreign_outputs, legacy_steps
 from reconcile.plan.queue import plan_admission
 from reconcile.plan.root import root_diagnostics
 from reconcile.plan.runs import is_active, newest, ownership_diagnostics, runs_by_job, unmanaged
@@ -43,6 +43,7 @@ def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | 
     diagnostics += job_diagnostics
     diagnostics += _world_diagnostics(desired, observed)
     diagnostics += verl_diagnostics(desired, observed) + early_save_warnings(desired)
+    diagnostics += foreign_outputs(desired, observed)
     flagged = {d.address for d in diagnostics if d.severity == "error"}
     changes, admission = plan_admission(desired, observed, changes, flagged)
     diagnostics += admission + resume_diagnostics(desired, observed, changes)

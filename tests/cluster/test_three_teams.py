@@ -3,6 +3,7 @@ checkpoint directory is its own team's (outputs/<workspace>/), and what one writ
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.support.cluster import jobs_of, wait_for
@@ -27,3 +28,5 @@ def test_three_teams_jobs_of_one_name_write_three_directories(tmp_path: Path, sh
         owner = shared / "outputs" / team / "checkpoints" / "train" / "run-1" / "owner"
         assert owner.read_text() == f"{team}\n"  # its own, once: no other team wrote here
     assert not any((shared / "outputs" / "checkpoints").iterdir())  # the directory before outputs were per workspace
+    marks = [json.loads(p.read_text()) for p in (shared / ".argus" / "outputs").iterdir()]
+    assert sorted(m["workspace"] for m in marks) == sorted(teams)  # each submit marked its own directory

@@ -10,7 +10,7 @@ from specs.checkpoint_state import CheckpointState
 from specs.desired import DesiredState, Source
 from specs.models import Cluster, Job, Workspace
 from specs.submission import legacy_outputs, resolve, spec_hash, submission_id
-from state.observed import ClusterState, ObservedState, RunRecord, legacy_key
+from state.observed import ClusterState, ObservedState, OutputMark, RunRecord, legacy_key
 
 WS = Workspace(kind="Workspace", name="team")
 C = Cluster(kind="Cluster", name="c", address="http://c:8265", shared_root="/nfs",
@@ -76,3 +76,30 @@ def test_a_retry_of_a_run_made_now_stays_in_the_workspace_directory() -> None:
     assert "/outputs/team/checkpoints/ppo/run-1" in step.submission.entrypoint
     note = resume_note(desired(), observed(failed_run("workspace")), result.changes[0])
     assert note == "starts fresh (no checkpoint in /nfs/outputs/team/checkpoints/ppo/run-1)"
+
+
+def test_a_directory_another_workspace_marked_is_an_error_at_the_job() -> None:
+    other = OutputMark(path="/nfs/outputs/team/checkpoints/ppo/run-1", workspace="vision", job="train")
+    seen = observed().model_copy(update={"output_marks": {"ppo": other}})
+    [error] = [d for d in plan(desired(), seen).errors if d.field == "trainer.checkpoint_dir"]
+    assert "which workspace 'vision' (its job.train) writes" in error.message
+    mine = seen.model_copy(update={"output_marks": {"ppo": other.model_copy(update={"workspace": "team"})}})
+    assert not _about_outputs(plan(desired(), mine))
+
+
+def test_a_checkpoint_dir_under_another_workspace_s_outputs_is_an_error() -> None:
+    trainer = {**PPO.trainer.model_dump(), "checkpoint_dir": "${shared_root}/outputs/vision/checkpoints/x"}
+    theirs = PPO.model_copy(update={"trainer": PPO.trainer.model_validate(trainer)})
+    state = DesiredState("/ws", WS, {"c": C}, {"ppo": theirs}, {}, {"job.ppo": Source("jobs/ppo.yaml", 1, {})},
+                         {"c": "/nfs"})
+    [error] = [d for d in plan(state, observed()).errors if d.field == "trainer.checkpoint_dir"]
+    assert "under workspace 'vision''s outputs" in error.message
+    for own in ("${shared_root}/outputs/team/x", "${shared_root}/outputs/checkpoints/x", "/data/x"):
+        mine = PPO.model_copy(update={"trainer": PPO.trainer.model_validate({**trainer, "checkpoint_dir": own})})
+        state = DesiredState("/ws", WS, {"c": C}, {"ppo": mine}, {}, {"job.ppo": Source("jobs/ppo.yaml", 1, {})},
+                             {"c": "/nfs"})
+        assert not _about_outputs(plan(state, observed())), own
+
+
+def _about_outputs(result) -> list:
+    return [d for d in result.errors if d.field == "trainer.checkpoint_dir"]
