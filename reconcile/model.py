@@ -235,6 +235,9 @@ class RunView(Frozen):
     """A follower's `${job:...}` values as its record says they were submitted (`argus status` shows them)."""
     cluster_read: bool = Field(default=True, exclude=True)
     """Its cluster answered this observation: only then does "Ray does not list it" mean anything."""
+    unrecorded: bool = Field(default=False, exclude=True)
+    """Known only from argus's audit log (the registry of its submissions): neither Ray nor a record
+    remembers it. Never submitted again (reconcile.plan.registry)."""
 
     @property
     def finished(self) -> bool:
@@ -273,6 +276,8 @@ class RunView(Frozen):
             return f"{self.status} ({self.failure})" if failed else self.status.value
         if self.drifted:
             return f"{self.drifted} (last seen {self.status})"
+        if self.unrecorded:
+            return "forgotten (argus submitted it; neither Ray nor its record remembers it)"
         if self.lost:
             return f"lost (last seen {self.status})"
         if self.status in MAYBE_RUNNING:

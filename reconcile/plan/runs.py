@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from reconcile.model import Change, RunView, SubmitStep, UnmanagedJob
+from reconcile.plan.registry import ever_submitted, forged_row, forged_row_warning, registered
 from specs.address import Address
 from specs.diagnostics import Diagnostic, printable
 from specs.submission import LABEL_JOB, LABEL_WORKSPACE, RunId
@@ -22,7 +23,8 @@ def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunVi
                 views[job.submission_id] = (run.job, _seen_on_ray(job, run, cluster.name, observed))
     for record in observed.records.values():
         if (record.submission_id not in views and not _never_reached_ray(record, observed)
-                and outran_ray(record, observed.clusters) is None):
+                and outran_ray(record, observed.clusters) is None
+                and registered(observed, record.cluster, record.submission_id)):
             views[record.submission_id] = (record.job, _recorded(record, observed))
     grouped: dict[str, list[RunView]] = {}
     for job_name, view in views.values():
@@ -71,11 +73,14 @@ def unmanaged(workspace: str, observed: ObservedState) -> tuple[UnmanagedJob, ..
 
 def ours(job: RayJob, workspace: str, cluster: str, observed: ObservedState) -> RunId | None:
     """The run, only when it is proven a run of this workspace: its labels parse, its submission id
-    is the one argus derives from them, and argus's record of that run on this cluster exists (argus
-    writes it before every submit). Anything else is never stopped or planned on: labels are
-    metadata anyone can submit."""
+    is the one argus derives from them, argus's audit log registers it once it is the registry (argus
+    registers every submit before Ray is asked: reconcile.plan.registry), and argus's record of that run
+    on this cluster exists (argus writes it before every submit). Anything else is never stopped or
+    planned on: labels are metadata anyone can submit."""
     run = job.run_id
     if run is None or run.workspace != workspace or job.submission_id != run.submission_id:
+        return None
+    if not registered(observed, cluster, job.submission_id):  # labels and a record anyone can write; the chain not
         return None
     record = observed.records.get(job.submission_id)
     if record is None or record.cluster != cluster or record.job != run.job or record.spec_hash != run.spec_hash:
@@ -96,12 +101,15 @@ def ownership_diagnostics(workspace: str, observed: ObservedState, changes: list
     such a job holds the very submission id the plan would submit: argus never adopts it."""
     claims = [j for j in unmanaged(workspace, observed) if j.claims]
     taken = {(j.cluster, j.submission_id): j for j in claims}
-    found = [Diagnostic(
+    forged = {(c.name, j.submission_id): j for c in observed.clusters.values() for j in c.jobs
+              if forged_row(j, workspace, c.name, observed)}
+    found = [forged_row_warning(job, cluster, workspace, observed) for (cluster, _), job in sorted(forged.items())]
+    found += [Diagnostic(
         severity="warning", address=Address.cluster(j.cluster),
         message=f"Ray job {printable(j.submission_id)[:140]} on cluster {j.cluster!r} claims to be {j.claims} but "
                 "is not a run argus submitted (its id is not the one argus derives from its labels, or argus "
                 "has no record of it): it is never stopped or counted; stop it with `ray job stop` if unwanted")
-        for j in claims]
+        for j in claims if (j.cluster, j.submission_id) not in forged]
     for change in changes:
         for step in change.steps:
             squatter = taken.get((step.cluster, step.submission_id)) if isinstance(step, SubmitStep) else None
@@ -155,7 +163,10 @@ def _head_restarted(record: RunRecord, observed: ObservedState) -> bool:
 
 
 def _never_reached_ray(record: RunRecord, observed: ObservedState) -> bool:
-    """A refused submit, or one whose outcome was unknown while the same Ray session still lacks it."""
+    """A refused submit, or one whose outcome was unknown while the same Ray session still lacks it; never
+    one the chain records as sent (Ray may have had it and forgotten it: a job can delete a finished run)."""
+    if ever_submitted(observed, record.cluster, record.submission_id):
+        return False
     if record.status == RunStatus.SUBMIT_FAILED:
         return True
     cluster = observed.clusters.get(record.cluster)
