@@ -63,10 +63,10 @@ def read(shared_root: str, workspace: str, cache_dir: str | None = None) -> Regi
     found = _onward(shared_root, workspace, cached) if cached is not None else None
     if found is None:
         found, problems = _whole(shared_root, workspace)
+        if cached is not None:  # what this machine saw registered stays so (a log cut, rolled back, moved aside)
+            found.submitted = {**cached.submitted, **found.submitted}
         if problems:
             return Registry(log=log, adopted=found.adopted, submitted=found.submitted, problems=problems)
-        if cached is not None:  # what this machine saw registered stays so (a log rolled back, moved aside)
-            found.submitted = {**cached.submitted, **found.submitted}
     if where is not None and found != cached:
         _save(where, found)
     return Registry(log=log, adopted=found.adopted, submitted=found.submitted)
