@@ -21,9 +21,10 @@ def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunVi
             run = ours(job, workspace, cluster.name, observed)
             if run is not None:
                 views[job.submission_id] = (run.job, _seen_on_ray(job, run, cluster.name, observed))
+    earlier = first_attempts(observed.clusters)
     for record in observed.records.values():
         if (record.submission_id not in views and not _never_reached_ray(record, observed)
-                and outran_ray(record, observed.clusters) is None
+                and outran_ray(record, observed.clusters, earlier) is None
                 and registered(observed, record.cluster, record.submission_id)):
             views[record.submission_id] = (record.job, _recorded(record, observed))
     grouped: dict[str, list[RunView]] = {}
@@ -32,22 +33,36 @@ def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunVi
     return grouped
 
 
-def outran_ray(record: RunRecord, clusters: Mapping[str, ClusterState]) -> str | None:
+def outran_ray(record: RunRecord, clusters: Mapping[str, ClusterState],
+               earlier: Mapping[tuple[str, str, str, str], int] | None = None) -> str | None:
     """Why a record of a run Ray does not list cannot be a run that happened, when it cannot: Ray lists
     an earlier attempt of the same spec on the run's cluster. A later attempt is submitted after the
     earlier one, in the same Ray session or a later one, and argus deletes from Ray only runs older
     than those it keeps: Ray would list it. Such a record (any job can write one, for any future
-    submission id) is no run; it never keeps that attempt from being submitted."""
+    submission id) is no run; it never keeps that attempt from being submitted. `earlier`: the first
+    attempts Ray lists (first_attempts), when the caller asks for many records."""
     cluster = clusters.get(record.cluster)
-    if cluster is None or any(j.submission_id == record.submission_id for j in cluster.jobs):
+    if cluster is None:
         return None
-    for job in cluster.jobs:
-        run = job.run_id
-        if (run is not None and run.submission_id == job.submission_id and run.workspace == record.workspace
-                and run.job == record.job and run.spec_hash == record.spec_hash and run.attempt < record.attempt):
-            return (f"Ray lists {job.submission_id}, an earlier attempt of the same spec, but not "
-                    f"{record.submission_id}, whose record says it was {record.status}")
-    return None
+    first = (earlier if earlier is not None else first_attempts(clusters)).get(
+        (record.cluster, record.workspace, record.job, record.spec_hash))
+    if first is None or first >= record.attempt or any(j.submission_id == record.submission_id for j in cluster.jobs):
+        return None
+    shown = RunId(workspace=record.workspace, job=record.job, spec_hash=record.spec_hash, attempt=first)
+    return (f"Ray lists {shown.submission_id}, an earlier attempt of the same spec, but not "
+            f"{record.submission_id}, whose record says it was {record.status}")
+
+
+def first_attempts(clusters: Mapping[str, ClusterState]) -> dict[tuple[str, str, str, str], int]:
+    """(cluster, workspace, job, spec hash) -> the lowest attempt Ray lists (labels parsed once a row)."""
+    found: dict[tuple[str, str, str, str], int] = {}
+    for name, cluster in clusters.items():
+        for job in cluster.jobs:
+            run = job.run_id
+            if run is not None and run.submission_id == job.submission_id:
+                key = (name, run.workspace, run.job, run.spec_hash)
+                found[key] = min(found.get(key, run.attempt), run.attempt)
+    return found
 
 
 def newest(runs: list[RunView]) -> RunView | None:
