@@ -240,6 +240,9 @@ class RunView(Frozen):
     """Made before outputs were per workspace (its record says so): its next attempts keep its directories."""
     cluster_read: bool = Field(default=True, exclude=True)
     """Its cluster answered this observation: only then does "Ray does not list it" mean anything."""
+    unrecorded: bool = Field(default=False, exclude=True)
+    """Known only from argus's audit log (the registry of its submissions): neither Ray nor a record
+    remembers it. Never submitted again (reconcile.plan.registry)."""
 
     @property
     def finished(self) -> bool:
@@ -278,6 +281,8 @@ class RunView(Frozen):
             return f"{self.status} ({self.failure})" if failed else self.status.value
         if self.drifted:
             return f"{self.drifted} (last seen {self.status})"
+        if self.unrecorded:
+            return "forgotten (argus submitted it; neither Ray nor its record remembers it)"
         if self.lost:
             return f"lost (last seen {self.status})"
         if self.status in MAYBE_RUNNING:

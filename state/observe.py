@@ -28,6 +28,7 @@ from state.observed import (
     LedgerEntry,
     ObservedState,
     OutputMark,
+    Registry,
     RootState,
     RunRecord,
     SnapshotState,
@@ -82,7 +83,8 @@ def observe_runs(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedSt
     runs = read_run_records(desired, clusters, absent)
     return _settled(desired, ObservedState(clusters=clusters, unreachable=unreachable, records=_merged(runs),
                                            absent_roots=absent, snapshots=recorded_snapshots(desired, absent),
-                                           run_index_problems=_index_problems(desired, runs)), runs)
+                                           run_index_problems=_index_problems(desired, runs),
+                                           registries=read_registries(desired, runs)), runs)
 
 
 def _settled(desired: DesiredState, observed: ObservedState, runs: dict[str, RunsRead]) -> ObservedState:
@@ -170,8 +172,18 @@ def _world(desired: DesiredState, clusters: dict[str, ClusterState], absent: tup
         output_marks=read_output_marks(desired, absent),
         observed_at=time.time(),
         run_index_problems=_index_problems(desired, runs),
+        registries=read_registries(desired, runs),
         **(read_claims(desired, absent) if with_claims else {}),
     )
+
+
+def read_registries(desired: DesiredState, runs: dict[str, RunsRead]) -> dict[str, Registry]:
+    """Per cluster whose runs were read here: the submissions its shared root's audit log registers, each
+    root read once (state.audit.registry, incremental through argus's cache on this machine)."""
+    from state.audit import registry
+
+    read = {root: registry.read(root, desired.workspace.name, cache_root()) for root in sorted(runs)}
+    return {name: read[root] for name, root in sorted(desired.shared_roots.items()) if root in read}
 
 
 def read_roots(desired: DesiredState, clusters: dict[str, ClusterState],

@@ -410,6 +410,23 @@ def legacy_key(job: str) -> str:
     return f"{job}@before-workspace-outputs"
 
 
+class Registry(Frozen):
+    """This workspace's submissions as argus's audit log on a shared root registers them (state.audit.registry):
+    the at-most-once anchor. An id here is never submitted again; once `adopted`, a Ray row or record whose
+    id is not here is no run of argus's."""
+
+    log: str
+    """The audit log's path, for messages."""
+    adopted: bool = False
+    """The log holds a registry.adopted record: it names every run of the workspace on this root. False for a
+    log an argus before the registry wrote (or none): runs are trusted as that argus trusted them."""
+    submitted: dict[str, str] = {}
+    """Submission id -> time argus registered it (run.submitting, registry.adopted, or a submit step's record
+    of an earlier version), but those Ray refused afterwards (run.refused)."""
+    problems: tuple[str, ...] = ()
+    """Why the log does not verify: then nobody can tell which runs argus submitted there."""
+
+
 class ObservedState(Frozen):
     """Every cluster of the desired state, this workspace's run records, and the shared filesystem."""
 
@@ -449,6 +466,9 @@ class ObservedState(Frozen):
     """Per cluster whose shared root is here: who claims this workspace's name on it."""
     owner: Owner | None = None
     """This checkout of the workspace as a claim names it; None when not observed (status, logs)."""
+    registries: dict[str, Registry] = {}
+    """Per cluster whose shared root is here: the submissions argus's audit log registers (none: not read,
+    every run is trusted as before the registry)."""
     unread_rows: dict[str, str] = {}
     """By submission id: failed runs of this workspace whose log Ray would not give, so not classified
     (nor retried) this time, and why: reported, never the end of the command."""

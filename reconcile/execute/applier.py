@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from reconcile.execute.batch import Display, is_independent, lines, run_batch, segments
 from reconcile.execute.claims import claim_unclaimed
 from reconcile.execute.code import CodeShelf
+from reconcile.execute.registry import adopt_unregistered
 from reconcile.execute.runbook import RunBook
 from reconcile.execute.steps import execute
 from reconcile.execute.world import DEFAULT_STOP_TIMEOUT, AuditTrail, Journal, Provenance, Secrets, World
@@ -72,6 +73,7 @@ def apply_plan(plan: Plan, ctx: ApplyContext) -> World:
     world.audit.everywhere(ApplyStarted(changes=len(plan.actionable), options=plan.options.model_dump(mode="json")))
     try:
         claim_unclaimed(plan, ctx.desired, ctx.observed, world)  # before any step: a name another owns stops it
+        adopt_unregistered(ctx.observed, world)  # before any submit registers: earlier runs stay argus's
         for segment in segments(plan.actionable):
             if is_independent(segment[0]):
                 run_batch(segment, world, _apply_change, ctx.display or lines(world.echo))

@@ -13,7 +13,8 @@ from reconcile.model import StopStep, SubmitStep
 from specs.after import fill
 from specs.errors import ArgusError
 from specs.submission import expand, secret_refs
-from state.observed import RunStatus
+from state.audit.events import RunRefused, RunSubmitting
+from state.observed import RunRecord, RunStatus
 from state.ray.client import ClusterUnreachable
 from state.runs import records
 from state.runs import secrets as run_secrets
@@ -44,10 +45,12 @@ def submit(step: SubmitStep, world: World) -> Done:
     if unwritten is not None:
         world.runs.refused(record, unwritten)
         raise unwritten
+    _register(step, world, record)  # in the chain before Ray is asked: a crash after it never sends the id again
     try:
         said = client.submit(step.submission_id, payload)
     except ArgusError as err:
         if not isinstance(err, ClusterUnreachable):  # lost on the way, Ray may have it: its run still needs them
+            _refused(step, world, err)
             run_secrets.remove(directory)
             _unadmit(step, world)
         world.runs.refused(record, err)
@@ -62,6 +65,30 @@ def submit(step: SubmitStep, world: World) -> Done:
         if not ahead:
             marked(world, [step.submission_id])
     return Done(Outcome(said))
+
+
+def _register(step: SubmitStep, world: World, record: RunRecord) -> None:
+    """run.submitting in the workspace's audit log: the registry of argus's submissions (state.audit.registry).
+    Not written, nothing is sent: the run's record says SUBMIT_FAILED and its secrets file goes."""
+    sub = step.submission
+    try:
+        world.audit.append(step.cluster, RunSubmitting(
+            submission_id=step.submission_id, address=f"job.{sub.job}", job=sub.job, spec_hash=step.spec_hash,
+            attempt=step.attempt, cluster=step.cluster))
+    except ArgusError as err:
+        run_secrets.remove(job_dir(world.roots[step.cluster], step.submission_id))
+        world.runs.refused(record, err)
+        raise
+
+
+def _refused(step: SubmitStep, world: World, err: ArgusError) -> None:
+    """Ray said no: the chain frees the id (it may be sent again). Unrecorded, it stays registered: never sent."""
+    try:
+        world.audit.append(step.cluster, RunRefused(submission_id=step.submission_id,
+                                                    error=world.audit.error_text(err)))
+    except ArgusError as why:
+        world.echo(f"  Ray's refusal of {step.submission_id} could not be recorded in the audit log ({why}): the "
+                   "id stays registered as submitted, so argus will not send it again")
 
 
 def _unadmit(step: SubmitStep, world: World) -> None:

@@ -7,8 +7,6 @@ left to do.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from reconcile.model import Action, Change, Plan, PlanOptions, RunView, StopStep, SubmitStep
 from reconcile.plan.after import Pipeline
 from reconcile.plan.claims import claim_diagnostics
@@ -17,6 +15,7 @@ from reconcile.plan.deadline import early_save_warnings, with_deadlines
 from reconcile.plan.diff import field_diff
 from reconcile.plan.outputs import continued_outputs, foreign_outputs, legacy_steps
 from reconcile.plan.queue import plan_admission
+from reconcile.plan.registry import Unseen, forgotten, registry_diagnostics, resubmits, unseen
 from reconcile.plan.root import root_diagnostics
 from reconcile.plan.runs import is_active, newest, ownership_diagnostics, runs_by_job, unmanaged
 from reconcile.plan.unreachable import blocked_elsewhere, not_planned, unreachable_clusters, unseen_clusters
@@ -26,18 +25,19 @@ from specs.after import in_order
 from specs.desired import DesiredState, Source
 from specs.diagnostics import Diagnostic
 from specs.models import Job
-from specs.submission import RunId, Submission, resolve
+from specs.submission import RunId, Submission, resolve, spec_hash
 from state.observed import DEADLINE, MAYBE_RUNNING, PREEMPTED, ObservedState, RunStatus
 
 
 def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | None = None) -> Plan:
     options = options or PlanOptions()
     runs = runs_by_job(desired.workspace.name, observed)
+    missing = unseen(observed, runs)
     changes: list[Change] = plan_dirs(desired, observed)
     code_changes, diagnostics = plan_snapshots(desired, observed)
     changes += code_changes
     broken = {d.address for d in diagnostics}
-    job_changes, job_diagnostics = _plan_jobs(desired, observed, runs, options, broken)
+    job_changes, job_diagnostics = _plan_jobs(desired, observed, runs, options, broken, missing)
     job_changes = with_deadlines(desired.jobs, job_changes, runs, observed.observed_at)
     changes += job_changes
     diagnostics += job_diagnostics
@@ -52,6 +52,7 @@ def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | 
     changes += prune_changes
     diagnostics += prune_diagnostics + _empty_guard(desired, changes, options)
     diagnostics += ownership_diagnostics(desired.workspace.name, observed, changes)
+    diagnostics += registry_diagnostics(desired.workspace.name, observed) + resubmits(observed, changes)
     changes.sort(key=lambda c: (c.action.order, c.address))
     result = Plan(workspace=desired.workspace.name, changes=tuple(changes), diagnostics=tuple(diagnostics),
                   unmanaged=unmanaged(desired.workspace.name, observed), options=options)
@@ -77,8 +78,8 @@ def targeted(plan_: Plan, desired: DesiredState) -> Plan:
         "diagnostics": tuple(d for d in plan_.diagnostics if d.address in keep)})
 
 
-def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: Mapping[str, list[RunView]],
-               options: PlanOptions, broken: set[str]) -> tuple[list[Change], list[Diagnostic]]:
+def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: dict[str, list[RunView]],
+               options: PlanOptions, broken: set[str], missing: Unseen) -> tuple[list[Change], list[Diagnostic]]:
     changes, diagnostics = [], []
     pipeline = Pipeline(desired, runs)
     for name in in_order(desired.jobs):  # predecessors first: a follower sees their changes (`after:`)
@@ -89,7 +90,7 @@ def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: Mapping[str
             pipeline.not_planned(name, changes[-1])
             diagnostics += blocked_elsewhere(desired, job, unseen, job_runs)
             continue
-        change, found = _plan_desired_job(desired, observed, job, job_runs, options, broken, pipeline)
+        change, found = _plan_desired_job(desired, observed, job, runs, options, broken, pipeline, missing)
         changes.append(change)
         diagnostics += found
     for name in sorted(set(runs) - set(desired.jobs)):
@@ -103,12 +104,17 @@ def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: Mapping[str
     return changes, diagnostics
 
 
-def _plan_desired_job(desired: DesiredState, observed: ObservedState, job: Job, runs: list[RunView],
-                      options: PlanOptions, broken: set[str], pipeline: Pipeline) -> tuple[Change, list[Diagnostic]]:
+def _plan_desired_job(desired: DesiredState, observed: ObservedState, job: Job, by_job: dict[str, list[RunView]],
+                      options: PlanOptions, broken: set[str], pipeline: Pipeline,
+                      missing: Unseen) -> tuple[Change, list[Diagnostic]]:
     code = code_ref(desired, observed, job.code) if job.code else None
     sub = resolve(desired.workspace, desired.cluster_of(job), job, code)
     if (follows := pipeline.follows(job)) is not None:
         sub = sub.model_copy(update={"follows": follows})
+    # runs of this spec argus registered that nobody remembers: counted, so never sent again (the pipeline
+    # shares by_job, so a follower sees them too)
+    runs = by_job[job.name] = by_job.get(job.name, []) + forgotten(observed, missing, desired.workspace.name,
+                                                                    job.name, sub.cluster, spec_hash(sub))
     sub, legacy = continued_outputs(sub, runs)
     planned = legacy_steps(plan_job(job, sub, runs, forced=Address.job(job.name) in options.replace), legacy)
     change, diagnostics = pipeline.decide(job, sub, planned)
@@ -290,12 +296,18 @@ def _job_diagnostics(source: Source, job: Job, change: Change, runs: list[RunVie
     latest = newest(runs)
     for run in runs:
         if run.lost and run is latest:  # once the job has run again, the lost run is history, not news
-            found.append(Diagnostic(
-                severity="warning", address=change.address,
-                message=f"run {run.submission_id} was {run.status} when argus last saw it, but cluster "
-                        f"{run.cluster!r} no longer knows it (head restarted?). It is not resubmitted; "
-                        f"bump `run:` to start a new run").located(source))
+            found.append(Diagnostic(severity="warning", address=change.address, message=_lost_message(run))
+                         .located(source))
     return found
+
+
+def _lost_message(run: RunView) -> str:
+    if run.unrecorded:
+        return (f"argus submitted run {run.submission_id} (its audit log registers it), but neither cluster "
+                f"{run.cluster!r} nor a record on the shared root remembers it (deleted?). It is never submitted "
+                "again: a `retry:` policy on `lost`, a bumped `run:` or `--replace` starts a new attempt")
+    return (f"run {run.submission_id} was {run.status} when argus last saw it, but cluster {run.cluster!r} no longer "
+            "knows it (head restarted?). It is not resubmitted; bump `run:` to start a new run")
 
 
 def _protected_removal(change: Change, runs: list[RunView]) -> list[Diagnostic]:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from reconcile.model import Change, RunView, SubmitStep, UnmanagedJob
+from reconcile.plan.registry import ever_submitted, forged_row, forged_row_warning, registered
 from specs.address import Address
 from specs.diagnostics import Diagnostic, printable
 from specs.submission import LABEL_JOB, LABEL_WORKSPACE, RunId
@@ -20,9 +21,11 @@ def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunVi
             run = ours(job, workspace, cluster.name, observed)
             if run is not None:
                 views[job.submission_id] = (run.job, _seen_on_ray(job, run, cluster.name, observed))
+    earlier = first_attempts(observed.clusters)
     for record in observed.records.values():
         if (record.submission_id not in views and not _never_reached_ray(record, observed)
-                and outran_ray(record, observed.clusters) is None):
+                and outran_ray(record, observed.clusters, earlier) is None
+                and registered(observed, record.cluster, record.submission_id)):
             views[record.submission_id] = (record.job, _recorded(record, observed))
     grouped: dict[str, list[RunView]] = {}
     for job_name, view in views.values():
@@ -30,22 +33,36 @@ def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunVi
     return grouped
 
 
-def outran_ray(record: RunRecord, clusters: Mapping[str, ClusterState]) -> str | None:
+def outran_ray(record: RunRecord, clusters: Mapping[str, ClusterState],
+               earlier: Mapping[tuple[str, str, str, str], int] | None = None) -> str | None:
     """Why a record of a run Ray does not list cannot be a run that happened, when it cannot: Ray lists
     an earlier attempt of the same spec on the run's cluster. A later attempt is submitted after the
     earlier one, in the same Ray session or a later one, and argus deletes from Ray only runs older
     than those it keeps: Ray would list it. Such a record (any job can write one, for any future
-    submission id) is no run; it never keeps that attempt from being submitted."""
+    submission id) is no run; it never keeps that attempt from being submitted. `earlier`: the first
+    attempts Ray lists (first_attempts), when the caller asks for many records."""
     cluster = clusters.get(record.cluster)
-    if cluster is None or any(j.submission_id == record.submission_id for j in cluster.jobs):
+    if cluster is None:
         return None
-    for job in cluster.jobs:
-        run = job.run_id
-        if (run is not None and run.submission_id == job.submission_id and run.workspace == record.workspace
-                and run.job == record.job and run.spec_hash == record.spec_hash and run.attempt < record.attempt):
-            return (f"Ray lists {job.submission_id}, an earlier attempt of the same spec, but not "
-                    f"{record.submission_id}, whose record says it was {record.status}")
-    return None
+    first = (earlier if earlier is not None else first_attempts(clusters)).get(
+        (record.cluster, record.workspace, record.job, record.spec_hash))
+    if first is None or first >= record.attempt or any(j.submission_id == record.submission_id for j in cluster.jobs):
+        return None
+    shown = RunId(workspace=record.workspace, job=record.job, spec_hash=record.spec_hash, attempt=first)
+    return (f"Ray lists {shown.submission_id}, an earlier attempt of the same spec, but not "
+            f"{record.submission_id}, whose record says it was {record.status}")
+
+
+def first_attempts(clusters: Mapping[str, ClusterState]) -> dict[tuple[str, str, str, str], int]:
+    """(cluster, workspace, job, spec hash) -> the lowest attempt Ray lists (labels parsed once a row)."""
+    found: dict[tuple[str, str, str, str], int] = {}
+    for name, cluster in clusters.items():
+        for job in cluster.jobs:
+            run = job.run_id
+            if run is not None and run.submission_id == job.submission_id:
+                key = (name, run.workspace, run.job, run.spec_hash)
+                found[key] = min(found.get(key, run.attempt), run.attempt)
+    return found
 
 
 def newest(runs: list[RunView]) -> RunView | None:
@@ -71,11 +88,14 @@ def unmanaged(workspace: str, observed: ObservedState) -> tuple[UnmanagedJob, ..
 
 def ours(job: RayJob, workspace: str, cluster: str, observed: ObservedState) -> RunId | None:
     """The run, only when it is proven a run of this workspace: its labels parse, its submission id
-    is the one argus derives from them, and argus's record of that run on this cluster exists (argus
-    writes it before every submit). Anything else is never stopped or planned on: labels are
-    metadata anyone can submit."""
+    is the one argus derives from them, argus's audit log registers it once it is the registry (argus
+    registers every submit before Ray is asked: reconcile.plan.registry), and argus's record of that run
+    on this cluster exists (argus writes it before every submit). Anything else is never stopped or
+    planned on: labels are metadata anyone can submit."""
     run = job.run_id
     if run is None or run.workspace != workspace or job.submission_id != run.submission_id:
+        return None
+    if not registered(observed, cluster, job.submission_id):  # labels and a record anyone can write; the chain not
         return None
     record = observed.records.get(job.submission_id)
     if record is None or record.cluster != cluster or record.job != run.job or record.spec_hash != run.spec_hash:
@@ -96,12 +116,15 @@ def ownership_diagnostics(workspace: str, observed: ObservedState, changes: list
     such a job holds the very submission id the plan would submit: argus never adopts it."""
     claims = [j for j in unmanaged(workspace, observed) if j.claims]
     taken = {(j.cluster, j.submission_id): j for j in claims}
-    found = [Diagnostic(
+    forged = {(c.name, j.submission_id): j for c in observed.clusters.values() for j in c.jobs
+              if forged_row(j, workspace, c.name, observed)}
+    found = [forged_row_warning(job, cluster, workspace, observed) for (cluster, _), job in sorted(forged.items())]
+    found += [Diagnostic(
         severity="warning", address=Address.cluster(j.cluster),
         message=f"Ray job {printable(j.submission_id)[:140]} on cluster {j.cluster!r} claims to be {j.claims} but "
                 "is not a run argus submitted (its id is not the one argus derives from its labels, or argus "
                 "has no record of it): it is never stopped or counted; stop it with `ray job stop` if unwanted")
-        for j in claims]
+        for j in claims if (j.cluster, j.submission_id) not in forged]
     for change in changes:
         for step in change.steps:
             squatter = taken.get((step.cluster, step.submission_id)) if isinstance(step, SubmitStep) else None
@@ -160,7 +183,10 @@ def _head_restarted(record: RunRecord, observed: ObservedState) -> bool:
 
 
 def _never_reached_ray(record: RunRecord, observed: ObservedState) -> bool:
-    """A refused submit, or one whose outcome was unknown while the same Ray session still lacks it."""
+    """A refused submit, or one whose outcome was unknown while the same Ray session still lacks it; never
+    one the chain records as sent (Ray may have had it and forgotten it: a job can delete a finished run)."""
+    if ever_submitted(observed, record.cluster, record.submission_id):
+        return False
     if record.status == RunStatus.SUBMIT_FAILED:
         return True
     cluster = observed.clusters.get(record.cluster)

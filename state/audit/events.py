@@ -43,6 +43,36 @@ class RunFinished(Frozen):
     failure: str | None = None
 
 
+class RunSubmitting(Frozen):
+    """Written before argus asks Ray to run a submission id: the registry of argus's submissions
+    (state.audit.registry). An id registered here is never submitted again, whatever Ray or the root say."""
+
+    event: Literal["run.submitting"] = "run.submitting"
+    submission_id: str
+    address: str
+    job: str
+    spec_hash: str
+    attempt: int
+    cluster: str
+
+
+class RunRefused(Frozen):
+    """Ray answered that it did not take the run (not an answer lost on the way): the id is free again."""
+
+    event: Literal["run.refused"] = "run.refused"
+    submission_id: str
+    error: str | None = None
+
+
+class RegistryAdopted(Frozen):
+    """The runs an argus from before the registry left on this root, trusted as that argus trusted them,
+    written once by the first apply that finds the log registering nothing; from then on the log is the
+    registry: a run it does not name is not argus's. Several records when there are many ids."""
+
+    event: Literal["registry.adopted"] = "registry.adopted"
+    submission_ids: tuple[str, ...]
+
+
 class LockBroken(Frozen):
     event: Literal["unlock"] = "unlock"
     lock: dict[str, Any]
@@ -81,4 +111,4 @@ class NameClaimed(Frozen):
 
 
 AuditEvent = (ApplyStarted | ApplyEnded | StepCarriedOut | RunFinished | LockBroken | Recovered | AnchorMismatch
-              | NameClaimed)
+              | NameClaimed | RunSubmitting | RunRefused | RegistryAdopted)

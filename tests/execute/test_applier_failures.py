@@ -288,3 +288,44 @@ def test_a_run_whose_submit_never_reached_ray_and_is_not_sent_again_leaves_no_se
     assert not secrets_file(desired, alpha.submission_id).exists()
     new_alpha = next(sid for sid in sent[1:] if ".alpha." in sid)
     assert secrets_file(desired, new_alpha).exists()  # sent by this apply: its wrapper takes it
+
+
+def test_every_submit_is_registered_in_the_audit_log_before_ray_is_asked(desired, sdk, monkeypatch):
+    fresh, ctx, (alpha, beta) = planned(desired)
+    registered_when_sent: dict[str, bool] = {}
+    send = sdk.submit
+
+    def watched(body: dict[str, Any]) -> None:
+        events = audit_events(desired)
+        registered_when_sent[body["submission_id"]] = any(
+            e["event"] == "run.submitting" and e["submission_id"] == body["submission_id"] for e in events)
+        send(body)
+
+    monkeypatch.setattr(sdk, "submit", watched)
+    from state.observed import Registry
+
+    ctx.observed = ctx.observed.model_copy(update={"registries": {"local": Registry(log="read: nothing there")}})
+    apply_plan(fresh, ctx)
+    assert registered_when_sent == {alpha.submission_id: True, beta.submission_id: True}
+    kinds = [e["event"] for e in audit_events(desired)]
+    assert kinds.index("registry.adopted") < kinds.index("run.submitting")  # the registry starts before any submit
+
+
+def test_a_submit_ray_refused_frees_its_id(desired, sdk):
+    from state.audit import registry
+
+    fresh, ctx, (alpha, _beta) = planned(desired)
+    sdk.refuse = refused_with("ValueError: no")
+    with pytest.raises(ClusterRequestFailed):
+        apply_plan(fresh, ctx)
+    assert alpha.submission_id not in registry.read(str(shared(desired)), "unit").submitted
+
+
+def test_a_submit_whose_answer_was_lost_stays_registered(desired, sdk):
+    from state.audit import registry
+
+    fresh, ctx, (alpha, _beta) = planned(desired)
+    sdk.refuse = lambda sid, payload: requests.ConnectionError("Connection aborted")
+    with pytest.raises(ClusterUnreachable):
+        apply_plan(fresh, ctx)
+    assert alpha.submission_id in registry.read(str(shared(desired)), "unit").submitted

@@ -1,0 +1,152 @@
+"""At most once, anchored in argus's own chain: the audit log's registry of submissions (state.audit.registry)
+decides which runs are argus's. Pure.
+
+- An id the registry holds is never submitted again: when neither Ray nor a record shows it, it is a run
+  Ray forgot (shown lost; a retry policy on `lost`, a `run:` bump or `--replace` asks for a new attempt).
+- Once the log is adopted, a Ray row or record whose id it does not hold is not argus's run: it releases
+  no follower, counts as no attempt, shows as no run of the job, and is reported by id.
+- A log an argus from before the registry wrote is trusted as that argus trusted runs, until the next
+  apply adopts them (execute.registry); a log that does not verify is an error on its clusters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from reconcile.model import Change, RunView, SubmitStep
+from specs.address import Address
+from specs.diagnostics import Diagnostic, printable
+from specs.submission import submission_id
+from state.observed import UNCONFIRMED, ObservedState, RayJob, Registry, RunRecord, RunStatus
+
+
+def registered(observed: ObservedState, cluster: str, sid: str) -> bool:
+    """Whether a Ray row or record of this id may be argus's run: the adopted registry holds it, or there
+    is no adopted registry to ask (not read, written before the registry, or damaged: an error then)."""
+    registry = observed.registries.get(cluster)
+    return registry is None or not registry.adopted or bool(registry.problems) or sid in registry.submitted
+
+
+def ever_submitted(observed: ObservedState, cluster: str, sid: str) -> bool:
+    """The chain records argus asking Ray to run this id (and no refusal from Ray after): never again."""
+    registry = observed.registries.get(cluster)
+    return registry is not None and sid in registry.submitted
+
+
+Unseen = dict[tuple[str, str, str], list[tuple[int, str]]]
+"""(cluster, job, spec-hash prefix) -> (attempt, id) of registered runs neither Ray nor a record shows."""
+
+
+def unseen(observed: ObservedState, runs: Mapping[str, list[RunView]]) -> Unseen:
+    """Registered ids no run view holds, by what their id says (<workspace>.<job>.<hash12>.<attempt>): once
+    per plan, so a job looks up its own and a history of many runs (all shown by records) costs one pass."""
+    seen = {r.submission_id for views in runs.values() for r in views}
+    found: Unseen = {}
+    for cluster, registry in sorted(observed.registries.items()):
+        for sid in sorted(registry.submitted.keys() - seen):
+            parts = sid.split(".")
+            if len(parts) == 4 and parts[3].isdigit():
+                found.setdefault((cluster, parts[1], parts[2]), []).append((int(parts[3]), sid))
+    return found
+
+
+def forgotten(observed: ObservedState, missing: Unseen, workspace: str, job: str, cluster: str,
+              digest: str) -> list[RunView]:
+    """The registered runs of this job's spec that neither Ray nor a record shows: runs Ray forgot."""
+    registry = observed.registries.get(cluster)
+    return [RunView(submission_id=sid, cluster=cluster, spec_hash=digest, attempt=attempt,
+                    status=RunStatus.SUBMITTING, on_ray=False, lost=True, failure="lost", unrecorded=True,
+                    started_at=_epoch(registry.submitted[sid]), cluster_read=cluster in observed.clusters)
+            for attempt, sid in missing.get((cluster, job, digest[:12]), [])
+            if registry is not None and sid == submission_id(workspace, job, digest, attempt)]
+
+
+def resubmits(observed: ObservedState, changes: Iterable[Change]) -> list[Diagnostic]:
+    """The last guard: an error wherever a plan would send an id the chain says was sent."""
+    return [Diagnostic(severity="error", address=change.address,
+                       message=f"{change.address} would be submitted as {step.submission_id}, which argus's audit "
+                               f"log {observed.registries[step.cluster].log} records as submitted already: argus "
+                               "never submits an id twice. Bump the job's `run:` or `argus apply --replace "
+                               f"{change.address}` for a new attempt")
+            for change in changes for step in change.steps
+            if isinstance(step, SubmitStep) and ever_submitted(observed, step.cluster, step.submission_id)]
+
+
+def registry_diagnostics(workspace: str, observed: ObservedState) -> list[Diagnostic]:
+    """Per cluster: a log that does not verify (error), one not adopted yet (warning), runs it disowns (warning)."""
+    found = []
+    for name, registry in sorted(observed.registries.items()):
+        if registry.problems:
+            found.append(_damaged(name, registry))
+        elif not registry.adopted and _runs_there(workspace, observed, name):
+            found.append(_not_adopted(name, registry))
+        elif registry.adopted:
+            found += _disowned_records(observed, name, registry)
+    return found
+
+
+def forged_row(job: RayJob, workspace: str, cluster: str, observed: ObservedState) -> bool:
+    """A Ray row with this workspace's labels and the id argus derives from them, which the registry disowns."""
+    run = job.run_id
+    return (run is not None and run.workspace == workspace and run.submission_id == job.submission_id
+            and not registered(observed, cluster, job.submission_id))
+
+
+def forged_row_warning(job: RayJob, cluster: str, workspace: str, observed: ObservedState) -> Diagnostic:
+    sid = printable(job.submission_id)[:140]
+    return Diagnostic(
+        severity="warning", address=Address.cluster(cluster),
+        message=f"Ray lists {sid} ({job.status}) on cluster {cluster!r} with workspace {workspace}'s labels "
+                f"(job {printable(job.job or '?')[:64]}), but argus never submitted it: its audit log "
+                f"{observed.registries[cluster].log} registers no such submission. It releases no follower, counts "
+                "as no attempt, shows as no run and is never stopped; stop it with `ray job stop` if unwanted")
+
+
+def _damaged(cluster: str, registry: Registry) -> Diagnostic:
+    more = f" (and {len(registry.problems) - 1} more)" if len(registry.problems) > 1 else ""
+    return Diagnostic(
+        severity="error", address=Address.cluster(cluster),
+        message=f"argus's audit log {registry.log} does not verify: {registry.problems[0]}{more}. It is the "
+                "registry of argus's submissions, so argus cannot tell which runs it submitted there and submits "
+                "nothing. Run `argus audit verify` to see what changed; once understood, move the log and its "
+                "anchor aside together (keep them): the next apply adopts the runs it then finds (docs/audit.md)")
+
+
+def _not_adopted(cluster: str, registry: Registry) -> Diagnostic:
+    return Diagnostic(
+        severity="warning", address=Address.cluster(cluster),
+        message=f"argus's audit log {registry.log} does not register this workspace's submissions yet (an argus "
+                "from before the registry wrote it, or there is none): the runs found on Ray and in records are "
+                "trusted as before. The next `argus apply` adopts them into the log (registry.adopted); from then "
+                "on a run the log does not name is not argus's")
+
+
+def _disowned_records(observed: ObservedState, cluster: str, registry: Registry) -> list[Diagnostic]:
+    """Records saying a run reached Ray whose id argus never registered (a record argus wrote before a
+    submit that then never happened says SUBMITTING or SUBMIT_FAILED)."""
+    on_ray = {j.submission_id for j in observed.clusters[cluster].jobs} if cluster in observed.clusters else set()
+    return [_disowned(record, registry) for sid, record in sorted(observed.records.items())
+            if record.cluster == cluster and sid not in registry.submitted and sid not in on_ray
+            and record.status not in UNCONFIRMED]
+
+
+def _disowned(record: RunRecord, registry: Registry) -> Diagnostic:
+    return Diagnostic(
+        severity="warning", address=Address.job(record.job),
+        message=f"a record says run {record.submission_id} of job {record.job} was {record.status}, but argus never "
+                f"submitted it: its audit log {registry.log} registers no such submission (written by a job?). It "
+                "is not counted as a run of the job")
+
+
+def _runs_there(workspace: str, observed: ObservedState, cluster: str) -> bool:
+    state = observed.clusters.get(cluster)
+    return any(r.cluster == cluster for r in observed.records.values()) or bool(
+        state and any(j.workspace == workspace for j in state.jobs))
+
+
+def _epoch(timestamp: str) -> float:
+    try:
+        return datetime.fromisoformat(timestamp).timestamp()
+    except ValueError:
+        return 0.0

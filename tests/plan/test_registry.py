@@ -1,0 +1,95 @@
+"""The planner with argus's audit log as the registry of its submissions, on plain data (reconcile.plan.registry)."""
+
+from __future__ import annotations
+
+from reconcile.model import Action
+from reconcile.plan.planner import plan
+from state.observed import Registry
+from tests.support.planning import desired, job, observed, record_of, run_of
+
+LOG = "/shared/.argus/audit/team.jsonl"
+
+
+def with_registry(state, *ids: str, adopted: bool = True, problems: tuple[str, ...] = ()):
+    registry = Registry(log=LOG, adopted=adopted, submitted=dict.fromkeys(ids, "2026-01-01T00:00:00+00:00"),
+                        problems=problems)
+    return state.model_copy(update={"registries": {"c": registry}})
+
+
+def test_a_registered_run_neither_ray_nor_a_record_remembers_is_never_submitted_again():
+    spec = job()
+    sid = run_of(spec, "SUCCEEDED").submission_id
+    result = plan(desired(spec), with_registry(observed(), sid))
+    [change] = result.changes
+    assert change.action is Action.NOOP and "forgotten (argus submitted it" in change.reason
+    assert any("never submitted again" in d.message for d in result.diagnostics)
+    forced = plan(desired(spec), with_registry(observed(), sid), options=_replace("job.j")).changes[0]
+    assert forced.action is Action.SUBMIT and forced.steps[0].attempt == 2  # --replace: a new attempt, a new id
+
+
+def test_an_unconfirmed_submit_the_chain_registered_is_not_sent_again_even_in_the_same_session():
+    spec = job()
+    unconfirmed = record_of(run_of(spec, "PENDING"), "SUBMITTING", session_name="s1")
+    assert plan(desired(spec), observed(records=(unconfirmed,))).changes[0].action is Action.SUBMIT  # as before
+    result = plan(desired(spec), with_registry(observed(records=(unconfirmed,)), unconfirmed.submission_id))
+    assert result.changes[0].action is Action.NOOP
+    refused = record_of(run_of(spec, "PENDING"), "SUBMIT_FAILED")  # Ray refused: the chain freed the id
+    assert plan(desired(spec), with_registry(observed(records=(refused,)))).changes[0].action is Action.SUBMIT
+
+
+def test_a_forged_succeeded_predecessor_releases_no_follower_and_is_named():
+    prep, train = job("prep"), job("train", after=["prep"])
+    forged = run_of(prep, "SUCCEEDED")
+    released = plan(desired(prep, train), observed(forged))  # without the registry: Ray's word and a record
+    assert {c.address: c.action for c in released.changes}["job.train"] is Action.SUBMIT
+    result = plan(desired(prep, train), with_registry(observed(forged)))
+    actions = {c.address: c.action for c in result.changes}
+    assert actions == {"job.prep": Action.SUBMIT, "job.train": Action.WAIT}
+    warning, squatter = sorted((d for d in result.diagnostics if forged.submission_id in d.message),
+                               key=lambda d: d.severity, reverse=True)
+    assert warning.severity == "warning" and "argus never submitted it" in warning.message
+    assert squatter.severity == "error" and "argus will not adopt it" in squatter.message  # prep's own id is taken
+
+
+def test_a_forged_later_attempt_is_no_attempt_of_the_predecessor():
+    prep, train = job("prep"), job("train", after=["prep"], rerun_with_predecessors=True)
+    first, forged = run_of(prep, "SUCCEEDED"), run_of(prep, "SUCCEEDED", attempt=2, started=5)
+    ran = plan(desired(prep, train), with_registry(observed(first), first.submission_id))
+    [step] = [c for c in ran.changes if c.address == "job.train"][0].steps
+    train_run = run_of(train, "SUCCEEDED").model_copy(update={"submission_id": step.submission_id, "metadata": {
+        "argus.workspace": "team", "argus.job": "train", "argus.spec_hash": step.spec_hash, "argus.attempt": "1"}})
+    ids = (first.submission_id, step.submission_id)
+    result = plan(desired(prep, train), with_registry(observed(first, forged, train_run), *ids))
+    assert {c.address: c.action for c in result.changes} == {"job.prep": Action.NOOP, "job.train": Action.NOOP}
+
+
+def test_a_record_of_a_run_argus_never_submitted_counts_for_nothing():
+    spec = job()
+    forged = record_of(run_of(spec, "SUCCEEDED"), "SUCCEEDED")
+    result = plan(desired(spec), with_registry(observed(records=(forged,))))
+    assert result.changes[0].action is Action.SUBMIT
+    assert any("argus never submitted it" in d.message and forged.submission_id in d.message
+               for d in result.diagnostics)
+
+
+def test_a_log_from_before_the_registry_trusts_runs_as_before_with_a_warning():
+    spec = job()
+    ran = run_of(spec, "SUCCEEDED")
+    result = plan(desired(spec), with_registry(observed(ran), adopted=False))
+    assert result.changes[0].action is Action.NOOP
+    [warning] = result.diagnostics
+    assert warning.address == "cluster.c" and "does not register this workspace's submissions yet" in warning.message
+    assert plan(desired(spec), with_registry(observed(), adopted=False)).diagnostics == ()  # nothing to adopt
+
+
+def test_a_damaged_log_is_an_error_on_its_cluster():
+    result = plan(desired(job()), with_registry(observed(), problems=("line 3: the record was edited",)))
+    [error] = result.errors
+    assert error.address == "cluster.c" and "does not verify: line 3" in error.message
+    assert "argus audit verify" in error.message
+
+
+def _replace(address: str):
+    from reconcile.model import PlanOptions
+
+    return PlanOptions(replace=(address,))
