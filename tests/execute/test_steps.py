@@ -118,11 +118,13 @@ def test_what_one_apply_costs(workspace, argus, monkeypatch):
     stopped = _id(second, "stop")
     rest = dict(second["by_request"])
     assert rest.pop(f"GET /api/jobs/{stopped}") >= 1  # wait_terminal's polls: as many as the stop takes
+    # with runs active, the observation reads what Ray holds for them: placement groups and actors, once each
+    holds = {"GET /api/v0/placement_groups": 1, "GET /api/v0/actors": 1}
     assert rest == {"GET /api/version": 1, "GET /api/v0/nodes": 1, "GET /api/jobs/": 2, "GET /api/cluster_status": 1,
-                    f"POST /api/jobs/{stopped}/stop": 1}
+                    f"POST /api/jobs/{stopped}/stop": 1, **holds}
     assert second["git"] == 0 and second["verified"] == 0
-    assert third == {"requests": 4, "by_request": {"GET /api/version": 1, "GET /api/v0/nodes": 1, "GET /api/jobs/": 1,
-                                                   "GET /api/cluster_status": 1},
+    assert third == {"requests": 6, "by_request": {"GET /api/version": 1, "GET /api/v0/nodes": 1, "GET /api/jobs/": 1,
+                                                   "GET /api/cluster_status": 1, **holds},
                      "git": 0, "by_git": {}, "verified": 0}
 
 
