@@ -54,7 +54,7 @@ def run(directories: list[Path], options: ServeOptions) -> int:
     if options.public_url is not None and not re.match(r"^https?://[^\s/]+(/\S*)?$", options.public_url):
         raise ArgusError(f"--public-url {options.public_url!r}: give the page's address as people open it, like "
                          "https://argus.example.com/ (http:// or https://).")
-    kept = _one_per_name([_workspace(directory, options) for directory in _directories(directories)])
+    kept = _owned(_one_per_name([_workspace(directory, options) for directory in _directories(directories)]))
     lists = SecretLists.serving([desired for _directory, desired in kept], options.shared_secrets)
     notifiers = [_notifier(options, _root(desired), desired) for _d, desired in kept]  # a bad URL: no port bound
     server, publish = _server(options.listen, kept)
@@ -102,6 +102,33 @@ def _one_per_name(kept: list[tuple[Path, DesiredState]]) -> list[tuple[Path, Des
         raise ArgusError(f"workspace name(s) {', '.join(twice)} given twice: each workspace has one lease, so "
                          "one serve keeps it once; give each workspace its own `name:`.")
     return served
+
+
+def _owned(kept: list[tuple[Path, DesiredState]]) -> list[tuple[Path, DesiredState]]:
+    """Workspaces whose name another repository or directory claims on the lease's root are not served: their
+    turns could do nothing, and their lease would keep the owner's serve on standby (state.claims)."""
+    served = []
+    for directory, desired in kept:
+        owner = _claimed_by_other(desired)
+        if owner is None:
+            served.append((directory, desired))
+            continue
+        print(f"argus serve: not serving {printable(str(directory))}: workspace name {desired.workspace.name!r} is "
+              f"claimed on {printable(_root(desired))} by {printable(owner)} (`argus claim --move-from` moves a "
+              "name on purpose, docs/workspaces.md)", file=sys.stderr, flush=True)
+    if not served:
+        raise ArgusError("no workspace to serve: each one's name is claimed by another repository or directory.")
+    return served
+
+
+def _claimed_by_other(desired: DesiredState) -> str | None:
+    """Who owns the name on the lease's root, if another does (a claim argus cannot trust is left to the plan)."""
+    from state import claims
+
+    seen = claims.read(_root(desired), desired.workspace.name)
+    if seen.owner is None or claims.is_ours(seen.owner, claims.owner_of(desired.root), desired.root):
+        return None
+    return f"{seen.owner.repository} {seen.owner.directory}"
 
 
 def _workspace(directory: Path, options: ServeOptions) -> tuple[Path, DesiredState]:

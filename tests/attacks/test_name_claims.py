@@ -11,7 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.support.cluster import jobs_of
+from tests.support.cluster import jobs_of, until, wait_for
 from tests.support.workspace import Workspace
 
 NAME = "claims-shared-name"
@@ -63,7 +63,9 @@ def test_a_second_repository_with_the_same_name_acts_on_nothing_until_the_claim_
     claim = json.loads((shared / ".argus" / "claims" / f"{NAME}.json").read_text())
     assert (claim["repository"], claim["directory"]) == ("github.com/org/first", "teams/nlp")
     assert "TOKEN" not in json.dumps(claim)
-    assert _jobs_named(ray_cluster.address, "from-first")
+    [ran] = _jobs_named(ray_cluster.address, "from-first")
+    wait_for(ray_cluster.address, ran, {"SUCCEEDED"})
+    until(lambda: (shared / "jobs" / ran / "exit.json").exists(), "the first's run wrote its end: the root rests")
 
     planned = argus("plan", second.root)
     assert planned.code == 1
@@ -77,6 +79,9 @@ def test_a_second_repository_with_the_same_name_acts_on_nothing_until_the_claim_
     assert refused.code == 1, refused.out + refused.err
     assert _jobs_named(ray_cluster.address, "from-second") == []
     assert _tree(shared) == before, "the second repository's apply wrote nothing under the root"
+    served = argus("serve", second.root, "--once")  # nor does its serve take the lease from the owner's
+    assert served.code == 1 and "is claimed on" in served.err, served.out + served.err
+    assert not (shared / ".argus" / "serve").exists() and _jobs_named(ray_cluster.address, "from-second") == []
 
     wrong = argus("claim", second.root, "--move-from", "github.com/org/someone-else", "--yes")
     assert wrong.code == 1 and _tree(shared) == before
