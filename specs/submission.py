@@ -75,6 +75,9 @@ class Submission(Frozen):
     follows: dict[str, str] | None = None
     """`rerun_with_predecessors: true` only: predecessor job -> its run this one follows, so a new
     predecessor run that ended as required is a new spec of this job (None keeps every other hash)."""
+    derived_checkpoints: bool | None = None
+    """verl jobs without `trainer.checkpoint_dir`: argus derived the directory (outputs/<workspace>/...). Outside
+    the hash; it says which directory spec_hash names as argus named it before outputs were per workspace."""
 
 
 def resolve(workspace: Workspace, cluster: Cluster, job: Job, code: CodeRef | None = None) -> Submission:
@@ -104,7 +107,13 @@ def resolve(workspace: Workspace, cluster: Cluster, job: Job, code: CodeRef | No
         entrypoint_resources=dict(defaults.entrypoint_resources if resources is None else resources),
         code=code,
         gpus=None if job.workload == "command" else _gpus(job),
+        derived_checkpoints=_derives_checkpoints(job),
     )
+
+
+def _derives_checkpoints(job: Job) -> bool | None:
+    """True when argus derives a verl job's checkpoint directory; None (outside every hash) otherwise."""
+    return True if job.workload != "command" and not (job.trainer or Trainer()).checkpoint_dir else None
 
 
 SFT_RAY_DRIVER_GPUS = 0.01
@@ -149,25 +158,31 @@ def spec_hash(submission: Submission) -> str:
     # Unset fields are left out, so a field added to argus later does not change existing runs' hashes; the
     # directories argus derives are hashed as argus named them before outputs were per workspace, so that
     # change is no new spec of any job (the workspace is in the hash anyway: nothing is lost).
-    canonical = json.dumps(legacy_outputs(submission).model_dump(exclude_none=True), sort_keys=True,
-                           separators=(",", ":"))
+    canonical = json.dumps(legacy_outputs(submission).model_dump(exclude_none=True, exclude={"derived_checkpoints"}),
+                           sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def legacy_outputs(submission: Submission) -> Submission:
     """The same run with the directories argus derives (checkpoints, Hydra's run dir) where an argus before
-    per-workspace outputs put them: how a run made then goes on (its retries resume from its checkpoints)."""
+    per-workspace outputs put them: how a run made then goes on (its retries resume from its checkpoints).
+    Only argus's own override words change (a verl job's typed keys, which its `overrides:` may not set): a
+    path the spec writes itself, in `trainer.checkpoint_dir` or anywhere else, stays as written."""
     text = submission.entrypoint
-    for new, old in _derived_dirs(submission):
+    for new, old in _derived_overrides(submission):
         text = text.replace(new, old)
     return submission if text == submission.entrypoint else submission.model_copy(update={"entrypoint": text})
 
 
-def _derived_dirs(sub: Submission) -> tuple[tuple[str, str], ...]:
-    """(per workspace, before) for the checkpoint directory and the log directory argus derives."""
+def _derived_overrides(sub: Submission) -> list[tuple[str, str]]:
+    """(per workspace, before) for the override words of the directories argus derives, quoted as in the argv."""
     ws, tail = sub.workspace, f"checkpoints/{sub.job}/run-{sub.run}"
-    return ((f"{verl.outputs_dir(ws)}/{tail}", f"{verl.outputs_dir(ws, legacy=True)}/{tail}"),
-            (verl.log_dir(ws), verl.log_dir(ws, legacy=True)))
+    pairs = [("hydra.run.dir", verl.log_dir(ws), verl.log_dir(ws, legacy=True))]
+    if sub.derived_checkpoints:
+        pairs.append(("trainer.default_local_dir", f"{verl.outputs_dir(ws)}/{tail}",
+                      f"{verl.outputs_dir(ws, legacy=True)}/{tail}"))
+    return [(shlex.quote(f"{key}={verl.hydra_value(new)}"), shlex.quote(f"{key}={verl.hydra_value(old)}"))
+            for key, new, old in pairs]
 
 
 def submission_id(workspace: str, job: str, digest: str, attempt: int) -> str:

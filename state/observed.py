@@ -340,12 +340,14 @@ class RootState(Frozen):
     @property
     def unmounted(self) -> bool:
         """Neither argus's identity nor anything argus wrote, while Ray lists runs of the workspace."""
-        return self.identity is None and not self.earlier and self.runs_on_ray > 0
+        return self.identity is None and self.problem is None and not self.earlier and self.runs_on_ray > 0
 
     @property
     def trusted(self) -> bool:
-        """argus reads its records here and writes to it (reconcile.plan.root says why not, when not)."""
-        return self.problem is None and not self.unmounted
+        """argus reads its records here and writes to it (reconcile.plan.root says why not, when not). An
+        identity file a job replaced is no reason to distrust a root that holds argus's records: it is said, and
+        the root planned (else one write would freeze every deadline stop there)."""
+        return not self.unmounted
 
 
 class ClusterQueue(Frozen):

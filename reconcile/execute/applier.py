@@ -95,10 +95,20 @@ def open_world(ctx: ApplyContext, secrets: Secrets) -> World:
                    redact=secrets.redact)
     sources = {name: state.source for name, state in observed.snapshots.items()} if observed else {}
     return World(clients=ctx.clients, roots=desired.shared_roots, workspace=desired.workspace.name,
-                 audit=AuditTrail(desired.shared_roots, desired.workspace.name, provenance, secrets),
+                 audit=AuditTrail(_sound_roots(desired, observed), desired.workspace.name, provenance, secrets),
                  runs=runs, code=CodeShelf(desired, sources, ctx.fetch_timeout), secrets=secrets,
                  echo=ctx.echo, journal=ctx.journal, stop_timeout=ctx.stop_timeout,
                  known=known_demands(desired, observed) if observed else {})
+
+
+def _sound_roots(desired: DesiredState, observed: ObservedState | None) -> dict[str, str]:
+    """The roots the audit log may be written on: there, and not an empty mount point (reconcile.plan.root),
+    where a log would make the root look laid out by argus and its jobs be planned as never run. No step
+    acts on the others' clusters: their jobs are not planned."""
+    if observed is None:
+        return dict(desired.shared_roots)
+    return {name: root for name, root in desired.shared_roots.items()
+            if name not in observed.absent_roots and (name not in observed.roots or observed.roots[name].trusted)}
 
 
 def resolve_secrets(plan: Plan) -> Secrets:

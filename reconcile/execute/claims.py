@@ -25,6 +25,8 @@ def claim_unclaimed(plan: Plan, desired: DesiredState, observed: ObservedState |
     flagged = {d.address for d in plan.errors}
     seen = observed.claims if observed is not None else {}
     for root, cluster in _roots(desired, observed, flagged).items():
+        if cluster not in world.audit.roots:  # an empty mount point (reconcile.plan.root), whatever --target kept
+            continue
         if cluster in seen and (seen[cluster].owner is not None or seen[cluster].problem is not None):
             continue
         if claims.claim(root, desired.workspace.name, owner, actor(), now()):

@@ -61,8 +61,8 @@ class Outcome:
 
 def choose(plan: Plan, sync_auto: bool, may_retry: bool = True) -> list[Change]:
     """What the loop carries out: retries, preemptions and the runs an apply queued, always (a job's
-    own errors hold it back; an error elsewhere than on a job holds all back); with --sync auto
-    every change of an error-free plan. Stops at a job's max_runtime are carried out always too.
+    own errors hold it back; an error elsewhere than on a job holds all back but deadline stops); with
+    --sync auto every change of an error-free plan. Stops at a job's max_runtime are carried out always too.
     Nothing when `may_retry` is False (a checkout that is not what was merged)."""
     if not may_retry:
         return []
@@ -70,7 +70,9 @@ def choose(plan: Plan, sync_auto: bool, may_retry: bool = True) -> list[Change]:
         return list(plan.actionable)
     blocked = {d.address for d in plan.errors}
     if any(not address.startswith("job.") for address in blocked):
-        return []
+        # a stop at max_runtime starts nothing: an error elsewhere (a file on the shared root a job can write,
+        # say) never keeps a run past its deadline
+        return [c for c in plan.actionable if c.action is Action.DEADLINE and c.address not in blocked]
     return [c for c in plan.actionable if c.address not in blocked
             and (c.action in (Action.RETRY, Action.PREEMPT, Action.DEADLINE) or _queued_by_apply(c) or _released(c))]
 

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from specs.base import Frozen
 from specs.errors import ArgusError
 from state.audit.log import actor
-from state.beneath import made_dir, read_regular, unlink_beneath
+from state.beneath import made_dir, opened_dir, read_regular, stat_beneath, unlink_beneath
 from state.runs.records import now
 
 
@@ -53,14 +53,29 @@ def held(shared_roots: list[str], workspace: str, plan_id: str, timeout: float =
     info = LockInfo(id=uuid.uuid4().hex[:12], workspace=workspace, user=actor(), host=socket.gethostname(),
                     pid=os.getpid(), started=now(), plan_id=plan_id)
     taken: list[str] = []
+    made: dict[str, list[str]] = {}
     try:
         for root in sorted(set(shared_roots)):
+            made[root] = [rel for rel in (".argus", ".argus/locks") if stat_beneath(root, rel) is None]
             acquire(root, info, timeout)
             taken.append(root)
         yield info
     finally:
         for root in taken:
             release(root, info)
+            _tidy(root, made.get(root, []))
+
+
+def _tidy(shared_root: str, made: list[str]) -> None:
+    """The directories this lock made, removed again when argus left nothing else in `.argus` (an apply that
+    found an empty mount point, reconcile.plan.root, leaves it as it found it); a root the apply laid out keeps
+    them. Another apply racing into them makes them again."""
+    if ".argus" not in made or (stat_beneath(shared_root, ".argus/audit") is not None):
+        return
+    for rel in reversed(made):
+        parent, name = os.path.split(rel)
+        with contextlib.suppress(OSError), opened_dir(shared_root, parent) as folder:
+            os.rmdir(name, dir_fd=folder)
 
 
 def acquire(shared_root: str, info: LockInfo, timeout: float) -> None:

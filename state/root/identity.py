@@ -27,8 +27,10 @@ from state.observed import RootIdentity, RootState
 IDENTITY = ".argus/root.json"
 MAX_BYTES = 4096
 KIND = "root-identity"
-EARLIER_MARKS = (".argus/audit", ".argus/runs", ".argus/anchors", ".argus/queue", "jobs")
-"""Directories argus makes and fills: a root holding one of them with anything in it was laid out by argus."""
+EARLIER_MARKS = (".argus/runs", "jobs")
+"""Where argus keeps its runs' records: a root holding anything there was laid out by argus. Not the audit log,
+the queue or the lock: an apply targeted at another cluster, a serve or another workspace may have written those
+on an empty mount point, and they must not make it look like argus's record."""
 
 
 def observe_root(shared_root: str) -> RootState:

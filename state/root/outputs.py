@@ -10,6 +10,7 @@ and with ARGUS_ROOT_KEY set only a signed one counts.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -52,7 +53,14 @@ def mark_of(shared_root: str, path: str) -> OutputMark | None:
 
 
 def mark(shared_root: str, path: str, workspace: str, job: str) -> None:
-    """Before a run that writes `path` is submitted: the workspace's mark, unless one is there already."""
+    """Before a run that writes `path` is submitted: the workspace's mark, unless one is there already. Best
+    effort: a folder a job swapped for a link (or a full disk) costs the mark, never the submit; a missing mark
+    is what a root laid out before marks has anyway, and the plan checks the marks that are there."""
+    with contextlib.suppress(OSError):
+        _mark(shared_root, path, workspace, job)
+
+
+def _mark(shared_root: str, path: str, workspace: str, job: str) -> None:
     made = OutputMark(path=path, workspace=workspace, job=job, since=time.time())
     body = made.model_dump(mode="json")
     if (signature := root_key.sign(KIND, made.path, body)) is not None:

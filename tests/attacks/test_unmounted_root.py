@@ -43,6 +43,24 @@ def test_an_empty_mount_point_is_an_error_and_nothing_runs_again(workspace, argu
         applied = argus("apply", workspace.root, "--auto-approve")
         assert applied.code == 1, applied.out + applied.err
     assert [j.submission_id for j in jobs_of(ray_cluster.address, workspace.name)] == [ran]
-    # no layout, no identity, no record: only the apply lock's directory, taken before the plan (its lock file gone)
-    left = sorted(str(p.relative_to(workspace.shared)) for p in workspace.shared.rglob("*"))
-    assert left == [".argus", ".argus/locks"]
+    # no layout, no identity, no record, no audit log; the apply lock (taken before the plan) left with its folders
+    assert sorted(str(p.relative_to(workspace.shared)) for p in workspace.shared.rglob("*")) == []
+
+
+def test_an_apply_targeted_elsewhere_writes_nothing_on_an_empty_mount_point(workspace, argus, ray_cluster, tmp_path):
+    """Cluster `other` (the same Ray, another root) looks unmounted: an apply targeted at a job of `local` goes
+    ahead, and leaves `other`'s root empty (no audit log there would make it look laid out by argus)."""
+    _applied_once(workspace, argus, ray_cluster)
+    empty = tmp_path / "other-nfs"
+    empty.mkdir()
+    text = (workspace.root / "cluster.yaml").read_text().replace("name: local", "name: other")
+    workspace.write("clusters/other.yaml", text.replace("shared_root: .shared", f"shared_root: {empty}"))
+    there = workspace.job("there", QUICK)
+    there.write_text(there.read_text().replace("cluster: local", "cluster: other"))
+    workspace.job("here", QUICK)
+    planned = argus("plan", workspace.root)
+    assert planned.code == 1 and "looks unmounted" in planned.out, planned.out + planned.err
+    applied = argus("apply", workspace.root, "--auto-approve", "--target", "job.here")
+    assert applied.code == 0, applied.out + applied.err
+    assert sorted(str(p.relative_to(empty)) for p in empty.rglob("*")) == []
+    assert [j for j in jobs_of(ray_cluster.address, workspace.name) if j.metadata.get("argus.job") == "there"] == []

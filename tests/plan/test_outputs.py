@@ -49,6 +49,18 @@ def test_the_new_directories_leave_every_spec_hash_as_it_was() -> None:
     assert "/outputs/team/" not in legacy_outputs(sub).entrypoint
 
 
+def test_a_path_the_spec_writes_itself_is_hashed_as_written() -> None:
+    """A team that put its outputs under outputs/<workspace>/ by hand before keeps its hash: only the words argus
+    derives are hashed as before, never a path a spec names (trainer.checkpoint_dir, an override)."""
+    own = "${shared_root}/outputs/team/checkpoints/ppo/run-1"
+    trainer = PPO.trainer.model_validate({**PPO.trainer.model_dump(), "checkpoint_dir": own})
+    sub = resolve(WS, C, PPO.model_copy(update={"trainer": trainer, "overrides": [f"+extra.path={own}/x"]}))
+    rewritten = legacy_outputs(sub).entrypoint
+    assert rewritten.count("/outputs/team/checkpoints/ppo/run-1") == sub.entrypoint.count(
+        "/outputs/team/checkpoints/ppo/run-1") == 2
+    assert "/outputs/team/logs/" in sub.entrypoint and "/outputs/team/logs/" not in rewritten
+
+
 def test_two_workspaces_job_of_one_name_get_their_own_directories() -> None:
     other = WS.model_copy(update={"name": "vision"})
     ours, theirs = resolve(WS, C, PPO), resolve(other, C, PPO)

@@ -36,6 +36,10 @@ def test_the_loop_stops_a_run_at_its_deadline_without_sync_auto_but_not_from_an_
     assert choose(plan, sync_auto=False, may_retry=False) == []
     held = Diagnostic(severity="error", address="job.hung", message="bad")
     assert choose(plan.model_copy(update={"diagnostics": (held,)}), sync_auto=False) == []
+    # an error on the cluster (a file on the shared root a job can write: the audit log, an identity, a claim)
+    # holds back every start, never the stop at a deadline
+    sick = Diagnostic(severity="error", address="cluster.local", message="the audit log does not verify")
+    assert choose(plan.model_copy(update={"diagnostics": (sick,)}), sync_auto=True) == [stop]
 
 
 def test_a_deadline_stop_is_told_with_its_limit_under_one_key_whether_the_loop_or_an_apply_stopped_it():

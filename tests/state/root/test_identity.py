@@ -20,8 +20,10 @@ def test_a_fresh_root_has_no_identity_and_nothing_of_argus(tmp_path: Path) -> No
 
 def test_a_root_laid_out_before_identities_is_told_by_argus_own_directories(tmp_path: Path) -> None:
     (tmp_path / ".argus" / "audit").mkdir(parents=True)
-    assert observe_root(str(tmp_path)).earlier is False  # an empty directory proves nothing
-    (tmp_path / ".argus" / "audit" / "team.jsonl").write_text("{}\n")
+    (tmp_path / ".argus" / "audit" / "team.jsonl").write_text("{}\n")  # what another apply may leave anywhere
+    (tmp_path / "jobs").mkdir()
+    assert observe_root(str(tmp_path)).earlier is False  # an empty directory proves nothing either
+    (tmp_path / "jobs" / "team.train.0123abcd4567.1").mkdir()
     assert observe_root(str(tmp_path)).earlier is True
 
 

@@ -22,6 +22,15 @@ def test_the_first_workspace_marks_a_directory_and_nobody_writes_over_it(tmp_pat
     assert mark_of(str(tmp_path), path + "-other") is None
 
 
+def test_a_linked_marks_folder_costs_the_mark_never_the_submit(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / ".argus").mkdir()
+    (tmp_path / DIR).symlink_to(elsewhere)
+    mark(str(tmp_path), f"{tmp_path}/x", "team", "train")  # no exception: argus submits on
+    assert list(elsewhere.iterdir()) == [] and mark_of(str(tmp_path), f"{tmp_path}/x") is None
+
+
 def test_a_planted_mark_is_no_mark(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = f"{tmp_path}/outputs/team/checkpoints/train/run-1"
     mark(str(tmp_path), path, "team", "train")
