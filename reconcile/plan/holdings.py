@@ -68,10 +68,20 @@ def remainder(demand: Demand, holds: Sequence[Hold]) -> Demand:
 
 
 def _known_demand(job: RayJob, entry: LedgerEntry | None, known: Mapping[str, Demand]) -> Demand:
+    """The largest of what argus knows: the admitted entry (a file a job can edit), the spec's or record's, and
+    the label argus stamped on the Ray job (which no job can rewrite): an edited entry never shrinks a hold."""
+    stamped = demand_label.read(job.metadata)
     if entry is not None:
-        return Demand(bundles=tuple(entry.bundles), driver=entry.driver, spread=entry.spread)
-    found = known.get(job.submission_id) or known.get(f"{job.workspace}/{job.job}") or demand_label.read(job.metadata)
-    return found or Demand()
+        found: list[Demand] = [Demand(bundles=tuple(entry.bundles), driver=entry.driver, spread=entry.spread)]
+    else:
+        found = [d for d in (known.get(job.submission_id) or known.get(f"{job.workspace}/{job.job}"),) if d]
+    found += [stamped] if stamped is not None else []
+    return max(found, key=_weight, default=Demand())
+
+
+def _weight(demand: Demand) -> tuple[float, float]:
+    total = demand.total()
+    return total.get("GPU", 0.0), sum(total.values())
 
 
 def _entry(job: RayJob, entry: LedgerEntry | None, demand: Demand, holds: tuple[tuple[int, Resources], ...],

@@ -190,3 +190,20 @@ def test_the_demand_stamped_on_a_ray_job_reads_back_and_a_forged_one_of_another_
     for forged in ('{"b":[[1000,{"GPU":1}]]}', '{"s":{"GPU":1e400}}', '{"s":{"GPU":NaN}}', '{"x":1}', "[" * 600,
                    '{"b":[[1.5,{"GPU":1}]]}', '{"s":{"bad name!":1}}', '{"d":{"GPU":-1}}', "not json"):
         assert demand_label.read({demand_label.LABEL: forged}) is None, forged
+
+
+def test_an_entry_a_job_shrank_never_frees_what_the_run_s_stamped_label_says_it_holds():
+    """Without the key a job can rewrite a running command job's admitted entry to ask for nothing: the demand
+    argus stamped on the Ray job (which no job can rewrite) still holds its 2 GPUs, so 2 more are not promised."""
+    from reconcile.plan import demand_label
+    from reconcile.plan.queue import decide_cluster
+    from state.observed import ClusterQueue, LedgerEntry, RayJob
+
+    run = _team_run("RUNNING", "other.run.aaaaaaaaaaaa.1", "other")
+    stamped = RayJob(submission_id=run.submission_id, status="RUNNING",
+                     metadata={**run.metadata, **demand_label.stamped((), {}, {"GPU": 2.0})})
+    shrunk = LedgerEntry(workspace="other", job="run", cluster="c", submission_id=run.submission_id,
+                         spec_hash="0" * 64, arrived=10.0, seen=10.0, admitted=10.0, submitted=11.0)
+    queue = ClusterQueue(entries=(shrunk,))
+    assert not decide_cluster("team", _cluster([stamped]), queue, [_next()], 100.0)["team/next"].start
+    assert decide_cluster("team", _cluster([run]), queue, [_next()], 100.0)["team/next"].start  # no label: as before
