@@ -233,7 +233,10 @@ class RunView(Frozen):
     """The log lines that made the failure class, from argus's record. Left out of plan JSON and
     saved plans like `submission`: `argus status` shows them."""
     stop_asked: bool = Field(default=False, exclude=True)
-    """argus asked Ray to stop it (its record says so): its STOPPED is argus's own doing, not drift."""
+    """argus asked Ray to stop it (its audit chain says so: run.stopping): its STOPPED is argus's own doing,
+    not drift. The run's record (stop_asked there) is evidence for people, never this."""
+    stopped_by: str | None = Field(default=None, exclude=True)
+    """Why argus stopped it, as its chain says: deadline, preempt, plan ("stop" for an earlier version's)."""
     bindings: dict[str, str] = Field(default={}, exclude=True)
     """A follower's `${job:...}` values as its record says they were submitted (`argus status` shows them)."""
     legacy_outputs: bool = Field(default=False, exclude=True)

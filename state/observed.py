@@ -425,6 +425,9 @@ class Registry(Frozen):
     submitted: dict[str, str] = {}
     """Submission id -> time argus registered it (run.submitting, registry.adopted, or a submit step's record
     of an earlier version), but those Ray refused afterwards (run.refused)."""
+    stops: dict[str, str] = {}
+    """Submission id -> why argus stopped it, as its chain says (run.stopping: deadline, preempt, plan; "stop"
+    for an earlier version's stop step). A STOPPED run not here was stopped outside argus: drift."""
     problems: tuple[str, ...] = ()
     """Why the log does not verify: then nobody can tell which runs argus submitted there."""
 

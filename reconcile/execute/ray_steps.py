@@ -13,7 +13,7 @@ from reconcile.model import StopStep, SubmitStep
 from specs.after import fill
 from specs.errors import ArgusError
 from specs.submission import expand, secret_refs
-from state.audit.events import RunRefused, RunSubmitting
+from state.audit.events import RunRefused, RunStopping, RunSubmitting
 from state.observed import RunRecord, RunStatus
 from state.ray.client import ClusterUnreachable
 from state.runs import records
@@ -119,8 +119,10 @@ def stop(step: StopStep, world: World) -> Done:
             world.echo(f"  {step.submission_id} is no longer in the way of {step.preempted_for}: it keeps running")
             return Done(Outcome.SPARED)
         world.runs.update(record, failure=PREEMPTED)  # first the mark: a crash after the stop still leaves it
+    # first the chain: a STOPPED run it does not name was stopped outside argus (drift); not written, not stopped
+    world.audit.append(step.cluster, RunStopping(submission_id=step.submission_id, why=stop_why(step)))
     asked = world.runs.get(step.submission_id)
-    if asked is not None:  # first the mark: a STOPPED run without it was stopped outside argus (drift)
+    if asked is not None:  # the record too, as evidence for people (any job can rewrite it)
         deadline = {"failure": DEADLINE} if step.deadline is not None else {}  # whatever the run wrote there
         world.runs.update(asked, stop_asked=records.now(), **deadline)
     client.stop(step.submission_id)
@@ -131,6 +133,13 @@ def stop(step: StopStep, world: World) -> Done:
     if record is not None:  # a run Ray forgot while stopping did stop: its record says so
         world.runs.update(record, status=final.status if final else RunStatus.STOPPED)
     return Done(Outcome.STOPPED, ended_as=final.status if final else "gone")
+
+
+def stop_why(step: StopStep) -> str:
+    """What run.stopping says of a stop: its deadline's, a preemption's, or the plan's (replace, removal...)."""
+    if step.deadline is not None:
+        return "deadline"
+    return "preempt" if step.preempted_for is not None else "plan"
 
 
 def payload_of(step: SubmitStep, shared_root: str, labels: dict[str, str]) -> dict[str, Any]:

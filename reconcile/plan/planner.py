@@ -28,6 +28,11 @@ from specs.models import Job
 from specs.submission import RunId, Submission, resolve, spec_hash
 from state.observed import DEADLINE, MAYBE_RUNNING, PREEMPTED, ObservedState, RunStatus
 
+MAX_DRIFT_RESTARTS = 3
+"""How many times `on_drift: restart` starts a spec's runs again after stops outside argus: past it the newest
+stays stopped and is reported as drift (something keeps stopping it: a restart loop helps nobody)."""
+RESTARTS_SPENT = "on_drift: restart has restarted this spec's runs as many times as it does"
+
 
 def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | None = None) -> Plan:
     options = options or PlanOptions()
@@ -221,10 +226,16 @@ def _drift(job: Job, sub: Submission, first: RunId, mine: list[RunView]) -> Chan
     if how is None:
         return None
     address = Address.job(job.name)
-    if job.on_drift == "restart":
-        why = f"attempt {last.attempt + 1}: {last.submission_id} was {how}; on_drift: restart starts it again"
+    restarts = sum(r.drifted is not None for r in mine) - 1  # each drifted run before the newest was restarted
+    if job.on_drift == "restart" and restarts < MAX_DRIFT_RESTARTS:
+        why = (f"attempt {last.attempt + 1}: {last.submission_id} was {how}; on_drift: restart starts it again "
+               f"(restart {restarts + 1} of at most {MAX_DRIFT_RESTARTS})")
         change = _submit(address, sub, first.with_attempt(last.attempt + 1), mine, [], why=why)
         return change.model_copy(update={"action": Action.RETRY})
+    if job.on_drift == "restart":
+        return Change(address=address, action=Action.DRIFT, current=last, after=sub.model_dump(),
+                      reason=f"{last.submission_id} was {how}; {RESTARTS_SPENT} ({MAX_DRIFT_RESTARTS}), so it is "
+                             f"left so. Find what stops it; `argus apply --replace {address}` runs it again")
     return Change(address=address, action=Action.DRIFT, current=last, after=sub.model_dump(),
                   reason=f"{last.submission_id} was {how}; left so (on_drift: report). Set `state: stopped` "
                          f"to agree, `on_drift: restart` or `argus apply --replace {address}` to run it again")

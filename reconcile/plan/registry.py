@@ -7,6 +7,11 @@ decides which runs are argus's. Pure.
   no follower, counts as no attempt, shows as no run of the job, and is reported by id.
 - A log an argus from before the registry wrote is trusted as that argus trusted runs, until the next
   apply adopts them (execute.registry); a log that does not verify is an error on its clusters.
+- A Ray row whose id the adopted registry holds is argus's run even when its record on the shared root is
+  gone (a job can delete it): its deadline still holds, and it keeps none of the workspace's applies from working.
+- argus's own stops are the chain's too (run.stopping, before Ray is asked): a STOPPED run the chain does not
+  name was stopped outside argus (drift), and only a stop the chain records as a deadline's or a preemption's
+  makes the run `deadline` or `preempted`, whatever its record says (stopped_by, own_failure).
 """
 
 from __future__ import annotations
@@ -18,7 +23,12 @@ from reconcile.model import Change, RunView, SubmitStep
 from specs.address import Address
 from specs.diagnostics import Diagnostic, printable
 from specs.submission import submission_id
-from state.observed import UNCONFIRMED, ObservedState, RayJob, Registry, RunRecord, RunStatus
+from state.observed import DEADLINE, PREEMPTED, UNCONFIRMED, ObservedState, RayJob, Registry, RunRecord, RunStatus
+
+EARLIER_STOP = "stop"
+"""The why of a stop an earlier version recorded only as its stop step's record (state.audit.registry)."""
+OWN_CLASSES = {"deadline": DEADLINE, "preempt": PREEMPTED}
+"""The failure classes only argus's own stops give a run: never taken from a record alone."""
 
 
 def registered(observed: ObservedState, cluster: str, sid: str) -> bool:
@@ -32,6 +42,34 @@ def ever_submitted(observed: ObservedState, cluster: str, sid: str) -> bool:
     """The chain records argus asking Ray to run this id (and no refusal from Ray after): never again."""
     registry = observed.registries.get(cluster)
     return registry is not None and sid in registry.submitted
+
+
+def holds(observed: ObservedState, cluster: str, sid: str) -> bool:
+    """The chain itself vouches for this id: an adopted registry that verifies holds it (the run is argus's
+    even without a record)."""
+    registry = observed.registries.get(cluster)
+    return registry is not None and registry.adopted and not registry.problems and sid in registry.submitted
+
+
+def stopped_by(observed: ObservedState, cluster: str, sid: str, record: RunRecord | None) -> str | None:
+    """Why argus stopped this run (deadline, preempt, plan, or EARLIER_STOP), None when it did not: from the
+    chain. Only where no registry was read (nothing to ask) does the run's record say, as before the chain."""
+    registry = observed.registries.get(cluster)
+    if registry is not None:
+        return registry.stops.get(sid)
+    if record is None or not (record.stop_asked or record.failure == PREEMPTED):
+        return None
+    return {DEADLINE: "deadline", PREEMPTED: "preempt"}.get(record.failure or "", "plan")
+
+
+def own_failure(why: str | None, said: str | None) -> str | None:
+    """The failure class a run may show, given argus's stop of it (`why`) and what its record or log said:
+    deadline and preempted only from argus's stop; a stop an earlier version recorded keeps its record's."""
+    if why == EARLIER_STOP and said in OWN_CLASSES.values():
+        return said
+    if why in OWN_CLASSES:
+        return OWN_CLASSES[why]
+    return None if said in OWN_CLASSES.values() else said
 
 
 Unseen = dict[tuple[str, str, str], list[tuple[int, str]]]

@@ -6,7 +6,15 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from reconcile.model import Change, RunView, SubmitStep, UnmanagedJob
-from reconcile.plan.registry import ever_submitted, forged_row, forged_row_warning, registered
+from reconcile.plan.registry import (
+    ever_submitted,
+    forged_row,
+    forged_row_warning,
+    holds,
+    own_failure,
+    registered,
+    stopped_by,
+)
 from specs.address import Address
 from specs.diagnostics import Diagnostic, printable
 from specs.submission import LABEL_JOB, LABEL_WORKSPACE, RunId
@@ -90,7 +98,8 @@ def ours(job: RayJob, workspace: str, cluster: str, observed: ObservedState) -> 
     """The run, only when it is proven a run of this workspace: its labels parse, its submission id
     is the one argus derives from them, argus's audit log registers it once it is the registry (argus
     registers every submit before Ray is asked: reconcile.plan.registry), and argus's record of that run
-    on this cluster exists (argus writes it before every submit). Anything else is never stopped or
+    on this cluster exists (argus writes it before every submit) unless the adopted chain holds the id (a job
+    can delete the record: the run stays argus's, its deadline holds). Anything else is never stopped or
     planned on: labels are metadata anyone can submit."""
     run = job.run_id
     if run is None or run.workspace != workspace or job.submission_id != run.submission_id:
@@ -98,6 +107,8 @@ def ours(job: RayJob, workspace: str, cluster: str, observed: ObservedState) -> 
     if not registered(observed, cluster, job.submission_id):  # labels and a record anyone can write; the chain not
         return None
     record = observed.records.get(job.submission_id)
+    if record is None and holds(observed, cluster, job.submission_id):
+        return run
     if record is None or record.cluster != cluster or record.job != run.job or record.spec_hash != run.spec_hash:
         return None
     return run
@@ -142,11 +153,13 @@ def _seen_on_ray(job: RayJob, run: RunId, cluster: str, observed: ObservedState)
     """Ray is the truth while it knows the run: the run's exit.json (any job can write it) is not read
     here. A run that just ended shows its end once Ray notices, a moment later."""
     record = observed.records.get(job.submission_id)
+    why = stopped_by(observed, cluster, job.submission_id, record)
     return RunView(submission_id=job.submission_id, cluster=cluster, spec_hash=run.spec_hash, attempt=run.attempt,
                    status=job.status, on_ray=True, started_at=(job.start_time or 0) / 1000,
                    ended_at=(job.end_time or 0) / 1000 if job.status not in MAYBE_RUNNING else 0.0,
-                   protect=bool(record and record.protect), stop_asked=bool(record and record.stop_asked),
-                   failure=(record.failure if record else None) or observed.failures.get(job.submission_id),
+                   protect=bool(record and record.protect), stop_asked=why is not None, stopped_by=why,
+                   failure=own_failure(why, (record.failure if record else None)
+                                       or observed.failures.get(job.submission_id)),
                    evidence=record.evidence if record else (), submission=record.submission if record else None,
                    bindings=record.bindings if record else {}, legacy_outputs=_legacy(record))
 
@@ -160,11 +173,13 @@ def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
     # evidence only where argus last saw the run under way: an end argus recorded from Ray stays
     ended = end.status if end and record.status in MAYBE_RUNNING else None
     lost = ended is None and record.status in MAYBE_RUNNING and _head_restarted(record, observed)
+    why = stopped_by(observed, record.cluster, record.submission_id, record)
     return RunView(submission_id=record.submission_id, cluster=record.cluster, spec_hash=record.spec_hash,
                    attempt=record.attempt, status=ended or record.status, on_ray=False,
-                   protect=record.protect, lost=lost, stop_asked=bool(record.stop_asked),
+                   protect=record.protect, lost=lost, stop_asked=why is not None, stopped_by=why,
                    cluster_read=record.cluster in observed.clusters,
-                   failure="lost" if lost else record.failure or observed.failures.get(record.submission_id),
+                   failure="lost" if lost else own_failure(why, record.failure
+                                                           or observed.failures.get(record.submission_id)),
                    started_at=_epoch(record.submitted_at or record.updated_at), submission=record.submission,
                    ended_at=_epoch(record.updated_at) if (ended or record.status) not in MAYBE_RUNNING else 0.0,
                    evidence=record.evidence, bindings=record.bindings, legacy_outputs=_legacy(record))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from reconcile.model import Action, Change, Plan, RunView, StopStep
+from reconcile.plan.planner import RESTARTS_SPENT
 from reconcile.plan.runs import newest
 from reconcile.report import Event
 from specs.duration import shown
@@ -100,8 +101,9 @@ def deadline_events(workspace: str, changes: list[Change], done: set[str], runs:
     stopped = {(change.address.removeprefix("job."), step.cluster, step.submission_id)
                for change in changes if change.address in done
                for step in change.steps if isinstance(step, StopStep) and step.deadline is not None}
+    # seen so: argus's chain records its deadline stop (run.stopping); what the run's record says is no notice
     stopped |= {(job, run.cluster, run.submission_id) for job, views in runs.items() if (run := newest(views))
-                and run.failure == DEADLINE and run.status is RunStatus.STOPPED and run.stop_asked}
+                and run.failure == DEADLINE and run.status is RunStatus.STOPPED and run.stopped_by is not None}
     return [event(workspace, "deadline", f"deadline:{sid}", clock, job=job, cluster=cluster, submission_id=sid,
                    failure=DEADLINE, advice=advice_for(DEADLINE),
                    summary=f"job.{job}: run {sid} stopped at its max_runtime{_limit(limits.get(job))}",
@@ -124,6 +126,8 @@ def drifted_events(workspace: str, plan: Plan, clock: Clock) -> list[Event]:
             continue
         job = change.address.removeprefix("job.")
         then = "starts it again as a new attempt (on_drift: restart)" if change.action is Action.RETRY else (
+            f"nothing: it stays stopped ({RESTARTS_SPENT}); `argus apply --replace {change.address}` runs it again"
+            if RESTARTS_SPENT in change.reason else
             "nothing: it stays stopped (on_drift: report); set `state: stopped` to agree, or `on_drift: "
             f"restart` / `argus apply --replace {change.address}` to run it again")
         found.append(event(workspace, "drift", f"drift:{run.submission_id}", clock, job=job, cluster=run.cluster,

@@ -23,6 +23,7 @@ from reconcile.serve.after_events import after_events
 from specs.desired import DesiredState
 from specs.errors import ArgusError
 from state.audit.follow import AuditFollower
+from state.observed import DEADLINE, PREEMPTED
 
 
 @dataclass(frozen=True)
@@ -312,7 +313,8 @@ def _with_record(desired: DesiredState, observed, event: Event) -> Event:
     record = read_record(root, event.submission_id)
     evidence = tuple(getattr(record, "evidence", ()) or ()) if record else ()
     advice = getattr(record, "advice", None) if record else None
-    failure = event.failure or (record.failure if record else None)
+    said = record.failure if record else None  # deadline and preempted come from argus's chain, never a record
+    failure = event.failure or (said if said not in (DEADLINE, PREEMPTED) else None)
     return event.model_copy(update={"evidence": evidence, "advice": event.advice or advice, "failure": failure})
 
 

@@ -64,6 +64,18 @@ class RunRefused(Frozen):
     error: str | None = None
 
 
+class RunStopping(Frozen):
+    """Written before argus asks Ray to stop a run: argus's own stops, in its chain. A run Ray lists as STOPPED
+    is argus's doing only when the chain holds this record of it (reconcile.plan.registry.stopped_by); the
+    run's record on the shared root (stop_asked, failure) stays as evidence for people, never the proof."""
+
+    event: Literal["run.stopping"] = "run.stopping"
+    submission_id: str
+    why: Literal["deadline", "preempt", "plan"]
+    """deadline: past its job's max_runtime; preempt: room for a higher-priority job; plan: the plan stops it
+    (replaced, removed, `state: stopped`: the `action` record that follows names the change)."""
+
+
 class RegistryAdopted(Frozen):
     """The runs an argus from before the registry left on this root, trusted as that argus trusted them,
     written once by the first apply that finds the log registering nothing; from then on the log is the
@@ -111,4 +123,4 @@ class NameClaimed(Frozen):
 
 
 AuditEvent = (ApplyStarted | ApplyEnded | StepCarriedOut | RunFinished | LockBroken | Recovered | AnchorMismatch
-              | NameClaimed | RunSubmitting | RunRefused | RegistryAdopted)
+              | NameClaimed | RunSubmitting | RunRefused | RunStopping | RegistryAdopted)

@@ -13,6 +13,10 @@ A later read verifies only what was appended since: the line it ended on unchang
 it chained from it (their HMACs with ARGUS_AUDIT_KEY), the anchor naming the newest. Anything else is
 judged by reading everything again. Ids once read stay registered on this machine even if the log later
 loses them (rolled back, replaced): at most once holds against what this machine saw.
+
+The same read folds argus's own stops (run.stopping, written before Ray is asked to stop a run; an earlier
+version's stop step records): which runs argus stopped, and why. A STOPPED run the chain does not name was
+stopped outside argus, whatever its record on the shared root says (docs/shared-root.md).
 """
 
 from __future__ import annotations
@@ -33,9 +37,12 @@ from state.audit.chain import GENESIS, Layout
 from state.observed import Registry
 
 SUBMITTING, REFUSED, ADOPTED, STEP = "run.submitting", "run.refused", "registry.adopted", "action"
+STOPPING = "run.stopping"
+EARLIER_STOP = "stop"
+"""Why of a stop an earlier version recorded only as its step's record (`action`, step stop, outcome stopped)."""
 SUBMITTED_OUTCOMES = frozenset({"submitted", "exists"})
 """A submit step's outcome that says Ray took the run (records of earlier versions carry the id)."""
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 @dataclass
@@ -44,6 +51,8 @@ class _Read:
 
     adopted: bool = False
     submitted: dict[str, str] = field(default_factory=dict)
+    stops: dict[str, str] = field(default_factory=dict)
+    """Submission id -> why argus stopped it (run.stopping's `why`; EARLIER_STOP for an earlier version's)."""
     identity: tuple[int, int] = (0, 0)
     end: int = 0
     """Byte offset just past the last whole record read."""
@@ -65,17 +74,23 @@ def read(shared_root: str, workspace: str, cache_dir: str | None = None) -> Regi
         found, problems = _whole(shared_root, workspace)
         if cached is not None:  # what this machine saw registered stays so (a log cut, rolled back, moved aside)
             found.submitted = {**cached.submitted, **found.submitted}
+            found.stops = {**cached.stops, **found.stops}
         if problems:
-            return Registry(log=log, adopted=found.adopted, submitted=found.submitted, problems=problems)
+            return Registry(log=log, adopted=found.adopted, submitted=found.submitted, stops=found.stops,
+                            problems=problems)
     if where is not None and found != cached:
         _save(where, found)
-    return Registry(log=log, adopted=found.adopted, submitted=found.submitted)
+    return Registry(log=log, adopted=found.adopted, submitted=found.submitted, stops=found.stops)
 
 
-def fold(entries: Iterable[dict[str, Any]], adopted: bool, submitted: dict[str, str]) -> bool:
-    """The records' registrations added to `submitted` (in place), in order; whether the log is adopted."""
+def fold(entries: Iterable[dict[str, Any]], adopted: bool, submitted: dict[str, str],
+         stops: dict[str, str] | None = None) -> bool:
+    """The records' registrations added to `submitted` and argus's stops to `stops` (both in place), in
+    order; whether the log is adopted."""
     for entry in entries:
         kind, sid = entry.get("event"), entry.get("submission_id")
+        if stops is not None and isinstance(sid, str):
+            _fold_stop(entry, kind, sid, stops)
         if kind == SUBMITTING and isinstance(sid, str):
             submitted[sid] = str(entry.get("time", ""))
         elif kind == REFUSED and isinstance(sid, str):
@@ -89,6 +104,14 @@ def fold(entries: Iterable[dict[str, Any]], adopted: bool, submitted: dict[str, 
                 if isinstance(one, str):
                     submitted.setdefault(one, str(entry.get("time", "")))
     return adopted
+
+
+def _fold_stop(entry: dict[str, Any], kind: object, sid: str, stops: dict[str, str]) -> None:
+    """run.stopping says why; an earlier version's stop step that stopped the run says only that it did."""
+    if kind == STOPPING and isinstance(entry.get("why"), str):
+        stops[sid] = entry["why"]
+    elif kind == STEP and entry.get("step") == "stop" and entry.get("outcome") == "stopped":
+        stops.setdefault(sid, EARLIER_STOP)
 
 
 def _whole(shared_root: str, workspace: str) -> tuple[_Read, tuple[str, ...]]:
@@ -115,7 +138,7 @@ def _onward(shared_root: str, workspace: str, cached: _Read) -> _Read | None:
     found = chain.layout(segment)
     if found.bad or chain.segment_problems(found, cached.prev, workspace, key):
         return None
-    moved = _advanced(replace(cached, submitted=dict(cached.submitted)), found, segment)
+    moved = _advanced(replace(cached, submitted=dict(cached.submitted), stops=dict(cached.stops)), found, segment)
     return moved if _anchored(shared_root, workspace, moved, key) else None
 
 
@@ -126,7 +149,7 @@ def _advanced(read_so_far: _Read, found: Layout, data: bytes) -> _Read:
     newest = found.records[-1]
     consumed = sum(len(part) + 1 for part in data.split(b"\n")[:newest.number])
     line = newest.raw + b"\n"
-    adopted = fold((r.entry for r in found.records), read_so_far.adopted, read_so_far.submitted)
+    adopted = fold((r.entry for r in found.records), read_so_far.adopted, read_so_far.submitted, read_so_far.stops)
     return replace(read_so_far, adopted=adopted, end=read_so_far.end + consumed, seam=_sha(line),
                    seam_length=len(line), records=read_so_far.records + len(found.records),
                    prev=chain.continues(newest.entry))
@@ -167,7 +190,7 @@ def _load(where: Path) -> _Read | None:
         found = _Read(**data)
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
-    return found if isinstance(found.submitted, dict) else None
+    return found if isinstance(found.submitted, dict) and isinstance(found.stops, dict) else None
 
 
 def _save(where: Path, found: _Read) -> None:
