@@ -103,7 +103,7 @@ def deadline_events(workspace: str, changes: list[Change], done: set[str], runs:
                for step in change.steps if isinstance(step, StopStep) and step.deadline is not None}
     # seen so: argus's chain records its deadline stop (run.stopping); what the run's record says is no notice
     stopped |= {(job, run.cluster, run.submission_id) for job, views in runs.items() if (run := newest(views))
-                and run.failure == DEADLINE and run.status is RunStatus.STOPPED and run.stopped_by is not None}
+                and run.failure == DEADLINE and run.status is RunStatus.STOPPED and run.stop_asked}
     return [event(workspace, "deadline", f"deadline:{sid}", clock, job=job, cluster=cluster, submission_id=sid,
                    failure=DEADLINE, advice=advice_for(DEADLINE),
                    summary=f"job.{job}: run {sid} stopped at its max_runtime{_limit(limits.get(job))}",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from state.audit import log as audit
 from state.audit import registry
-from state.audit.events import ApplyEnded, RegistryAdopted, RunRefused, RunSubmitting, StepCarriedOut
+from state.audit.events import ApplyEnded, RegistryAdopted, RunRefused, RunStopping, RunSubmitting, StepCarriedOut
 
 WS = "team"
 
@@ -53,3 +53,16 @@ def test_with_the_key_a_rewritten_log_does_not_verify(tmp_path: Path, monkeypatc
     assert registry.read(root, WS, str(tmp_path / "c1")).problems == ()
     monkeypatch.setenv(audit.KEY_VARIABLE, "another key, as a forger would have")
     assert any("HMAC" in p for p in registry.read(root, WS, str(tmp_path / "c2")).problems)
+
+
+def test_argus_own_stops_are_read_from_the_chain_whole_and_then_onward(tmp_path: Path) -> None:
+    root, cache = str(tmp_path / "root"), str(tmp_path / "cache")
+    (tmp_path / "root").mkdir()
+    earlier = StepCarriedOut(address="job.j", action="stop", step="stop", submission_id="old", outcome="stopped")
+    audit.append_all(root, WS, [RegistryAdopted(submission_ids=("old", "a")), earlier,
+                                RunStopping(submission_id="a", why="deadline")])
+    assert registry.read(root, WS, cache).stops == {"old": registry.EARLIER_STOP, "a": "deadline"}
+    audit.append(root, WS, RunStopping(submission_id="b", why="preempt"))  # read onward, from the cache
+    assert registry.read(root, WS, cache).stops == {"old": "stop", "a": "deadline", "b": "preempt"}
+    assert registry.read(root, WS, str(tmp_path / "elsewhere")).stops == {"old": "stop", "a": "deadline",
+                                                                         "b": "preempt"}
