@@ -168,8 +168,8 @@ class RunRecord(Frozen):
     """The GPUs of the run's whole demand, as admission held them (`argus usage` sums them)."""
     error: str | None = None
     stop_asked: str | None = Field(default=None, max_length=40)
-    """When argus asked Ray to stop the run (written before it asks): a STOPPED run without it was
-    stopped outside argus (drift). Like every record, writable by jobs: see docs/shared-root.md."""
+    """When argus asked Ray to stop the run (written before it asks), for people: evidence only. Whether argus
+    stopped it (no drift) is its audit chain's run.stopping (Registry.stops): any job can rewrite this."""
     bindings: Annotated[dict[Annotated[str, Field(max_length=200)], Annotated[str, Field(max_length=4096)]],
                         Field(max_length=64)] = {}
     """A follower's `${job:NAME.FIELD}` values as submitted (`after:`): shown only, never planned from."""
