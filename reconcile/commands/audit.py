@@ -65,6 +65,8 @@ def _line(entry: dict) -> str:
         what = f"{what} {entry.get('outcome', '')}".strip()
     elif what == "claim":
         what = plain(_claim_text(entry), lines=False)
+    elif what == "run.stopping":
+        what = f"{what} {entry.get('submission_id')} ({entry.get('why')})"
     elif what == "audit.recovered":
         what = f"{what} after {entry.get('torn_bytes')} torn byte(s)"
     error = f"  error: {entry['error']}" if entry.get("error") else ""
