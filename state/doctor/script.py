@@ -5,7 +5,7 @@ in the probe's directory (the worker sees argus's root), writes one back there (
 worker's), and tells, as the job's user, which of argus's own folders it could write: a file made
 (O_EXCL, by `set -C`) and removed again, since access() says yes to root whatever the modes and NFS
 may map users. It writes nothing where it did not find the probe's directory, so a node whose root is
-not argus's is left as it was. Each fact is one line `argus-doctor: KEY=VALUE` on stdout, read back
+not argus's, and a root whose probe argus gave up on (the probe started late), are left as they were. Each fact is one line `argus-doctor: KEY=VALUE` on stdout, read back
 from Ray's copy of the driver log: that copy reaches argus whether or not the root is shared.
 """
 
@@ -35,9 +35,9 @@ if [ -f "$d/{from_argus}" ] && [ "$(cat "$d/{from_argus}" 2>/dev/null)" = {nonce
 if [ -d "$d" ] && printf '%s %s\\n' {nonce} "$(id -u)" > "$d/{from_node}" 2>/dev/null;
   then say wrote=yes; else say wrote=no; fi;
 set -- $(ls -nd "$r/.argus" 2>/dev/null); say "owner=${{3:-?}}";
-for s in {folders}; do p="$r/$s"; t="$p/.argus-doctor-{nonce}";
+if [ -d "$d" ]; then for s in {folders}; do p="$r/$s"; t="$p/.argus-doctor-{nonce}";
   if [ ! -d "$p" ]; then w=absent; elif (set -C; umask 077; : > "$t") 2>/dev/null; then rm -f "$t"; w=yes;
-  else w=no; fi; say "writable $s=$w"; done;
+  else w=no; fi; say "writable $s=$w"; done; fi;
 say done=yes
 """
 

@@ -171,7 +171,8 @@ def test_records_and_audit_log_on_the_shared_root(workspace, argus):
 
     events = audit.read(str(workspace.shared), workspace.name)
     # the first apply claims the workspace's name on the root (state.claims) before any step
-    assert [e["event"] for e in events if e["event"] != "action"] == ["apply.start", "claim", "apply.end"]
+    assert [e["event"] for e in events if e["event"] != "action"] == [
+        "apply.start", "claim", "registry.adopted", "run.submitting", "apply.end"]
     [action] = [e for e in events if e.get("step") == "submit"]
     assert action["submission_id"] == job.submission_id and action["outcome"] == "submitted"
     for key in ("time", "actor", "host", "commit", "dirty", "plan_id", "address", "action"):

@@ -111,15 +111,18 @@ def test_what_one_apply_costs(workspace, argus, monkeypatch):
     # (nodes, use, list_jobs: the queue decided again under the admission lock, for the batch), two
     # submits (the version check of their fields reuses the observation's version), and one list_jobs of
     # the touched cluster to refresh the records.
-    assert first["by_request"] == {"GET /api/version": 1, "GET /api/v0/nodes": 2, "GET /api/jobs/": 3,
-                                   "GET /api/cluster_status": 2, "POST /api/jobs/": 2}
+    # what Ray holds is read only while runs are active on the cluster (another test's may be: the cluster is shared)
+    holds = {"GET /api/v0/placement_groups": 1, "GET /api/v0/actors": 1}
+    submitted = {k: v for k, v in first["by_request"].items() if k not in holds}
+    assert submitted == {"GET /api/version": 1, "GET /api/v0/nodes": 2, "GET /api/jobs/": 3,
+                         "GET /api/cluster_status": 2, "POST /api/jobs/": 2}
+    assert all(first["by_request"].get(k, 0) <= 2 for k in holds)
     assert first["by_git"]["fetch"] == 1  # the observation's: the export reuses it
     assert first["verified"] == 1  # two jobs on one snapshot: hashed once
     stopped = _id(second, "stop")
     rest = dict(second["by_request"])
     assert rest.pop(f"GET /api/jobs/{stopped}") >= 1  # wait_terminal's polls: as many as the stop takes
     # with runs active, the observation reads what Ray holds for them: placement groups and actors, once each
-    holds = {"GET /api/v0/placement_groups": 1, "GET /api/v0/actors": 1}
     assert rest == {"GET /api/version": 1, "GET /api/v0/nodes": 1, "GET /api/jobs/": 2, "GET /api/cluster_status": 1,
                     f"POST /api/jobs/{stopped}/stop": 1, **holds}
     assert second["git"] == 0 and second["verified"] == 0

@@ -13,6 +13,7 @@ from specs.checkpoint_state import CheckpointState
 from specs.desired import DesiredState, Source
 from specs.models import Cluster, Job, Workspace
 from state.observe import read_checkpoints
+from state.observed import legacy_key
 from state.runs import checkpoints
 from state.runs.checkpoints import inspect_checkpoint, inspect_step
 from tests.support.checkpoints import errors_for, profile, save_step
@@ -88,8 +89,8 @@ def test_megatron_08_layout_is_complete_once_metadata_json_is_written(tmp_path: 
     assert errors_for(state, verl=profile(version="0.8.0")) == []
     [refused] = errors_for(state, verl=profile(version="0.9.1"))
     assert f"--checkpoint {tmp_path}" not in refused  # the path as the run sees it, on the shared root
-    assert "migrate_megatron_checkpoint_layout.py --checkpoint /shared/outputs/checkpoints/ppo/run-1/global_step_40/" \
-           "critic" in refused
+    assert "migrate_megatron_checkpoint_layout.py --checkpoint " \
+           "/shared/outputs/team/checkpoints/ppo/run-1/global_step_40/critic" in refused
 
 
 def test_megatron_09_split_layout_is_complete_with_its_manifest(tmp_path: Path) -> None:
@@ -245,7 +246,7 @@ def test_the_folder_resume_from_path_names(tmp_path: Path) -> None:
 
 
 def test_observation_follows_the_jobs_resume_overrides(tmp_path: Path) -> None:
-    save_step(tmp_path / "outputs/checkpoints/ppo/run-1", 40, 4)
+    save_step(tmp_path / "outputs/team/checkpoints/ppo/run-1", 40, 4)
     save_step(tmp_path / "outputs/checkpoints/old/run-1", 20, 2)
     old_step = "${shared_root}/outputs/checkpoints/old/run-1/global_step_20"
 
@@ -257,6 +258,12 @@ def test_observation_follows_the_jobs_resume_overrides(tmp_path: Path) -> None:
         return read_checkpoints(state, ()).get("ppo")
 
     assert seen() == CheckpointState(step=40, world_size=4, complete=True, layout="fsdp", roles=("actor",))
+    save_step(tmp_path / "outputs/checkpoints/ppo/run-1", 30, 2)  # where an argus before per-workspace outputs put it
+    job = Job(kind="Job", name="ppo", cluster="c", workload="ppo", model="/m", data={"train": "/d"})
+    both = read_checkpoints(DesiredState("/ws", Workspace(kind="Workspace", name="team"), {"c": Cluster(
+        kind="Cluster", name="c", address="http://x:1", shared_root=str(tmp_path))}, {"ppo": job}, {},
+        {"job.ppo": Source("jobs.yaml", 1, {})}, {"c": str(tmp_path)}), ())
+    assert (both["ppo"].step, both[legacy_key("ppo")].step) == (40, 30)
     assert seen(overrides=["trainer.resume_mode=disable"]) is None
     explicit = seen(overrides=["trainer.resume_mode=resume_path", f"trainer.resume_from_path='{old_step}'"])
     assert explicit is not None and (explicit.step, explicit.world_size) == (20, 2)
