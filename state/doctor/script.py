@@ -5,8 +5,9 @@ in the probe's directory (the worker sees argus's root), writes one back there (
 worker's), and tells, as the job's user, which of argus's own folders it could write: a file made
 (O_EXCL, by `set -C`) and removed again, since access() says yes to root whatever the modes and NFS
 may map users. It writes nothing where it did not find the probe's directory, so a node whose root is
-not argus's, and a root whose probe argus gave up on (the probe started late), are left as they were. Each fact is one line `argus-doctor: KEY=VALUE` on stdout, read back
-from Ray's copy of the driver log: that copy reaches argus whether or not the root is shared.
+not argus's, and a root whose probe argus gave up on (the probe started late), are left as they were.
+Each fact is one line `argus-doctor: KEY=VALUE` on stdout, read back from Ray's copy of the driver log:
+that copy reaches argus whether or not the root is shared.
 """
 
 from __future__ import annotations
