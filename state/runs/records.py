@@ -68,8 +68,10 @@ def write_status(shared_root: str, record: RunRecord) -> None:
     # written here must read back as the same record.
     checked = RunRecord.model_validate(dict(record))
     empty: dict[str, Any] = {name: True for name in OMITTED_WHEN_EMPTY if not getattr(checked, name)}
-    if checked.submission is not None and checked.submission.follows is None:
-        empty["submission"] = {"follows"}  # added with `after:`: a record without it reads in earlier versions
+    if checked.submission is not None:  # fields added later, left out when unset: the record reads in earlier versions
+        unset = {name for name in ("follows", "derived_checkpoints") if getattr(checked.submission, name) is None}
+        if unset:
+            empty["submission"] = unset
     write_beneath(shared_root, f"jobs/{record.submission_id}/status.json",
                   _json(checked.model_dump(mode="json", exclude=empty)))
 

@@ -203,9 +203,10 @@ def test_a_preempting_stop_is_decided_again_before_it_stops_anything(tmp_path, m
                              admission_view=lambda: running)
     record = SimpleNamespace(job="j")
     runs = SimpleNamespace(get=lambda _sid: record, update=lambda *a, **k: None)
+    chained: list = []  # argus's chain records each stop before Ray is asked (run.stopping)
     world = SimpleNamespace(clients={"c": client}, runs=runs, journal=SimpleNamespace(touched=set()),
                             stop_timeout=1.0, echo=lambda *_: None, roots={"c": str(tmp_path)}, workspace="team",
-                            known={})
+                            known={}, audit=SimpleNamespace(append=lambda _c, event: chained.append(event)))
     from state.queue.ledger import write_ledger
 
     write_ledger(str(tmp_path), "team", [ledger("team", "j", sid, admitted=NOW, preemptible=True, gpus=4.0)])
@@ -216,6 +217,7 @@ def test_a_preempting_stop_is_decided_again_before_it_stops_anything(tmp_path, m
                                                  seen=__import__("time").time())])
     ray_steps.stop(step, world)
     assert stopped == [sid]  # the head waits again: now it is stopped
+    assert [(e.submission_id, e.why) for e in chained] == [(sid, "preempt")]  # in the chain, and only this one
 
 
 def test_a_preempted_attempt_does_not_spend_the_retry_budget():

@@ -38,7 +38,8 @@ def test_a_record_written_by_the_previous_version_loads_with_its_typed_submissio
     [record] = records.read_records(str(tmp_path), "team").values()
     assert record.status is RunStatus.RUNNING and record.submission is not None
     assert spec_hash(record.submission) == PPO_HASH == record.spec_hash
-    assert record.submission.model_dump(exclude={"follows"}) == PREVIOUS_VERSION_RECORD["submission"]
+    later = {"follows", "derived_checkpoints"}  # fields added since, unset on a record of before
+    assert record.submission.model_dump(exclude=later) == PREVIOUS_VERSION_RECORD["submission"]
 
 
 def test_a_record_round_trips_in_the_same_format(tmp_path: Path):
