@@ -22,8 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from specs.desired import DesiredState  # noqa: E402
 from specs.loader import load_workspace  # noqa: E402
-from specs.submission import RunId, labels  # noqa: E402
+from specs.submission import RunId, labels, resolve, spec_hash  # noqa: E402
 from state.audit import files as audit_files
 from state.audit import log as audit  # noqa: E402
 from state.audit.events import ApplyEnded, StepCarriedOut  # noqa: E402
@@ -144,7 +145,8 @@ def _world(base: Path, past: int):
     for j in range(JOBS):
         (base / "ws" / f"j{j}.yaml").write_text(f"kind: Job\nname: j{j}\ncluster: local\nworkload: command\n"
                                                f"entrypoint: [python3, -c, 'print({j})']\n")
-    live = [_run(WS, f"j{j}", f"live{j}", RunStatus.RUNNING) for j in range(JOBS)]
+    desired = load_workspace(base / "ws")
+    live = [_run(WS, f"j{j}", f"live{j}", RunStatus.RUNNING, digest=_current(desired, f"j{j}")) for j in range(JOBS)]
     for record in live:
         run_index.mark_open(str(shared), WS, record.submission_id)  # as apply does before each intent
     history = [_run(WS, f"j{n % JOBS}", f"past{n}", _ended(n), attempt=n % 3 + 1) for n in range(past)]
@@ -155,11 +157,18 @@ def _world(base: Path, past: int):
                         metadata=labels(_id(r), "c0ffee", "p1")) for r in live)
     cluster = ClusterState(name="local", address="http://127.0.0.1:1", session_name="s1", ray_version="2.60",
                            nodes=(), jobs=jobs)
-    return load_workspace(base / "ws"), cluster
+    return desired, cluster
 
 
-def _run(workspace: str, job: str, seed: str, status: RunStatus, attempt: int = 1) -> RunRecord:
-    run = RunId(workspace=workspace, job=job, spec_hash=hashlib.sha256(seed.encode()).hexdigest(), attempt=attempt)
+def _current(desired: DesiredState, job: str) -> str:
+    """The spec hash of the job as it is desired: its live run is in sync (nothing to do), as a workspace is
+    between merges. The past runs are of earlier specs of the job."""
+    return spec_hash(resolve(desired.workspace, desired.cluster_of(desired.jobs[job]), desired.jobs[job]))
+
+
+def _run(workspace: str, job: str, seed: str, status: RunStatus, attempt: int = 1, digest: str = "") -> RunRecord:
+    digest = digest or hashlib.sha256(seed.encode()).hexdigest()
+    run = RunId(workspace=workspace, job=job, spec_hash=digest, attempt=attempt)
     failure = "oom" if status is RunStatus.FAILED else None
     return RunRecord(submission_id=run.submission_id, workspace=workspace, job=job, cluster="local",
                      spec_hash=run.spec_hash, attempt=attempt, status=status, submitted_at="2026-01-01T00:00:00+00:00",

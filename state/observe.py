@@ -10,7 +10,7 @@ The door the commands use. May import: specs, state.*.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -38,6 +38,7 @@ from state.observed import (
 from state.ray.client import ClusterAuthFailed, ClusterRequestFailed, ClusterUnreachable, RayClient
 from state.root.identity import observe_root
 from state.runs.index import RunsRead, keep, read_runs
+from state.runs.past import Archive
 
 if TYPE_CHECKING:
     from state.verl.checks import JobCheck
@@ -84,7 +85,8 @@ def observe_runs(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedSt
     return _settled(desired, ObservedState(clusters=clusters, unreachable=unreachable, records=_merged(runs),
                                            absent_roots=absent, snapshots=recorded_snapshots(desired, absent),
                                            run_index_problems=_index_problems(desired, runs),
-                                           registries=read_registries(desired, runs)), runs)
+                                           registries=read_registries(desired, runs),
+                                           past=Archive(runs, desired.workspace.name)), runs)
 
 
 def _settled(desired: DesiredState, observed: ObservedState, runs: dict[str, RunsRead]) -> ObservedState:
@@ -99,8 +101,14 @@ def _settled(desired: DesiredState, observed: ObservedState, runs: dict[str, Run
     settle(desired, observed)
     on_ray = _on_ray(desired, observed.clusters)
     for root, read in sorted(runs.items()):
-        keep(root, desired.workspace.name, read, on_ray, set(observed.clusters))
+        keep(root, desired.workspace.name, read, on_ray, set(observed.clusters), _vouched(desired, observed, root))
     return observed
+
+
+def _vouched(desired: DesiredState, observed: ObservedState, root: str) -> Callable[[str], bool]:
+    """Whether the verified chain of a cluster on this root holds an id: only such runs are archived."""
+    chains = [observed.registries[c] for c, r in desired.shared_roots.items() if r == root and c in observed.registries]
+    return lambda sid: any(chain.vouches(sid) for chain in chains)
 
 
 def read_run_records(desired: DesiredState, clusters: dict[str, ClusterState],
@@ -173,6 +181,7 @@ def _world(desired: DesiredState, clusters: dict[str, ClusterState], absent: tup
         observed_at=time.time(),
         run_index_problems=_index_problems(desired, runs),
         registries=read_registries(desired, runs),
+        past=Archive(runs, desired.workspace.name),
         **(read_claims(desired, absent) if with_claims else {}),
     )
 

@@ -6,7 +6,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    ConfigDict,
     Field,
+    SkipValidation,
     ValidationError,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
@@ -171,7 +173,7 @@ class RunRecord(Frozen):
     """When argus asked Ray to stop the run (written before it asks), for people: evidence only. Whether argus
     stopped it (no drift) is its audit chain's run.stopping (Registry.stops): any job can rewrite this."""
     bindings: Annotated[dict[Annotated[str, Field(max_length=200)], Annotated[str, Field(max_length=4096)]],
-                        Field(max_length=64)] = {}
+                        Field(max_length=64)] = Field(default_factory=dict)
     """A follower's `${job:NAME.FIELD}` values as submitted (`after:`): shown only, never planned from."""
     outputs: Literal["workspace"] | None = None
     """Where argus put the run's checkpoints and logs: "workspace" (outputs/<workspace>/); None for a run made
@@ -197,7 +199,7 @@ class RunRecord(Frozen):
         try:
             return handler(value)
         except ValidationError:
-            return cls.model_fields[info.field_name].default
+            return cls.model_fields[info.field_name].get_default(call_default_factory=True)
 
 
 class RunEnd(Frozen):
@@ -431,9 +433,28 @@ class Registry(Frozen):
     problems: tuple[str, ...] = ()
     """Why the log does not verify: then nobody can tell which runs argus submitted there."""
 
+    def vouches(self, submission_id: str) -> bool:
+        """The adopted chain, verified, holds this id: it is argus's run whatever the shared root says."""
+        return self.adopted and not self.problems and submission_id in self.submitted
+
+
+class PastRuns:
+    """Older settled runs of this workspace that the run index no longer holds, asked for by spec only when a
+    plan needs them (state.runs.past.Archive); this one holds none (nothing archived, or nothing read)."""
+
+    def of(self, job: str, spec_hash: str) -> tuple[RunRecord, ...]:
+        return ()
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is PastRuns
+
+    __hash__ = None  # type: ignore[assignment]
+
 
 class ObservedState(Frozen):
     """Every cluster of the desired state, this workspace's run records, and the shared filesystem."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     clusters: dict[str, ClusterState]
     records: dict[str, RunRecord]
@@ -474,6 +495,9 @@ class ObservedState(Frozen):
     registries: dict[str, Registry] = {}
     """Per cluster whose shared root is here: the submissions argus's audit log registers (none: not read,
     every run is trusted as before the registry)."""
+    past: Annotated[PastRuns, SkipValidation] = Field(default_factory=PastRuns, exclude=True)
+    """This workspace's archived runs, read by spec when the planner asks (a spec whose runs the index does not
+    hold): never part of the observation's JSON."""
     unread_rows: dict[str, str] = {}
     """By submission id: failed runs of this workspace whose log Ray would not give, so not classified
     (nor retried) this time, and why: reported, never the end of the command."""

@@ -15,9 +15,9 @@ from reconcile.plan.deadline import early_save_warnings, with_deadlines
 from reconcile.plan.diff import field_diff
 from reconcile.plan.outputs import continued_outputs, foreign_outputs, legacy_steps
 from reconcile.plan.queue import plan_admission
-from reconcile.plan.registry import Unseen, forgotten, registry_diagnostics, resubmits, unseen
+from reconcile.plan.registry import forgotten, registry_diagnostics, resubmits
 from reconcile.plan.root import root_diagnostics
-from reconcile.plan.runs import is_active, newest, ownership_diagnostics, runs_by_job, unmanaged
+from reconcile.plan.runs import archived, is_active, newest, ownership_diagnostics, runs_by_job, unmanaged
 from reconcile.plan.unreachable import blocked_elsewhere, not_planned, unreachable_clusters, unseen_clusters
 from reconcile.plan.verl import resume_diagnostics, verl_diagnostics, with_verl_notes
 from specs.address import WORKSPACE, Address, Kind
@@ -37,12 +37,11 @@ RESTARTS_SPENT = "on_drift: restart has restarted this spec's runs as many times
 def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | None = None) -> Plan:
     options = options or PlanOptions()
     runs = runs_by_job(desired.workspace.name, observed)
-    missing = unseen(observed, runs)
     changes: list[Change] = plan_dirs(desired, observed)
     code_changes, diagnostics = plan_snapshots(desired, observed)
     changes += code_changes
     broken = {d.address for d in diagnostics}
-    job_changes, job_diagnostics = _plan_jobs(desired, observed, runs, options, broken, missing)
+    job_changes, job_diagnostics = _plan_jobs(desired, observed, runs, options, broken)
     job_changes = with_deadlines(desired.jobs, job_changes, runs, observed.observed_at)
     changes += job_changes
     diagnostics += job_diagnostics
@@ -84,7 +83,7 @@ def targeted(plan_: Plan, desired: DesiredState) -> Plan:
 
 
 def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: dict[str, list[RunView]],
-               options: PlanOptions, broken: set[str], missing: Unseen) -> tuple[list[Change], list[Diagnostic]]:
+               options: PlanOptions, broken: set[str]) -> tuple[list[Change], list[Diagnostic]]:
     changes, diagnostics = [], []
     pipeline = Pipeline(desired, runs)
     for name in in_order(desired.jobs):  # predecessors first: a follower sees their changes (`after:`)
@@ -95,7 +94,7 @@ def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: dict[str, l
             pipeline.not_planned(name, changes[-1])
             diagnostics += blocked_elsewhere(desired, job, unseen, job_runs)
             continue
-        change, found = _plan_desired_job(desired, observed, job, runs, options, broken, pipeline, missing)
+        change, found = _plan_desired_job(desired, observed, job, runs, options, broken, pipeline)
         changes.append(change)
         diagnostics += found
     for name in sorted(set(runs) - set(desired.jobs)):
@@ -110,16 +109,17 @@ def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: dict[str, l
 
 
 def _plan_desired_job(desired: DesiredState, observed: ObservedState, job: Job, by_job: dict[str, list[RunView]],
-                      options: PlanOptions, broken: set[str], pipeline: Pipeline,
-                      missing: Unseen) -> tuple[Change, list[Diagnostic]]:
+                      options: PlanOptions, broken: set[str], pipeline: Pipeline) -> tuple[Change, list[Diagnostic]]:
     code = code_ref(desired, observed, job.code) if job.code else None
     sub = resolve(desired.workspace, desired.cluster_of(job), job, code)
     if (follows := pipeline.follows(job)) is not None:
         sub = sub.model_copy(update={"follows": follows})
-    # runs of this spec argus registered that nobody remembers: counted, so never sent again (the pipeline
-    # shares by_job, so a follower sees them too)
-    runs = by_job[job.name] = by_job.get(job.name, []) + forgotten(observed, missing, desired.workspace.name,
-                                                                    job.name, sub.cluster, spec_hash(sub))
+    # this spec's runs the index archived (a spec reverted to), and those argus registered that nobody
+    # remembers: counted, so never sent again (the pipeline shares by_job, so a follower sees them too)
+    digest, shown = spec_hash(sub), by_job.get(job.name, [])
+    shown = shown + archived(desired.workspace.name, job.name, digest, observed, shown)
+    runs = by_job[job.name] = shown + forgotten(observed, desired.workspace.name, job.name, sub.cluster, digest,
+                                                {r.submission_id for r in shown})
     sub, legacy = continued_outputs(sub, runs)
     planned = legacy_steps(plan_job(job, sub, runs, forced=Address.job(job.name) in options.replace), legacy)
     change, diagnostics = pipeline.decide(job, sub, planned)

@@ -16,7 +16,7 @@ decides which runs are argus's. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable
 from datetime import datetime
 
 from reconcile.model import Change, RunView, SubmitStep
@@ -72,32 +72,35 @@ def own_failure(why: str | None, said: str | None) -> str | None:
     return None if said in OWN_CLASSES.values() else said
 
 
-Unseen = dict[tuple[str, str, str], list[tuple[int, str]]]
-"""(cluster, job, spec-hash prefix) -> (attempt, id) of registered runs neither Ray nor a record shows."""
+PROBE_GAP = 8
+"""Attempts probed past the last one the chain holds: attempts of a spec are numbered one after another (a
+refused submit is sent again under its id), so a gap this long is the end. Missing one beyond only hides it
+from the plan's view; the plan never sends it again (resubmits)."""
 
 
-def unseen(observed: ObservedState, runs: Mapping[str, list[RunView]]) -> Unseen:
-    """Registered ids no run view holds, by what their id says (<workspace>.<job>.<hash12>.<attempt>): once
-    per plan, so a job looks up its own and a history of many runs (all shown by records) costs one pass."""
-    seen = {r.submission_id for views in runs.values() for r in views}
-    found: Unseen = {}
-    for cluster, registry in sorted(observed.registries.items()):
-        for sid in sorted(registry.submitted.keys() - seen):
-            parts = sid.split(".")
-            if len(parts) == 4 and parts[3].isdigit():
-                found.setdefault((cluster, parts[1], parts[2]), []).append((int(parts[3]), sid))
-    return found
-
-
-def forgotten(observed: ObservedState, missing: Unseen, workspace: str, job: str, cluster: str,
-              digest: str) -> list[RunView]:
-    """The registered runs of this job's spec that neither Ray nor a record shows: runs Ray forgot."""
+def forgotten(observed: ObservedState, workspace: str, job: str, cluster: str, digest: str,
+              shown: Collection[str]) -> list[RunView]:
+    """The registered runs of this job's spec that neither Ray nor a record shows (`shown`: ids a view
+    holds): runs Ray forgot. The chain is asked for this spec's ids one attempt at a time, so a history of
+    many runs of other specs costs nothing here."""
     registry = observed.registries.get(cluster)
-    return [RunView(submission_id=sid, cluster=cluster, spec_hash=digest, attempt=attempt,
-                    status=RunStatus.SUBMITTING, on_ray=False, lost=True, failure="lost", unrecorded=True,
-                    started_at=_epoch(registry.submitted[sid]), cluster_read=cluster in observed.clusters)
-            for attempt, sid in missing.get((cluster, job, digest[:12]), [])
-            if registry is not None and sid == submission_id(workspace, job, digest, attempt)]
+    if registry is None:
+        return []
+    found, attempt, misses = [], 1, 0
+    while misses < PROBE_GAP:
+        sid = submission_id(workspace, job, digest, attempt)
+        if sid not in registry.submitted:
+            misses += 1
+        elif sid not in shown:
+            misses = 0
+            found.append(RunView(submission_id=sid, cluster=cluster, spec_hash=digest, attempt=attempt,
+                                 status=RunStatus.SUBMITTING, on_ray=False, lost=True, failure="lost",
+                                 unrecorded=True, started_at=_epoch(registry.submitted[sid]),
+                                 cluster_read=cluster in observed.clusters))
+        else:
+            misses = 0
+        attempt += 1
+    return found
 
 
 def resubmits(observed: ObservedState, changes: Iterable[Change]) -> list[Diagnostic]:

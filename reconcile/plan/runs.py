@@ -41,6 +41,18 @@ def runs_by_job(workspace: str, observed: ObservedState) -> dict[str, list[RunVi
     return grouped
 
 
+def archived(workspace: str, job: str, digest: str, observed: ObservedState, shown: list[RunView]) -> list[RunView]:
+    """This spec's runs the run index archived (state.runs.past), asked for only when no run of it is shown: a
+    spec reverted to an earlier version. Each counts only if argus's verified chain holds its id, and is seen
+    as a record of a run Ray forgot is."""
+    if any(view.spec_hash == digest for view in shown):
+        return []
+    seen = {view.submission_id for view in shown}
+    return [_recorded(record, observed) for record in observed.past.of(job, digest)
+            if record.submission_id not in seen and (record.workspace, record.job, record.spec_hash) ==
+            (workspace, job, digest) and holds(observed, record.cluster, record.submission_id)]
+
+
 def outran_ray(record: RunRecord, clusters: Mapping[str, ClusterState],
                earlier: Mapping[tuple[str, str, str, str], int] | None = None) -> str | None:
     """Why a record of a run Ray does not list cannot be a run that happened, when it cannot: Ray lists

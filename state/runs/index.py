@@ -8,7 +8,9 @@ each of this workspace's runs, so a plan costs one NFS round trip per run in his
                                       (removed after MARKER_GRACE when no intent followed: its apply died)
   .argus/runs/<workspace>.lock        held while the index is rewritten
 
-A plan opens the index, lists the markers (a handful) and jobs/ (names only: every indexed run must
+Only each job's heads stay in the index: the runs of its three newest specs (state.runs.past keeps older
+ones, which argus's chain vouches for, in a file per job read only for a spec reverted to). A plan opens
+the index, lists the markers (a handful) and jobs/ (names only: every indexed run must
 still have its record there), and reads the status.json of the marked runs and of this workspace's
 jobs Ray still lists: a bounded number of files, whatever the history.
 
@@ -45,7 +47,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -56,6 +58,7 @@ from specs.submission import SUBMISSION_ID_PATTERN
 from state.beneath import NotBeneath, Refused, names_in, opened_dir
 from state.files import replace_in
 from state.observed import TERMINAL, Frozen, RunRecord, RunStatus
+from state.runs import past
 from state.runs.records import read_record, read_records, read_small
 
 RUNS_DIR = ".argus/runs"
@@ -63,6 +66,8 @@ MAX_INDEX_BYTES = 64 * 1024 * 1024
 """About 150,000 settled runs; a bigger index is not read (every record is, instead)."""
 MAX_OPEN_RUNS = 10_000
 """More markers than this is no workload argus made: every record is read instead."""
+FEW = 512
+"""Up to this many indexed runs, each is looked up in jobs/ by name; beyond, jobs/ is listed once."""
 LOCK_WAIT = 10.0
 MARKER_GRACE = 3600.0
 """Seconds a marker may wait for its run's record: apply makes it a moment before the intent, so one older
@@ -124,20 +129,26 @@ def _scanned(shared_root: str, workspace: str, problem: str | None) -> RunsRead:
         return RunsRead({}, problem=f"{err}" if problem is None else f"{problem}; {err}")
 
 
-def keep(shared_root: str, workspace: str, read: RunsRead, on_ray: set[str], answered: set[str]) -> None:
-    """Index the runs that settled since, mark open runs found without a marker; nothing to do, no write.
-    `answered`: the clusters whose job list was read (only there is "Ray no longer lists it" known)."""
+def keep(shared_root: str, workspace: str, read: RunsRead, on_ray: set[str], answered: set[str],
+         vouched: Callable[[str], bool] = lambda sid: False) -> None:
+    """Index the runs that settled since, mark open runs found without a marker, archive the runs of older
+    specs the chain vouches for (state.runs.past); nothing to do, no write. `answered`: the clusters whose
+    job list was read (only there is "Ray no longer lists it" known)."""
     fresh = {sid: r for sid, r in read.records.items()
              if sid not in read.indexed and sid not in on_ray and r.cluster in answered and settled(r)}
     unmarked = {sid for sid in read.records if sid not in read.indexed and sid not in fresh and sid not in read.marked}
     abandoned = _abandoned(shared_root, workspace, read.marked - set(read.records))
-    if not (fresh or unmarked or abandoned or read.scanned):
+    aged = past.split({sid: read.records[sid] for sid in read.indexed}, vouched)[1]
+    if not (fresh or unmarked or abandoned or aged or read.scanned):
         return
     with contextlib.suppress(OSError, Unusable), _locked(shared_root, workspace) as folder:
         base = _base(shared_root, folder, workspace, read)
         # read again under the lock: an apply may have sent a refused run again since (reopened)
         fresh = {sid: r for sid, r in fresh.items() if read_record(shared_root, sid) == r}
-        _write_index(folder, workspace, {**base, **fresh})
+        returned = past.taken_back(folder, workspace, fresh)
+        heads, aged = past.split({**returned, **base, **fresh}, vouched)
+        past.archive(folder, workspace, aged, {sid: r for sid, r in returned.items() if sid in heads})
+        _write_index(folder, workspace, heads)
         opened = _markers(folder, workspace, create=True)
         try:
             for sid in sorted(unmarked):
@@ -188,11 +199,21 @@ def _recorded(shared_root: str, index: RunIndex | None) -> None:
     if index is None or not index.runs:
         return
     indexed = {r.submission_id for r in index.runs}
-    with opened_dir(shared_root, "jobs") as folder:  # only the indexed names are kept, however many others
-        names = set(names_in(folder, indexed.__contains__, len(indexed), f"{shared_root}/jobs"))
+    with opened_dir(shared_root, "jobs") as folder:
+        if len(indexed) <= FEW:  # a stat each: the heads of a workspace, whatever the root's history
+            names = {sid for sid in indexed if _is_dir(folder, sid)}
+        else:  # only the indexed names are kept, however many others
+            names = set(names_in(folder, indexed.__contains__, len(indexed), f"{shared_root}/jobs"))
     missing = [r.submission_id for r in index.runs if r.submission_id not in names]
     if missing:
         raise Unusable(f"holds {len(missing)} run(s) with no record in jobs/, e.g. {missing[0]} (edited?)")
+
+
+def _is_dir(folder: int, name: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def mark_open(shared_root: str, workspace: str, submission_id: str) -> None:

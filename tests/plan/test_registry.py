@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from reconcile.model import Action
 from reconcile.plan.planner import plan
-from state.observed import Registry
+from state.observed import PastRuns, Registry, RunRecord
 from tests.support.planning import desired, job, observed, record_of, run_of
 
 LOG = "/shared/.argus/audit/team.jsonl"
@@ -93,3 +93,42 @@ def _replace(address: str):
     from reconcile.model import PlanOptions
 
     return PlanOptions(replace=(address,))
+
+
+class Archived(PastRuns):
+    """The run index's archive as data (state.runs.past.Archive reads it from the shared root)."""
+
+    def __init__(self, *runs: RunRecord) -> None:
+        self.runs, self.asked = runs, []
+
+    def of(self, job: str, spec_hash: str) -> tuple[RunRecord, ...]:
+        self.asked.append(job)
+        return tuple(r for r in self.runs if r.job == job and r.spec_hash == spec_hash)
+
+
+def test_a_spec_reverted_to_finds_its_archived_runs_and_is_not_run_again():
+    spec = job()
+    done = record_of(run_of(spec, "SUCCEEDED"), "SUCCEEDED")
+    state = with_registry(observed(), done.submission_id)
+    archive = Archived(done)
+    result = plan(desired(spec), state.model_copy(update={"past": archive}))
+    assert archive.asked == ["j"]
+    [change] = result.changes
+    assert change.action is Action.NOOP and "forgotten (SUCCEEDED)" in change.reason  # as its record said
+    lost = plan(desired(spec), state).changes[0]  # the archive gone (a job deleted it): the chain still holds it
+    assert lost.action is Action.NOOP and "forgotten (argus submitted it" in lost.reason
+
+
+def test_an_archived_row_argus_chain_does_not_hold_counts_for_nothing():
+    spec = job()
+    forged = record_of(run_of(spec, "SUCCEEDED"), "SUCCEEDED")
+    result = plan(desired(spec), with_registry(observed()).model_copy(update={"past": Archived(forged)}))
+    assert result.changes[0].action is Action.SUBMIT  # the forged row neither blocks nor releases anything
+
+
+def test_a_spec_with_runs_shown_never_asks_the_archive():
+    spec = job()
+    ran = run_of(spec, "SUCCEEDED")
+    archive = Archived()
+    plan(desired(spec), with_registry(observed(ran), ran.submission_id).model_copy(update={"past": archive}))
+    assert archive.asked == []  # the steady state reads no history

@@ -37,6 +37,7 @@ from state.runs import activity as run_activity
 from state.runs import index as run_index
 from state.runs import logs as run_logs
 from state.runs import records
+from state.runs.past import Archive
 from tests.support.status_page import get, report, serving
 
 WS = "team"
@@ -129,6 +130,8 @@ READERS: dict[str, tuple[str, Callable[[Path], Any], Callable[[Any], bool]]] = {
                      lambda v: v == () or isinstance(v, queue_ledger.QueueUnreadable) and "symlink" in str(v)),
     "run index": (f".argus/runs/{WS}.json", lambda r: run_index.read_runs(str(r), WS),
                   lambda v: v.problem is not None and not v.records),
+    "archived runs": (f".argus/runs/{WS}.past/ppo.json", lambda r: Archive([str(r)], WS).of("ppo", "0" * 64),
+                      lambda v: v == ()),
     "snapshot manifest": (f"common/code/repo/snap/{snapshots.MANIFEST}",
                           lambda r: snapshots.read_manifest(r / "common/code/repo/snap"), lambda v: v is None),
     "audit log": (f".argus/audit/{WS}.jsonl", lambda r: audit_files.read_log(str(r), WS),
