@@ -98,7 +98,8 @@ def open_world(ctx: ApplyContext, secrets: Secrets) -> World:
                  audit=AuditTrail(_sound_roots(desired, observed), desired.workspace.name, provenance, secrets),
                  runs=runs, code=CodeShelf(desired, sources, ctx.fetch_timeout), secrets=secrets,
                  echo=ctx.echo, journal=ctx.journal, stop_timeout=ctx.stop_timeout,
-                 known=known_demands(desired, observed) if observed else {})
+                 known=known_demands(desired, observed) if observed else {},
+                 chains=observed.registries if observed else {})
 
 
 def _sound_roots(desired: DesiredState, observed: ObservedState | None) -> dict[str, str]:

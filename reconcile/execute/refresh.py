@@ -88,9 +88,12 @@ def forget_old_runs(world: World, cluster: ClusterState, keep_finished: int) -> 
 
 
 def _proven(world: World, cluster: str, job: RayJob) -> bool:
-    run, record = job.run_id, world.runs.get(job.submission_id)
+    """argus's run: its labels, its record, and (once adopted) argus's chain, which no job can write to
+    without the audit key: a Ray row and record a job forged are not argus's to delete."""
+    run, record, chain = job.run_id, world.runs.get(job.submission_id), world.chains.get(cluster)
     return (run is not None and run.workspace == world.workspace and run.submission_id == job.submission_id
-            and record is not None and record.cluster == cluster)
+            and record is not None and record.cluster == cluster
+            and (chain is None or not chain.adopted or chain.vouches(job.submission_id)))
 
 
 def records_behind(roots: Mapping[str, str], known: Mapping[str, RunRecord],

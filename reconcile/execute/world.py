@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from reconcile.execute.code import CodeShelf
     from reconcile.execute.runbook import RunBook
     from reconcile.plan.placement import Demand
+    from state.observed import Registry
     from state.ray.client import RayClient
 
 DEFAULT_STOP_TIMEOUT = 120.0
@@ -176,6 +177,9 @@ class World:
     known: Mapping[str, Demand] = field(default_factory=dict)
     """The demand argus knows of this workspace's runs Ray lists as active (reconcile.plan.queue.known_demands):
     each admission at apply counts it for those runs whatever the ledger holds."""
+    chains: Mapping[str, Registry] = field(default_factory=dict)
+    """Per cluster: the submissions argus's audit log registers (the plan's observation): housekeeping acts
+    only on runs an adopted chain holds, whatever a record on the shared root says."""
     unmarked: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     """Admitted runs Ray accepted whose ledger entry does not say so yet, by submission id: their shared
     root and the Ray session they went to. A batch marks them all at once when its part is done

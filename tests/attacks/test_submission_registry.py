@@ -95,3 +95,23 @@ def _delete_from_ray(address: str, submission_id: str) -> None:
     request = urllib.request.Request(f"{address}/api/jobs/{submission_id}", method="DELETE")
     with urllib.request.urlopen(request, timeout=30) as answer:
         assert answer.status == 200
+
+
+def test_housekeeping_never_trades_argus_run_for_a_forged_row(workspace, argus) -> None:
+    """The attack: a later attempt forged (a Ray row with argus's labels, a record and a driver log) would be the
+    newest finished run of the job, so pruning Ray's table down to one would delete argus's own run and keep
+    the forgery. Only runs argus's chain holds are pruned: argus's run stays listed."""
+    workspace.job("prep", QUICK)
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    [prep] = runs_of(workspace, "prep")
+    wait_for(workspace.address, prep, {"SUCCEEDED"})
+    assert argus("apply", workspace.root, "--auto-approve").code == 0  # its driver log kept on the shared root
+    forged = _forge(workspace, "prep", attempt=2)
+    log = workspace.shared / "jobs" / forged / "logs" / "driver.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("forged\n")
+
+    applied = argus("apply", workspace.root, "--auto-approve", "--keep-finished", "1")
+    assert applied.code == 0, applied.out + applied.err
+    listed = {j.submission_id for j in sdk(workspace.address).list_jobs()}
+    assert prep in listed  # argus's own run was not deleted to make room for the forgery
