@@ -22,7 +22,9 @@ from collections.abc import Mapping
 from typing import Any
 
 KEY_VARIABLE = "ARGUS_ROOT_KEY"
-KEY_VARIABLES = (KEY_VARIABLE, "ARGUS_PLAN_KEY", "ARGUS_AUDIT_KEY")
+AUDIT_KEY_VARIABLE = "ARGUS_AUDIT_KEY"
+"""The audit chain's key (state.audit.log reads it)."""
+KEY_VARIABLES = (KEY_VARIABLE, "ARGUS_PLAN_KEY", AUDIT_KEY_VARIABLE)
 """Every key argus holds and jobs must not: a Ray node (and every job it runs) is started without them."""
 SIGNATURE_LENGTH = 64
 

@@ -24,11 +24,12 @@ from specs.errors import ArgusError
 from state.audit import chain, files
 from state.audit.chain import GENESIS, Verification, record_hash
 from state.audit.events import AnchorMismatch, AuditEvent, Recovered
+from state.root_key import AUDIT_KEY_VARIABLE
 from state.runs.records import now
 
 # CI systems name the person behind a run in these variables; the first one set wins.
 CI_ACTOR_VARIABLES = ("GITHUB_ACTOR", "GITLAB_USER_LOGIN", "BUILDKITE_BUILD_CREATOR", "ARGUS_ACTOR")
-KEY_VARIABLE = "ARGUS_AUDIT_KEY"
+KEY_VARIABLE = AUDIT_KEY_VARIABLE
 """Set, records and anchor carry an HMAC made with it, and verify checks them; its value is never written."""
 TAIL_BYTES = 64 * 1024
 

@@ -48,6 +48,7 @@ def _examine(cluster: Cluster, root: str, timeout: float, checks: list[Check], f
     required = _token_required(cluster, timeout)
     facts["token_required"] = required
     checks.append(verdicts.auth(required, cluster.auth_token is not None))
+    checks.append(verdicts.keys(os.environ))
     nodes = client.alive_nodes()
     facts["gpus"] = {node.ip or node.node_id: node.resources.get("GPU", 0.0) for node in nodes}
     checks.append(verdicts.gpus(nodes))

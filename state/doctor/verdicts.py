@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from specs.diagnostics import plain
@@ -11,6 +12,8 @@ from state.doctor.probe import ProbeResult
 from state.doctor.script import PROBE_DIR, STATE_FOLDERS
 from state.observed import Node
 from state.ray.versions import SUPPORTED, version_warning
+from state.root_key import AUDIT_KEY_VARIABLE as AUDIT_KEY
+from state.root_key import KEY_VARIABLE as ROOT_KEY
 
 SKEW_WARN = 5.0
 """Seconds of clock difference worth a warning: deadlines (max_runtime) and alerts move by the skew."""
@@ -36,6 +39,19 @@ def auth(required: bool | None, has_token: bool) -> Check:
     sent = " (argus sends the one auth_token names; the dashboard does not ask for it)" if has_token else ""
     return warn("auth", f"the dashboard requires no token{sent}: anyone who reaches it can submit, stop and delete "
                         f"jobs. To close it, {AUTH_HOW}")
+
+
+def keys(environ: Mapping[str, str]) -> Check:
+    """Whether argus's own records can be told from a job's: the audit chain (which runs argus submitted and
+    stopped) is keyed by ARGUS_AUDIT_KEY, the root's signed files by ARGUS_ROOT_KEY."""
+    unset = [name for name in (AUDIT_KEY, ROOT_KEY) if not environ.get(name)]
+    if not unset:
+        return ok("keys", f"{AUDIT_KEY} and {ROOT_KEY} are set: a job can neither append to argus's audit chain "
+                          "nor sign files on the root as argus")
+    return warn("keys", f"{' and '.join(unset)} not set: a job that can write the shared root can append records "
+                        "argus takes as its own (which runs it submitted and stopped: at most once rests on them) "
+                        "and forge its signed files. Set both in argus's environment only (CI secrets, serve's "
+                        "unit), never on Ray's nodes")
 
 
 def gpus(nodes: tuple[Node, ...]) -> Check:

@@ -34,12 +34,13 @@ def test_a_cluster_that_shares_its_root_passes_with_the_right_lines(workspace, a
     for expected in ("ok    dashboard    Ray 2.60.0 answers", "ok    probe        the probe argus-doctor-",
                      "ok    shared-root  worker 127.0.0.3 and argus share the root", "ok    clock        the head's",
                      "ok    cleanup      the probe argus-doctor-", "warn  gpus         Ray sees no GPU",
-                     "warn  auth         the dashboard requires no token"):
+                     "warn  auth         the dashboard requires no token",
+                     "warn  keys         ARGUS_AUDIT_KEY and ARGUS_ROOT_KEY not set: a job that can write"):
         assert any(line.startswith("  " + expected) for line in lines), (expected, result.out)
     [state] = [line for line in lines if " argus-state " in line]
     assert state.startswith("  warn") and "as uid 0" in state and ".argus, .argus/audit" in state
     assert "run Ray's nodes (and so every job) as a Unix user other than argus's" in state
-    assert lines[-1] == "Verdict: ready: every check passed (3 warnings)."
+    assert lines[-1] == "Verdict: ready: every check passed (4 warnings)."
     assert probes(workspace.address) == []
     assert tree(workspace.shared) == before
 
@@ -53,6 +54,7 @@ def test_json_says_the_same_with_the_facts(workspace, argus):
     assert answer["ok"] is True and cluster["ok"] is True and cluster["cluster"] == "local"
     levels = {check["check"]: check["level"] for check in cluster["checks"]}
     assert levels["shared-root"] == "ok" and levels["probe"] == "ok" and levels["argus-state"] == "warn"
+    assert levels["keys"] == "warn"  # the tests run argus without its keys
     probe = cluster["facts"]["probe"]
     assert probe["sees_argus_file"] and probe["wrote_answer"] and probe["argus_read_answer"] and probe["deleted"]
     assert probe["uid"] == str(os.geteuid()) and probe["node"] == local.WORKER_IP
@@ -141,3 +143,12 @@ def test_the_probe_is_never_a_run_of_any_workspace():
     probe = RayJob(submission_id="argus-doctor-0123456789abcdef", status="RUNNING",
                    metadata={"argus.doctor": "0123456789abcdef"})
     assert probe.run_id is None and probe.workspace is None
+
+
+def test_with_argus_keys_set_the_keys_check_passes(workspace, argus, monkeypatch):
+    monkeypatch.setenv("ARGUS_AUDIT_KEY", "k" * 32)
+    monkeypatch.setenv("ARGUS_ROOT_KEY", "r" * 32)
+    result = argus("doctor", workspace.root)
+    assert result.code == 0, result.out + result.err
+    [keys] = [line for line in result.out.splitlines() if " keys " in line]
+    assert keys.startswith("  ok    keys") and "k" * 32 not in result.out + result.err
