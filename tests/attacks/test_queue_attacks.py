@@ -20,7 +20,7 @@ from reconcile.plan.placement import Demand, Entry
 from reconcile.plan.planner import plan
 from reconcile.plan.queue import QUEUE_TTL, Want, decide_cluster, held
 from reconcile.plan.reviewed import decision_differences
-from reconcile.serve.turn import choose
+from reconcile.serve.choice import choose
 from state.observed import ClusterQueue
 from tests.support.planning import HEX, NOW, cluster_of, desired, job, ledger, observed_with, record_of, run_of
 

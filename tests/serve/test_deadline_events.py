@@ -7,9 +7,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from reconcile.model import Action, Change, Plan, RunView, StopStep
 from reconcile.report import TurnReport
+from reconcile.serve.choice import choose
 from reconcile.serve.events import Clock, deadline_events
 from reconcile.serve.metrics import Metrics
-from reconcile.serve.turn import choose
 from specs.diagnostics import Diagnostic
 from state.observed import RunStatus
 

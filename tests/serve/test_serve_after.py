@@ -8,9 +8,9 @@ import json
 from reconcile.model import Action, Change, SubmitStep
 from reconcile.plan.planner import plan
 from reconcile.serve.after_events import after_events
+from reconcile.serve.choice import choose
 from reconcile.serve.events import Clock
 from reconcile.serve.metrics import Metrics
-from reconcile.serve.turn import choose
 from reconcile.views.html import render_page
 from reconcile.views.human import render_plan, render_status
 from reconcile.views.machine import plan_markdown, status_json

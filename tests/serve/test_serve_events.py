@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reconcile.model import Action, Change, Plan, RunView
+from reconcile.serve.choice import choose
 from reconcile.serve.events import (
     RECOVERED_AFTER,
     Clock,
@@ -12,7 +13,6 @@ from reconcile.serve.events import (
     retried_events,
     run_events,
 )
-from reconcile.serve.turn import choose
 from specs.diagnostics import Diagnostic
 from state.observed import RunStatus
 
