@@ -6,21 +6,44 @@ from reconcile.model import Action, Change, Plan
 
 
 def choose(plan: Plan, sync_auto: bool, may_retry: bool = True) -> list[Change]:
-    """What the loop carries out: retries, preemptions and the runs an apply queued, always (a job's
-    own errors hold it back; an error elsewhere than on a job holds all back but deadline stops); with
-    --sync auto every change of an error-free plan. Stops at a job's max_runtime are carried out always too.
-    Nothing when `may_retry` is False (a checkout that is not what was merged)."""
+    """What the loop carries out: retries, preemptions and the runs an apply queued, always; with --sync auto
+    every change of an error-free plan. Stops at a job's max_runtime are carried out always too. An error
+    holds back what it concerns: a job's its own changes, a cluster's (its state, root or directories) the
+    changes on that cluster, but deadline stops (one sick cluster never holds back another's retries, as in
+    apply); an error on anything else (the workspace) holds back all but deadline stops. Nothing when
+    `may_retry` is False (a checkout that is not what was merged)."""
     if not may_retry:
         return []
     if sync_auto and not plan.errors:
         return list(plan.actionable)
     blocked = {d.address for d in plan.errors}
-    if any(not address.startswith("job.") for address in blocked):
-        # a stop at max_runtime starts nothing: an error elsewhere (a file on the shared root a job can write,
-        # say) never keeps a run past its deadline
-        return [c for c in plan.actionable if c.action is Action.DEADLINE and c.address not in blocked]
-    return [c for c in plan.actionable if c.address not in blocked
-            and (c.action in (Action.RETRY, Action.PREEMPT, Action.DEADLINE) or _queued_by_apply(c) or _released(c))]
+    sick = _sick_clusters(blocked)
+    # a stop at max_runtime starts nothing: an error on its cluster (a file on the shared root a job can write,
+    # say) never keeps a run past its deadline
+    return [c for c in plan.actionable if c.address not in blocked and (c.action is Action.DEADLINE or (
+        sick is not None and not _clusters(c) & sick
+        and (c.action in (Action.RETRY, Action.PREEMPT) or _queued_by_apply(c) or _released(c))))]
+
+
+def _sick_clusters(blocked: set[str]) -> set[str] | None:
+    """The clusters the errors name; None when one names what is neither a job, a snapshot (its jobs carry
+    errors of their own) nor a cluster: then everything waits."""
+    sick = set()
+    for address in blocked:
+        kind, _, name = address.partition(".")
+        if kind in ("cluster", "dirs"):
+            sick.add(name)
+        elif kind not in ("job", "code"):
+            return None
+    return sick
+
+
+def _clusters(change: Change) -> set[str]:
+    """The clusters a change acts on: its steps', its queue's, its current run's."""
+    found = {str(getattr(step, "cluster", "")) for step in change.steps}
+    found |= {change.queue.cluster} if change.queue else set()
+    found |= {change.current.cluster} if change.current else set()
+    return found - {""}
 
 
 def _released(change: Change) -> bool:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from reconcile.model import Action, Change, Plan, RunView, StopStep
+from reconcile.model import Action, Change, Plan, RunView, StopStep, SubmitStep
 from reconcile.report import TurnReport
 from reconcile.serve.choice import choose
 from reconcile.serve.events import Clock, deadline_events
 from reconcile.serve.metrics import Metrics
 from specs.diagnostics import Diagnostic
+from specs.submission import RunId, resolve
 from state.observed import RunStatus
+from tests.support.planning import desired, job
 
 NOW = 1_800_000_000.0
 CLOCK = Clock(now=NOW, pending_alert=600, stall_alert=1800)
@@ -37,7 +39,7 @@ def test_the_loop_stops_a_run_at_its_deadline_without_sync_auto_but_not_from_an_
     held = Diagnostic(severity="error", address="job.hung", message="bad")
     assert choose(plan.model_copy(update={"diagnostics": (held,)}), sync_auto=False) == []
     # an error on the cluster (a file on the shared root a job can write: the audit log, an identity, a claim)
-    # holds back every start, never the stop at a deadline
+    # holds back every start there, never the stop at a deadline
     sick = Diagnostic(severity="error", address="cluster.local", message="the audit log does not verify")
     assert choose(plan.model_copy(update={"diagnostics": (sick,)}), sync_auto=True) == [stop]
 
@@ -74,3 +76,24 @@ def test_metrics_show_each_active_runs_deadline_and_count_the_stops():
 def samples(metrics: Metrics) -> dict[tuple[str, tuple], float]:
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for family in text_string_to_metric_families(metrics.exposition().decode()) for s in family.samples}
+
+
+def retry_on(cluster: str, name: str) -> Change:
+    spec = job(name)
+    sub = resolve(desired(spec).workspace, desired(spec).cluster_of(spec), spec).model_copy(update={"cluster": cluster})
+    run = RunId.of(sub, 2)
+    return Change(address=f"job.{name}", action=Action.RETRY, reason="failed: retried",
+                  steps=(SubmitStep(cluster=cluster, submission_id=run.submission_id, spec_hash=run.spec_hash,
+                                    attempt=2, submission=sub),))
+
+
+def test_an_error_on_one_cluster_holds_back_only_that_clusters_retries():
+    """Issue 36: one sick cluster never holds back another's changes, in the loop as in apply."""
+    stop, on_a, on_b = at_deadline(), retry_on("a", "x"), retry_on("b", "y")
+    plan = Plan(workspace="ws", changes=(stop, on_a, on_b))
+    sick = Diagnostic(severity="error", address="cluster.a", message="the audit log does not verify")
+    assert choose(plan.model_copy(update={"diagnostics": (sick,)}), sync_auto=False) == [stop, on_b]
+    dirs = Diagnostic(severity="error", address="dirs.b", message="the root looks unmounted")
+    assert choose(plan.model_copy(update={"diagnostics": (dirs,)}), sync_auto=True) == [stop, on_a]
+    everywhere = Diagnostic(severity="error", address="workspace", message="claimed elsewhere")
+    assert choose(plan.model_copy(update={"diagnostics": (everywhere,)}), sync_auto=False) == [stop]
