@@ -348,6 +348,9 @@ def serve(directories: list[Path] = DIRS,
                                               help="Seconds a run may stay PENDING before it is reported."),
           stall_alert: float = typer.Option(1800.0, "--stall-alert", min=1.0, help="Seconds a running run's log on "
                                             "the shared filesystem may stay unchanged before it is reported."),
+          drift_grace: float = typer.Option(900.0, "--drift-grace", min=0.0, help="Seconds a merged change may wait "
+                                            "for its apply (CI's, on merge) before it is told as drift; runs stopped "
+                                            "outside argus are told at once. 0: at once."),
           listen: str | None = typer.Option(None, "--listen", help="HOST:PORT for /metrics, /healthz and the "
                                             "status page."),
           once: bool = typer.Option(False, "--once", help="One turn, then exit (cron, tests)."),
@@ -369,6 +372,7 @@ def serve(directories: list[Path] = DIRS,
 
     turn = TurnOptions(sync=sync.value, git_pull=git_pull, interval=interval, timeout=timeout,
                        stop_timeout=stop_timeout, pending_alert=pending_alert, stall_alert=stall_alert,
+                       drift_grace=drift_grace,
                        with_audit=listen is not None)
     options = command.ServeOptions(turn=turn, notify=tuple(notify), listen=listen, once=once,
                                    log_format=log_format.value, watch=watch, public_url=public_url,

@@ -69,6 +69,19 @@ class OtherRun:
 
 
 @dataclass(frozen=True)
+class Incident:
+    """Something that keeps the loop from doing its work: a cluster that does not answer (`unreachable`, its
+    name the subject), a desired state that does not load (`desired_state`), turns that keep failing
+    (`loop_failing`). Told once when it begins and once (`recovered`) when it ends."""
+
+    kind: Literal["unreachable", "desired_state", "loop_failing"]
+    subject: str
+    summary: str
+    since: float
+    """Epoch seconds when the loop first saw it."""
+
+
+@dataclass(frozen=True)
 class TurnReport:
     """One turn of the loop. `ok` is False when the turn failed before it could plan (then `plan`
     and `runs` are those of the last turn that could, or empty)."""
@@ -107,3 +120,10 @@ class TurnReport:
     """Other workspaces' runs on this workspace's clusters, as the turn's observation listed them."""
     standby: str | None = None
     """On a standby's report: the lease holder it stands by for ("nobody" when none holds it)."""
+    unreachable: Mapping[str, str] = field(default_factory=dict)
+    """Clusters the turn could not read, with why (the observation's): the loop's `unreachable` incidents."""
+    failed_at: str | None = None
+    """Where a turn that failed stopped: "load" when the desired state did not load (an incident of its own)."""
+    incidents: tuple[Incident, ...] = ()
+    """What keeps the loop from its work now, as the loop tracks it across turns (reconcile.serve.incidents):
+    /healthz fails while there is one, the page and /metrics show them."""

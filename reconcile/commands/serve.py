@@ -20,6 +20,7 @@ from reconcile.serve.watch import MIN_WATCH
 from specs.diagnostics import printable
 from specs.errors import ArgusError
 from specs.workspaces import SameName
+from state.queue.sent_events import SentLedger
 
 if TYPE_CHECKING:
     from reconcile.serve.http import StatusServer
@@ -143,7 +144,8 @@ def _workspace(directory: Path, options: ServeOptions) -> tuple[Path, DesiredSta
 def _loop(directory: Path, desired: DesiredState, options: ServeOptions, publish: list, notifier,
           server: StatusServer | None, admit: Callable[[DesiredState], None] | None) -> Loop:
     settings = LoopSettings(turn=options.turn, once=options.once, log_format=options.log_format, watch=options.watch,
-                            admit=admit)
+                            admit=admit, first_start=notifier is not None and not options.once
+                            and not SentLedger(_root(desired), desired.workspace.name).ever_sent())
     settings.publish.extend(publish)
     if notifier is not None:
         notifier.links = _links(options, server, desired.root)

@@ -139,6 +139,8 @@ class StatusServer:
         if standby is not None and report.plan is None:  # healthy, but not the loop that acts: say who is
             return _text(200, f"ok, {standby}\n")
         failed = "" if report.ok else f"; the last turn failed: {report.error or 'no reason given'}"
+        if report.incidents:
+            return _text(503, "".join(f"incident: {plain(i.summary, lines=False)}\n" for i in report.incidents))
         if last_ok is None:
             return _text(503, f"no turn has succeeded yet{failed}\n")
         age, limit = now - last_ok.finished_at, HEALTHY_INTERVALS * last_ok.interval
@@ -182,6 +184,8 @@ def ws_health(shown: Shown, last_ok: TurnReport | None, now: float) -> tuple[boo
         return recent, f"{ws}: {state}" + ("" if recent else f", last seen {now - report.finished_at:.0f} s ago")
     if last_ok is None:
         return False, f"{ws}: {state}; no turn has succeeded yet"
+    if report.incidents:
+        return False, f"{ws}: " + "; ".join(f"incident: {plain(i.summary, lines=False)}" for i in report.incidents)
     age = now - last_ok.finished_at
     if age <= limit:
         return True, f"{ws}: active ok" if report.ok else f"{ws}: {state}"

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Literal
 
 from reconcile.report import Event, TurnReport
+from reconcile.serve.incidents import Incidents
+from reconcile.serve.quiet import Quiet
 from reconcile.serve.turn import TurnOptions, turn
 from reconcile.serve.watch import EVERY, Watch
 from specs.diagnostics import plain
@@ -34,6 +36,8 @@ LEASE_TTL_INTERVALS = 2.0
 standby checking every third of an interval, it takes over within three intervals."""
 MIN_GAP = 1.0
 """Seconds from the end of a turn to a turn the watch woke."""
+PAST_DEADLINE = 0.05
+"""Seconds after a run's deadline the loop wakes to stop it: its plan must see the deadline passed."""
 
 
 @dataclass
@@ -48,6 +52,9 @@ class LoopSettings:
     """Called with every report: the status page, the metrics."""
     watch: float = EVERY
     """Seconds between the watch's polls of each cluster (reconcile.serve.watch); 0: no watch."""
+    first_start: bool = False
+    """Nothing was ever told of this workspace (its sent-event ledger is empty): the first turn sums up what
+    ended before it (reconcile.serve.quiet)."""
     admit: Callable[[object], None] | None = None
     """Given each turn's freshly loaded desired state first; raises ArgusError to refuse the turn (a shared
     serve's secret lists: reconcile.serve.secret_lists)."""
@@ -71,6 +78,11 @@ class Loop:
         self._early: str | None = None
         """Why the watch asked for a turn now; None when it did not."""
         self._turn_ended = 0.0
+        self._due: float | None = None
+        """The next deadline (epoch seconds) of a run the last turn saw active: the loop wakes for it."""
+        self.incidents = Incidents(workspace)
+        self.quiet = Quiet(workspace, settings.turn.drift_grace,
+                           earlier=None if settings.first_start else set())
         self._sent: list[str] = []
         """This turn's deliveries, `<kind> to <channel>`: what the turn's log line calls sent."""
         self._said: set[str] = set()
@@ -123,8 +135,12 @@ class Loop:
         self.wake.set()
 
     def _wait(self) -> None:
-        """Until the interval has passed, or something wakes the loop (the watch, the lease taken, a signal)."""
-        self.wake.wait(self.settings.turn.interval)
+        """Until the interval has passed, a run's deadline has, or something wakes the loop (the watch, the
+        lease taken, a signal)."""
+        wait = self.settings.turn.interval
+        if self._due is not None:
+            wait = min(wait, max(0.0, self._due - time.time() + PAST_DEADLINE))
+        self.wake.wait(wait)
         self.wake.clear()
         if self._early is not None:  # a woken turn waits out the gap: endings that come meanwhile join it
             self.stopping.wait(max(0.0, self._turn_ended + MIN_GAP - time.monotonic()))
@@ -135,9 +151,10 @@ class Loop:
         if not self.active.is_set():
             report = self._standby()
         else:
-            report = self._kept(self._turn())
+            report = self._with_incidents(self._kept(self._turn()))
             if early is not None:
                 report = replace(report, notes=(*report.notes, f"turn started early: {early}"))
+            self._due = next_deadline(report) if report.plan is not None else self._due
             self._notify(report)
             self._say_trust_warnings(report)
             if self.watch is not None:
@@ -159,6 +176,14 @@ class Loop:
             return TurnReport(workspace=self.lease.workspace, started_at=now, finished_at=now, ok=False,
                               interval=self.settings.turn.interval, sync=self.settings.turn.sync,
                               error=f"internal error: {type(err).__name__}: {err}")
+
+    def _with_incidents(self, report: TurnReport) -> TurnReport:
+        """The report with what is worth telling of its events (reconcile.serve.quiet), the incidents open
+        after it, and the events of those that began or ended."""
+        now = time.time()
+        told = self.incidents.update(report, now)
+        return replace(report, events=(*self.quiet.told(report.events, now), *told),
+                       incidents=self.incidents.current())
 
     def _seen(self, desired: object) -> None:
         """The turn's desired state, once loaded: admitted first (or the turn refused), then followed by the watch."""
@@ -268,6 +293,16 @@ class Loop:
             _emit(json.dumps({"message": plain(line), "workspace": self.lease.workspace}, sort_keys=True))
         else:
             _emit(plain(line))
+
+
+def next_deadline(report: TurnReport) -> float | None:
+    """The earliest deadline of a run the turn left running that falls after the turn's plan was made: one the
+    plan saw passed was the turn's to stop (a stop that failed waits for the next turn, never a spin)."""
+    from reconcile.model import Action
+
+    ahead = [c.deadline_at for c in report.plan.changes if c.deadline_at is not None and c.action is not Action.DEADLINE
+             and c.deadline_at > report.started_at] if report.plan is not None else []
+    return min(ahead, default=None)
 
 
 def _emit(line: str) -> None:

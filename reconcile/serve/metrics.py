@@ -51,6 +51,9 @@ class Metrics:
                                       "workspace and job.", ["workspace", "job"], registry=self.registry)
         self.errors = Counter("argus_loop_errors", "Turns that failed, by workspace.", ["workspace"],
                               registry=self.registry)
+        self.incidents = Counter("argus_incidents", "Incidents that began (a cluster that does not answer, a desired "
+                                 "state that does not load, turns that keep failing), by workspace and kind.",
+                                 ["workspace", "kind"], registry=self.registry)
         self.registry.register(self.turns)
 
     def record(self, report: TurnReport) -> None:
@@ -63,6 +66,8 @@ class Metrics:
                 self.retries.labels(workspace=report.workspace, job=job).inc()
             for job in _deadline_stopped(report):
                 self.deadline_stops.labels(workspace=report.workspace, job=job).inc()
+            for began in (e for e in report.events if e.kind == "incident"):
+                self.incidents.labels(workspace=report.workspace, kind=began.details.get("incident", "")).inc()
 
     def exposition(self) -> bytes:
         """The series in Prometheus's text format (CONTENT_TYPE)."""
@@ -103,6 +108,8 @@ class Turns(Collector):
         for workspace, report in sorted(latest.items()):
             f["active"].add_metric([workspace], 0 if is_standby(report) else 1)
             f["duration"].add_metric([workspace], max(0.0, report.finished_at - report.started_at))
+            for incident in report.incidents:
+                f["incidents"].add_metric([workspace, incident.kind, incident.subject], 1)
         for workspace, when in sorted(last_success.items()):
             f["success"].add_metric([workspace], when)
         for workspace, report in sorted(seen.items()):
@@ -125,6 +132,8 @@ SERIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "success": ("argus_last_success_timestamp_seconds", "When the workspace's last successful turn finished "
                 "(epoch seconds).", ("workspace",)),
     "duration": ("argus_loop_duration_seconds", "How long the workspace's last turn took.", ("workspace",)),
+    "incidents": ("argus_incident_open", "1 per incident open now (kind: unreachable, desired_state, loop_failing; "
+                  "subject: the cluster, when it is one).", ("workspace", "kind", "subject")),
     "drift": ("argus_drift_changes", "Changes the workspace's last turn found and did not carry out.",
               ("workspace",)),
     "runs": ("argus_runs", "Runs of the workspace by cluster, job and status, as its last turn saw them.",

@@ -39,6 +39,8 @@ class TurnOptions:
     stall_alert: float = 1800.0
     with_audit: bool = False
     """Read the audit log for the last apply and its verification (the status page shows them)."""
+    drift_grace: float = 900.0
+    """Seconds a merged change may wait for its apply before the loop tells it as drift (reconcile.serve.quiet)."""
 
 
 @dataclass
@@ -59,6 +61,8 @@ class Outcome:
     error: str | None = None
     commit: str | None = None
     desired: DesiredState | None = None
+    failed_at: str | None = None
+    unreachable: dict[str, str] = field(default_factory=dict)
 
 
 def turn(directory: Path, options: TurnOptions, say: Callable[[str], None],
@@ -79,7 +83,8 @@ def turn(directory: Path, options: TurnOptions, say: Callable[[str], None],
                       interval=options.interval, sync=options.sync, error=out.error, commit=out.commit,
                       plan=out.plan, runs=out.runs, drift=_drift_count(out), applied=out.applied,
                       retried=out.retried, events=tuple(out.events), notes=tuple(out.notes),
-                      gpus_held=out.gpus_held, queues=out.queues, others=out.others, **audit_view)
+                      gpus_held=out.gpus_held, queues=out.queues, others=out.others, unreachable=out.unreachable,
+                      failed_at=out.failed_at if not ok else None, **audit_view)
 
 
 def _drift_count(out: Outcome) -> int:
@@ -96,7 +101,11 @@ def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callabl
     from state.code.gitinfo import desired_commit
 
     reviewed = _pulled(directory, options, out)
-    desired = out.desired = loaded if loaded is not None and not options.git_pull else load_workspace(directory)
+    try:
+        desired = out.desired = loaded if loaded is not None and not options.git_pull else load_workspace(directory)
+    except ArgusError:
+        out.failed_at = "load"  # an incident of its own (reconcile.serve.incidents)
+        raise
     if seen is not None:
         seen(desired)
     reviewed = reviewed and _all_tracked(directory, desired, options, out)
@@ -122,6 +131,7 @@ def _tell(desired: DesiredState, observed, plan: Plan, out: Outcome, options: Tu
     from reconcile.views.queue import other_runs, queues_of
 
     out.plan, out.runs = plan, runs_by_job(desired.workspace.name, observed)
+    out.unreachable = dict(observed.unreachable)
     out.queues = tuple(queues_of(observed, sorted(desired.clusters)))  # the page's shared queue
     out.gpus_held = {queue.cluster: queue.gpus_held for queue in out.queues if not queue.unseen}  # worked out once
     out.others = other_runs(desired.workspace.name, observed)

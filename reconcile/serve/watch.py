@@ -5,7 +5,9 @@ per cluster every `every` seconds. Ray 2.x's dashboard offers no cheaper signal:
 stream, long poll or ETag; the state API's `/api/v0/jobs` reads the same table and filters it after.
 A job that ends, fails or is stopped, or leaves the table while it ran, wakes the loop: any job's,
 any workspace's, since any run that ends frees room for the queue, and one of ours that fails is
-told at once. While this workspace has jobs waiting on a cluster, each tick also reads Ray's report
+told at once. So does a run of this workspace that starts while one of its jobs has a max_runtime: the
+turn learns the run's deadline, and the loop wakes for it (reconcile.serve.loop).
+While this workspace has jobs waiting on a cluster, each tick also reads Ray's report
 of what is in use (`GET /api/cluster_status`, which admission reads): it trails the job table by 2-5 s
 (Ray's autoscaler monitor writes it every ~5 s; measured on Ray 2.60), so the turn a job's end woke may
 still find the room taken; the report's drop wakes the one that admits.
@@ -49,6 +51,16 @@ def ended(before: Mapping[str, str], after: Mapping[str, str]) -> list[str]:
     return sorted(changed + gone)
 
 
+def started(before: Mapping[str, str], after: Mapping[str, str], workspace: str | None) -> list[str]:
+    """This workspace's jobs active now that were not before (none without a workspace to watch for)."""
+    from state.runs.index import belongs
+
+    if workspace is None:
+        return []
+    return sorted(job for job, status in after.items()
+                  if status in ACTIVE and before.get(job) not in ACTIVE and belongs(job, workspace))
+
+
 def freed(before: Mapping[str, float], after: Mapping[str, float], names: frozenset[str]) -> list[str]:
     """The resources among `names` of which less is in use now than before."""
     return sorted(name for name in names if after.get(name, 0.0) < before.get(name, 0.0) - 1e-9)
@@ -89,11 +101,17 @@ class Watch:
     timeout: float = REQUEST_TIMEOUT
     _clusters: dict[tuple[str, str], _Cluster] = field(default_factory=dict)
     _waiting: dict[str, frozenset[str]] = field(default_factory=dict)
+    _timed: str | None = None
+    """This workspace's name while one of its jobs has a max_runtime: a run of it that starts wakes the loop,
+    whose turn then knows the run's deadline and wakes for it (a run an apply started between turns)."""
 
     def follow(self, desired: Any) -> None:
         """The clusters of the desired state a turn just loaded (with --git-pull they may change);
         what was seen of a cluster whose name and address stay is kept."""
         from reconcile.execute.cycle import connect
+
+        timed = any(job.max_runtime is not None for job in desired.jobs.values())
+        self._timed = desired.workspace.name if timed else None
 
         try:
             clients = connect(desired, min(self.timeout, REQUEST_TIMEOUT))
@@ -154,8 +172,10 @@ class Watch:
     def _poll(self, name: str, cluster: _Cluster) -> list[str]:
         statuses = cluster.client.job_statuses()
         done = ended(cluster.statuses, statuses) if cluster.statuses is not None else []
+        began = started(cluster.statuses, statuses, self._timed) if cluster.statuses is not None else []
         cluster.statuses = statuses
         reasons = [f"{len(done)} job(s) ended on cluster {name}"] if done else []
+        reasons += [f"{len(began)} run(s) with a max_runtime started on cluster {name}"] if began else []
         names = self._waiting.get(name)
         if not names:
             cluster.used = None

@@ -78,6 +78,8 @@ def state_of(shown: Shown) -> str:
         return "no turn has finished yet"
     if report.standby is not None and report.plan is None:
         return f"standby (held by {holder_shown(report.standby)})"
+    if report.incidents:
+        return "active, incident: " + "; ".join(i.summary for i in report.incidents)
     return "active" if report.ok else f"active, last turn failed: {report.error or 'no reason given'}"
 
 

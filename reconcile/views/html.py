@@ -77,6 +77,9 @@ def _page(title: str, body: str) -> str:
 def _turn(report: TurnReport, now: float, kept: Kept) -> str:
     outcome = ('<span class="good">ok</span>' if report.ok
                else f'<span class="bad">failed</span>: {_e(report.error or "no reason given")}')
+    if report.incidents:  # a turn can succeed while a cluster is down: the incident is what people need
+        outcome = "; ".join(f'<span class="bad">incident</span> since {_time(i.since)}: {_e(i.summary)}'
+                            for i in report.incidents) + f" (turn {outcome})"
     rows = [("Last turn", f"{_time(report.finished_at)} ({_ago(now - report.finished_at)}), took "
                           f"{report.finished_at - report.started_at:.1f} s"),
             ("Outcome", outcome), ("Sync", _e(report.sync)), ("Interval", f"{report.interval:g} s"),

@@ -77,6 +77,21 @@ class SentLedger:
             and verify(SENT, self._scope(channel), fields, entry.get("sig"))
         return "sent" if valid else "forged"
 
+    def ever_sent(self) -> bool:
+        """Whether a channel ever took an event of the workspace: a loop's very first start has told nothing,
+        so it sums up what ended before it (reconcile.serve.quiet). Stops at the first entry it finds."""
+        try:
+            with _directory(self.shared_root, self._parts(), create=False) as sent:
+                channels = [entry.name for entry in os.scandir(sent) if CHANNEL.match(entry.name)]
+                for channel in channels:
+                    with _directory(self.shared_root, self._parts(channel), create=False) as folder, \
+                            os.scandir(folder) as entries:
+                        if any(entry.name.endswith(".json") for entry in entries):
+                            return True
+        except (OSError, ValueError):
+            return False
+        return False
+
     def entry_path(self, channel: str, key: str) -> Path:
         return Path(self.shared_root, *self._parts(channel), f"{key_hash(key)}.json")
 

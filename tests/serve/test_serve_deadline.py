@@ -137,6 +137,26 @@ def _log(workspace, sid: str) -> str:
     return path.read_text() if path.exists() else ""
 
 
+def test_a_run_an_apply_starts_between_turns_is_stopped_within_two_seconds_of_its_deadline(workspace, argus):
+    """Issue 37: the loop wakes for a run's deadline (and the watch for the start of a run with one), so a 20 s
+    max_runtime under --interval 60 is kept to within 2 s, not to the next turn's."""
+    workspace.job("hung", ["python3", "-c", "import time; time.sleep(600)"], extra="max_runtime: 20s\n")
+    loop = serve(workspace, "--interval", "60", "--listen", "127.0.0.1:0")
+    try:
+        site = listening(loop)
+        until(lambda: _last_turn(site) > 0, "the loop's first turn", 60)  # the run starts between turns
+        assert argus("apply", workspace.root, "--auto-approve").code == 0
+        [run] = runs_of(workspace, "hung")
+        wait_for(workspace.address, run, {"STOPPED"}, timeout=60)
+    finally:
+        code, err = stopped(loop)
+    assert code == 0, err
+    info = sdk(workspace.address).get_job_info(run)
+    late = info.end_time / 1000 - (info.start_time / 1000 + 20)
+    assert 0 <= late < 2, (late, err)
+    assert "run(s) with a max_runtime started" in err  # the watch woke the loop for it
+
+
 def _record(workspace, sid: str) -> dict:
     try:
         return json.loads((workspace.shared / "jobs" / sid / "status.json").read_text())

@@ -227,3 +227,20 @@ def test_with_a_key_a_forged_sent_entry_does_not_silence_an_alert(keyed, tmp_pat
         assert notifier.send([alert]) == [] and len(receiver.received) == 1  # sent and recorded: once
     finally:
         receiver.close()
+
+
+def test_a_ledger_says_whether_anything_was_ever_told_and_never_follows_a_link(tmp_path):
+    ledger = SentLedger(str(tmp_path), "ws")
+    assert not ledger.ever_sent()
+    ledger.count_try(CHANNEL, "failed:x", 1)  # a try is no send
+    assert not ledger.ever_sent()
+    ledger.record_sent(CHANNEL, "failed:x", "failed", "t", "json://", "t")
+    assert ledger.ever_sent()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other = SentLedger(str(elsewhere), "ws")
+    other.record_sent(CHANNEL, "failed:y", "failed", "t", "json://", "t")
+    linked = tmp_path / "linked"
+    (linked / ".argus" / "serve" / "ws").mkdir(parents=True)
+    (linked / ".argus" / "serve" / "ws" / "sent").symlink_to(elsewhere / ".argus" / "serve" / "ws" / "sent")
+    assert not SentLedger(str(linked), "ws").ever_sent()

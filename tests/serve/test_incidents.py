@@ -1,0 +1,83 @@
+"""Incidents from plain turn reports (reconcile.serve.incidents): each told once when it begins and once when it
+ends, /healthz failing and /metrics counting meanwhile (a real StatusServer on loopback)."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from dataclasses import replace
+
+from reconcile.model import Plan
+from reconcile.report import TurnReport
+from reconcile.serve.http import StatusServer
+from reconcile.serve.incidents import Incidents
+from reconcile.serve.metrics import Metrics
+from reconcile.views.html import Kept, Site
+
+NOW = 1_800_000_000.0
+
+
+def report(ok: bool = True, **fields: object) -> TurnReport:
+    base = TurnReport(workspace="ws", started_at=NOW, finished_at=NOW + 1, ok=ok, interval=5, sync="off",
+                      plan=Plan(workspace="ws", changes=()) if ok else None, error=None if ok else "boom")
+    return replace(base, **fields)
+
+
+def kinds(events) -> list[tuple[str, str]]:
+    return [(e.kind, e.details.get("incident", "")) for e in events]
+
+
+def test_a_cluster_that_does_not_answer_is_told_once_and_once_more_when_it_answers_again():
+    book = Incidents("ws")
+    assert book.update(report(), NOW) == []
+    down = report(unreachable={"local": "connection refused"})
+    [began] = book.update(down, NOW + 5)
+    assert (began.kind, began.cluster, began.details) == ("incident", "local", {"incident": "unreachable"})
+    assert "cluster local does not answer: connection refused" in began.summary
+    assert book.update(down, NOW + 10) == [] and book.update(down, NOW + 15) == []  # once, however long
+    assert [i.kind for i in book.current()] == ["unreachable"]
+    assert book.update(report(ok=False), NOW + 20) == []  # a failed turn read no cluster: it cannot tell
+    [back] = book.update(report(), NOW + 25)
+    assert back.kind == "recovered" and back.summary == "cluster local answers again (after 20 s)"
+    assert book.current() == ()
+    [again] = book.update(down, NOW + 100)  # a second outage is a new incident
+    assert again.key != began.key
+
+
+def test_a_desired_state_that_does_not_load_and_turns_that_keep_failing():
+    book = Incidents("ws")
+    broken = report(ok=False, failed_at="load", error="jobs/a.yaml:3: not a job")
+    assert kinds(book.update(broken, NOW)) == [("incident", "desired_state")]
+    assert "jobs/a.yaml:3: not a job" in book.current()[0].summary
+    assert kinds(book.update(report(), NOW + 5)) == [("recovered", "desired_state")]
+    assert book.update(report(ok=False), NOW + 10) == []  # one failed turn is often a blip
+    assert kinds(book.update(report(ok=False), NOW + 15)) == [("incident", "loop_failing")]
+    assert kinds(book.update(report(), NOW + 20)) == [("recovered", "loop_failing")]
+
+
+def test_healthz_fails_and_metrics_count_while_an_incident_is_open():
+    metrics, book = Metrics(), Incidents("ws")
+    server = StatusServer("127.0.0.1", 0, metrics, kept=[Kept("ws", clusters={"local": Site()})])
+    try:
+        down = report(unreachable={"local": "refused"})
+        told = book.update(down, NOW)
+        shown = replace(down, events=tuple(told), incidents=book.current(), finished_at=NOW)
+        for publish in (server.publish, metrics.record):
+            publish(shown)
+        code, body = _get(server.port, "/healthz")
+        assert code == 503 and "incident: cluster local does not answer: refused" in body
+        text = _get(server.port, "/metrics")[1]
+        assert 'argus_incidents_total{kind="unreachable",workspace="ws"} 1.0' in text
+        assert 'argus_incident_open{kind="unreachable",subject="local",workspace="ws"} 1.0' in text
+        page = _get(server.port, "/")[1]
+        assert "incident</span> since" in page and "cluster local does not answer" in page
+    finally:
+        server.close()
+
+
+def _get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()

@@ -1,0 +1,40 @@
+"""What the loop keeps to itself (reconcile.serve.quiet), from plain events: a merge within its grace is no
+drift, and a first start sums up what ended before it."""
+
+from __future__ import annotations
+
+from reconcile.serve.events import Clock, drift_event, event
+from reconcile.serve.quiet import Quiet
+
+NOW = 1_800_000_000.0
+CLOCK = Clock(now=NOW, pending_alert=600, stall_alert=1800)
+
+
+def failed(job: str) -> object:
+    return event("ws", "failed", f"failed:ws.{job}.h.1", CLOCK, job=job, submission_id=f"ws.{job}.h.1",
+                 summary=f"job.{job}: attempt 1 failed")
+
+
+def test_a_merged_change_is_drift_only_once_its_grace_has_passed():
+    quiet = Quiet("ws", grace=600, earlier=set())
+    merged = drift_event("ws", [("job.a", "submit", "ws.a.h.1")], CLOCK)
+    assert quiet.told((merged,), NOW) == ()
+    assert quiet.told((merged,), NOW + 599) == ()  # CI applies in the meantime: never told
+    assert quiet.told((merged,), NOW + 600) == (merged,)
+    more = drift_event("ws", [("job.a", "submit", "ws.a.h.1"), ("job.b", "submit", "ws.b.h.1")], CLOCK)
+    assert quiet.told((more,), NOW + 601) == ()  # another set of changes: its own grace
+    stopped = event("ws", "drift", "drift:ws.c.h.1", CLOCK, submission_id="ws.c.h.1", summary="stopped outside")
+    assert quiet.told((stopped,), NOW + 602) == (stopped,)  # a run stopped outside argus: at once
+    assert Quiet("ws", grace=0, earlier=set()).told((merged,), NOW) == (merged,)
+
+
+def test_a_first_start_sums_up_what_ended_before_it_once():
+    quiet = Quiet("ws")  # nothing was ever told of the workspace
+    retried = event("ws", "retried", "retried:ws.c.h.2", CLOCK, job="c", summary="retried")
+    [summed, kept] = quiet.told((failed("a"), failed("b"), retried), NOW)
+    assert summed.kind == "summary" and summed.summary == "before this loop started: 2 failed (a, b)"
+    assert kept == retried
+    assert quiet.told((failed("a"), failed("b")), NOW + 30) == ()  # never told one by one afterwards
+    assert quiet.told((failed("d"),), NOW + 60) == (failed("d"),)  # a new end is told
+    again = Quiet("ws", earlier=set())  # a restart, or `serve --once`: as it always was
+    assert again.told((failed("a"),), NOW) == (failed("a"),)
