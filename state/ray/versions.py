@@ -15,7 +15,9 @@ NEWEST = (2, 60)
 SUPPORTED = "Ray 2.9 to 2.60"
 JOBS_API_VERSIONS = ("3", "4")
 """The Jobs API versions Rays in the range report (Ray's CURRENT_VERSION in job_head.py): 2.9 says "3", 2.60
-"4" (3 -> 4 added DELETE /api/jobs/<id>, which argus uses where the head has it)."""
+"4". Both answer every request argus makes, DELETE /api/jobs/<id> included: tests/state/ray/test_oldest_head.py
+deletes on 2.9.3, so nothing is lost in the range (a head that refuses the DELETE keeps its finished rows, and
+apply says so by id: reconcile.execute.refresh)."""
 
 
 def version_warning(body: dict[str, Any]) -> str:

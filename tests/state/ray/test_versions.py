@@ -16,6 +16,15 @@ from state.ray.versions import version_warning
 CURRENT = {"version": "4", "ray_version": "2.60.0", "ray_commit": "x", "session_name": "session_2026"}
 
 
+def test_the_pinned_ray_head_gives_no_warning_on_any_command(ray_cluster, workspace, argus) -> None:
+    """Issue 37: the real head the tests start (the Ray argus pins) says Jobs API "4": no warning, anywhere."""
+    state = RayClient("local", ray_cluster.address, timeout=30).snapshot()
+    assert state.ray_version.startswith("2.60") and state.version_warning == ""
+    for command in (("plan", workspace.root), ("status", workspace.root)):
+        shown = argus(*command)
+        assert "Upgrade the head" not in shown.out + shown.err and "not one argus fully supports" not in shown.out
+
+
 def test_a_supported_head_gives_no_warning() -> None:
     assert version_warning(CURRENT) == ""
     assert version_warning({**CURRENT, "ray_version": "2.9.3", "version": "3"}) == ""
