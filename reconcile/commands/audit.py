@@ -70,8 +70,10 @@ def _line(entry: dict) -> str:
     elif what == "audit.recovered":
         what = f"{what} after {entry.get('torn_bytes')} torn byte(s)"
     error = f"  error: {entry['error']}" if entry.get("error") else ""
-    return (f"{entry.get('time', '?')}  {entry.get('actor', '?')}@{entry.get('host', '?')}  "
-            f"plan {entry.get('plan_id', '-')}  commit {str(entry.get('commit', '-'))[:12]}  {what}{error}")
+    # every field is as the log holds it, and any job can write the log: no terminal escape reaches the screen
+    return plain(f"{entry.get('time', '?')}  {entry.get('actor', '?')}@{entry.get('host', '?')}  "
+                 f"plan {entry.get('plan_id', '-')}  commit {str(entry.get('commit', '-'))[:12]}  {what}{error}",
+                 lines=False)
 
 
 def _claim_text(entry: dict) -> str:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from reconcile.boundary import EXIT_OK
+from reconcile.model import Plan
 from specs.diagnostics import plain
 from specs.errors import ArgusError
 
@@ -25,8 +26,24 @@ def show(plan_file: Path, output_format: str, colour: bool) -> int:
     stored = saved.read(plan_file)
     if output_format == "human":
         typer.echo(header(stored))
-    typer.echo(render(stored.plan, output_format, colour))
+    typer.echo(render(visible(stored.plan) if output_format == "human" else stored.plan, output_format, colour))
     return EXIT_OK
+
+
+def visible(plan: Plan) -> Plan:
+    """The plan with every text in it as plain visible text (line breaks kept): the file is anyone's to edit, and
+    a reason or an entrypoint word carrying a terminal escape would repaint what the reviewer sees. JSON output
+    needs none of it: json escapes every control character."""
+    def clean(value: object) -> object:
+        if isinstance(value, str):
+            return plain(value)
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(v) for v in value]
+        return value
+
+    return Plan.model_validate(clean(plan.model_dump(mode="json")))
 
 
 def header(stored: SavedPlan) -> str:

@@ -166,7 +166,7 @@ def _run_event(workspace: str, job: str, run: RunView, policy: Policy, retry: ob
                       summary=f"job.{job}: run {sid} was lost with its head (last seen {run.status})")
     if run.status is RunStatus.FAILED:
         return event(workspace, "failed", f"failed:{sid}", clock, **common, next=_next(run, policy, retry),
-                      summary=f"job.{job}: attempt {run.attempt} failed ({run.failure or 'unclassified'})")
+                      summary=f"job.{job}: attempt {run.attempt} failed ({run.failure or 'unknown'})")
     if run.attempt > 1 and (run.status is RunStatus.SUCCEEDED
                             or (run.status is RunStatus.RUNNING and age >= RECOVERED_AFTER)):
         return event(workspace, "recovered", f"recovered:{sid}", clock, **common,
@@ -191,7 +191,7 @@ def _next(run: RunView, policy: Policy, retry: object | None) -> str:
     if not policy.on:
         return "nothing: the job has no retry policy; fix it and push, or `argus apply --replace job.NAME`"
     if run.failure not in policy.on:
-        return f"nothing: {run.failure or 'an unclassified failure'} is not in the job's retry.on"
+        return f"nothing: {run.failure or 'unknown'} is not in the job's retry.on"
     if run.attempt >= policy.max_attempts:
         return f"nothing: attempt {run.attempt} of {policy.max_attempts} was the last"
     return "nothing this turn (the plan could not retry it: see `argus plan`)"

@@ -21,6 +21,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
@@ -282,15 +283,18 @@ class Loop:
     def _log(self, report: TurnReport) -> None:
         fields = {**log_fields(report, self.turns), "sent": self._sent if self.active.is_set() else []}
         if self.settings.log_format == "json":
-            _emit(json.dumps(fields, sort_keys=True))
+            _emit(json.dumps(fields, sort_keys=True), stamped=False)
         else:
-            _emit("argus serve: " + " ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, [], "")))
+            _emit("argus serve: " + " ".join(f"{k}={v}" for k, v in fields.items()
+                                             if v not in (None, [], "") and k != "time"))  # the line starts with it
 
     def say(self, line: str) -> None:
         """One line of the log (stderr). With --log-format json every line is one JSON object, whatever
         the message holds (an apply's multi-line error, a dashboard's text): {"message": ...}."""
         if self.settings.log_format == "json":
-            _emit(json.dumps({"message": plain(line), "workspace": self.lease.workspace}, sort_keys=True))
+            _emit(json.dumps({"message": plain(line), "workspace": self.lease.workspace,
+                              "time": datetime.now(timezone.utc).isoformat(timespec="seconds")}, sort_keys=True),
+                  stamped=False)
         else:
             _emit(plain(line))
 
@@ -305,13 +309,17 @@ def next_deadline(report: TurnReport) -> float | None:
     return min(ahead, default=None)
 
 
-def _emit(line: str) -> None:
+def _emit(line: str, stamped: bool = True) -> None:
+    """One line of the log on stderr; a text line starts with the time (UTC, to the second), as log lines do."""
+    if stamped:
+        line = f"{datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')} {line}"
     print(line, file=sys.stderr, flush=True)
 
 
 def log_fields(report: TurnReport, turns: int) -> dict[str, object]:
     """The one structured line per turn."""
-    return {"turn": turns, "workspace": report.workspace, "ok": report.ok,
+    return {"time": datetime.fromtimestamp(report.finished_at, tz=timezone.utc).isoformat(timespec="seconds"),
+            "turn": turns, "workspace": report.workspace, "ok": report.ok,
             "duration_s": round(report.finished_at - report.started_at, 3), "commit": (report.commit or "")[:12],
             "jobs": len(report.runs), "applied": list(report.applied), "retried": list(report.retried),
             "drift": report.drift, "events": [e.kind for e in report.events],

@@ -27,3 +27,20 @@ def test_show_prints_a_forged_plans_fields_as_plain_text(tmp_path, argus):
     assert "\x1b" not in shown.out and "\x07" not in shown.out and "\r" not in shown.out
     assert header.startswith("Saved plan 3f2a9c1b7d0e") and "APPROVED" in header, "shown, as text, on its line"
     assert not any(line.startswith("Saved plan by security team") for line in shown.out.splitlines())
+
+
+def test_show_prints_a_forged_plans_changes_as_plain_text(tmp_path, argus):
+    """Issue 37: not only the header: a reason (or any text of a change) carrying escapes is shown as text."""
+    change = Change(address="job.bert", action=Action.SUBMIT, reason="never ran" + ESCAPES)
+    plan = Plan(workspace="nlp", changes=(change,))
+    values = {"format_version": saved.FORMAT_VERSION, "argus_version": "0.1.0", "workspace": "nlp",
+              "plan_id": "3f2a9c1b7d0e", "created_at": "2026-11-22T09:00:00+00:00", "desired_digest": "d" * 64,
+              "commit": "c" * 40, "plan": plan, "workspace_dir": "teams/nlp", "repository": "github.com/acme/ml"}
+    forged = saved.SavedPlan(**values)
+    data = json.loads(forged.model_dump_json()) | {"digest": saved.content_digest(forged)}
+    (tmp_path / "forged.json").write_text(json.dumps(data))
+
+    shown = argus("show", tmp_path / "forged.json")
+    assert shown.code == 0, shown.err
+    assert "\x1b" not in shown.out and "\x07" not in shown.out and "\r" not in shown.out
+    assert "never ran" in shown.out and "APPROVED" in shown.out

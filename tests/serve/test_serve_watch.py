@@ -63,7 +63,7 @@ class Loop:
         self.reader.start()
 
     def turns(self) -> list[str]:
-        return [line for line in self.lines if line.startswith("argus serve: turn=")]
+        return [line for line in self.lines if " argus serve: turn=" in line]  # after the line's time
 
     def stop(self) -> str:
         if self.proc.poll() is None:

@@ -66,3 +66,19 @@ def test_show_filters_by_job_and_time(logged, argus):
     assert shown.code == 0 and len(shown.out.splitlines()) == 1 and "job.j3" in shown.out
     as_json = argus("audit", "show", ws.root, "--json", "--since", "2000-01-01")
     assert [json.loads(line)["address"] for line in as_json.out.splitlines()] == [f"job.j{n}" for n in range(5)]
+
+
+def test_show_prints_what_a_job_wrote_into_the_log_as_plain_text(logged, argus):
+    """Issue 37: any job can append to the log; its words reach the terminal as text, never as escapes."""
+    ws, path = logged
+    escapes = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[31mAPPROVED\x1b[0m\r\nforged line"
+
+    def forge(lines: list[str]) -> list[str]:
+        entry = json.loads(lines[1])
+        entry["outcome"], entry["actor"] = "ok" + escapes, "ci" + escapes
+        return [lines[0], json.dumps(entry, sort_keys=True), *lines[2:]]
+
+    rewrite(path, forge)
+    shown = argus("audit", "show", ws.root)
+    assert "\x1b" not in shown.out and "\x07" not in shown.out and "\r" not in shown.out
+    assert "APPROVED" in shown.out and not any(line.startswith("forged line") for line in shown.out.splitlines())
