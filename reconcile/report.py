@@ -72,9 +72,10 @@ class OtherRun:
 class Incident:
     """Something that keeps the loop from doing its work: a cluster that does not answer (`unreachable`, its
     name the subject), a desired state that does not load (`desired_state`), turns that keep failing
-    (`loop_failing`). Told once when it begins and once (`recovered`) when it ends."""
+    (`loop_failing`), notifications that cannot be sent (`notify_blocked`). Told once when it begins and once
+    (`recovered`) when it ends."""
 
-    kind: Literal["unreachable", "desired_state", "loop_failing"]
+    kind: Literal["unreachable", "desired_state", "loop_failing", "notify_blocked"]
     subject: str
     summary: str
     since: float

@@ -197,6 +197,16 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that went away mid-reply (a closed tab, a scraper's timeout) is nobody's error: nothing is
+        logged. Anything else is one plain line, never a traceback: with --log-format json each line of
+        serve's log must be one JSON object, and socketserver would print many lines."""
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError | TimeoutError):
+            return
+        print(plain(f"argus serve: status page: {type(error).__name__}: {error}", lines=False), file=sys.stderr,
+              flush=True)
+
     def server_bind(self) -> None:
         # HTTPServer.server_bind looks the host up in DNS (getfqdn), which can hang: the name is not needed.
         socketserver.TCPServer.server_bind(self)

@@ -1,6 +1,7 @@
 """Incidents: what keeps the loop from its work, told once when it begins and once when it ends (issue 37).
 
-A cluster that does not answer, a desired state that no longer loads, turns that keep failing: each
+A cluster that does not answer, a desired state that no longer loads, turns that keep failing, a sent-event
+ledger that cannot be used (so nothing can be told: only /healthz and the page say it): each
 turn says what it saw (TurnReport.unreachable, failed_at, ok) and the loop's book keeps what is open
 across turns. A turn sees an incident at its start, so it is told within one interval (two at most, when
 the turn that sees it began just before it did); `/healthz` fails while one is open, the page shows it and
@@ -26,10 +27,13 @@ MAX_WHY = 300
 """Characters of a cluster's or a turn's error an incident quotes (the full text is in the log)."""
 
 
-def seen_in(report: TurnReport, failing: int) -> dict[tuple[str, str], str]:
-    """(kind, subject) -> summary of what this turn shows is wrong now."""
+def seen_in(report: TurnReport, failing: int, silenced: str | None = None) -> dict[tuple[str, str], str]:
+    """(kind, subject) -> summary of what this turn shows is wrong now; `silenced`: why no notification can be
+    sent (reconcile.serve.notify.Notifier.blocked)."""
     found = {("unreachable", cluster): f"cluster {cluster} does not answer: {_why(why)}"
              for cluster, why in sorted(report.unreachable.items())}
+    if silenced:
+        found[("notify_blocked", "")] = _why(silenced)
     if not report.ok and report.failed_at == "load":
         found[("desired_state", "")] = f"the desired state does not load: {_why(report.error)}"
     elif not report.ok and failing >= FAILING_TURNS:
@@ -50,10 +54,10 @@ class Incidents:
     failing: int = 0
     """Turns in a row that failed."""
 
-    def update(self, report: TurnReport, now: float) -> list[Event]:
+    def update(self, report: TurnReport, now: float, silenced: str | None = None) -> list[Event]:
         """The events of incidents that began or ended with this turn; the report keeps the open ones."""
         self.failing = 0 if report.ok else self.failing + 1
-        seen = seen_in(report, self.failing)
+        seen = seen_in(report, self.failing, silenced)
         clock = Clock(now=now, pending_alert=0.0, stall_alert=0.0)
         told = []
         for key, summary in sorted(seen.items()):
@@ -76,6 +80,8 @@ def _ended(kind: str, report: TurnReport) -> bool:
     (only such a turn read every cluster: a failed one shows the last good turn's plan)."""
     if kind == "desired_state":
         return report.failed_at != "load"
+    if kind == "notify_blocked":
+        return True  # asked every turn: gone when not seen
     return report.ok
 
 
@@ -93,6 +99,7 @@ def _recovered(workspace: str, incident: Incident, clock: Clock) -> Event:
     lasted = max(0.0, clock.now - incident.since)
     what = {"unreachable": f"cluster {incident.subject} answers again",
             "desired_state": "the desired state loads again",
-            "loop_failing": "the loop's turns succeed again"}[incident.kind]
+            "loop_failing": "the loop's turns succeed again",
+            "notify_blocked": "notifications can be sent again"}[incident.kind]
     return event(workspace, "recovered", f"recovered:{_key(incident)}", clock, cluster=incident.subject or None,
                  summary=f"{what} (after {lasted:.0f} s)", details={"incident": incident.kind})

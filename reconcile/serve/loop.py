@@ -182,7 +182,8 @@ class Loop:
         """The report with what is worth telling of its events (reconcile.serve.quiet), the incidents open
         after it, and the events of those that began or ended."""
         now = time.time()
-        told = self.incidents.update(report, now)
+        blocked = getattr(getattr(self.settings.notify, "__self__", None), "blocked", None)
+        told = self.incidents.update(report, now, blocked() if blocked is not None else None)
         return replace(report, events=(*self.quiet.told(report.events, now), *told),
                        incidents=self.incidents.current())
 

@@ -92,6 +92,16 @@ class Notifier:
             delivered, self._delivered = self._delivered, []
         return Outcome(delivered, self._drain())
 
+    def blocked(self) -> str | None:
+        """Why no event can be sent now (the sent-event ledger cannot be used), or None: asked every turn, so a
+        linked ledger directory is an incident (/healthz fails) even while nothing new is to be told."""
+        try:
+            self.ledger.check()
+        except OSError as err:
+            return (f"notifications cannot be sent: the ledger at {self.ledger.path} cannot be used "
+                    f"({err.strerror or err})")
+        return None
+
     def wait(self, timeout: float) -> bool:
         """Until no channel is sending (a send the budget cut short); True when none is. For a loop
         that is stopping: what is in flight gets recorded."""

@@ -77,6 +77,12 @@ class SentLedger:
             and verify(SENT, self._scope(channel), fields, entry.get("sig"))
         return "sent" if valid else "forged"
 
+    def check(self) -> None:
+        """Raises OSError when the ledger's directory cannot be used (a component made a link, the root gone):
+        then nothing can be sent, since nothing could be recorded as sent."""
+        with _directory(self.shared_root, self._parts(), create=True):
+            pass
+
     def ever_sent(self) -> bool:
         """Whether a channel ever took an event of the workspace: a loop's very first start has told nothing,
         so it sums up what ended before it (reconcile.serve.quiet). Stops at the first entry it finds."""

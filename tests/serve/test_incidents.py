@@ -81,3 +81,43 @@ def _get(port: int, path: str) -> tuple[int, str]:
             return answer.status, answer.read().decode()
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode()
+
+
+def test_a_client_that_goes_away_mid_reply_writes_nothing_to_the_log(capsys):
+    """Issue 37: a disconnect wrote a traceback into serve's (JSON) log; now nothing, and any other error of
+    a request one plain line."""
+    server = StatusServer("127.0.0.1", 0, Metrics())
+    try:
+        for error in (BrokenPipeError(32, "Broken pipe"), ConnectionResetError(104, "reset"), TimeoutError()):
+            try:
+                raise error
+            except OSError:
+                server._httpd.handle_error(None, ("127.0.0.1", 1))
+        assert capsys.readouterr().err == ""
+        try:
+            raise ValueError("odd\nrequest")
+        except ValueError:
+            server._httpd.handle_error(None, ("127.0.0.1", 1))
+        assert capsys.readouterr().err == "argus serve: status page: ValueError: odd request\n"
+    finally:
+        server.close()
+
+
+def test_a_linked_ledger_directory_is_an_incident_not_a_silent_loop(tmp_path):
+    """Issue 37: a job links the sent-event ledger away: nothing can be told, so /healthz must say it."""
+    from reconcile.serve.notify import Notifier
+
+    notifier = Notifier(["json://127.0.0.1:9/argus"], str(tmp_path), "ws")
+    assert notifier.blocked() is None
+    (tmp_path / "elsewhere").mkdir()
+    sent = tmp_path / ".argus" / "serve" / "ws" / "sent"
+    sent.rmdir()
+    sent.symlink_to(tmp_path / "elsewhere")
+    why = notifier.blocked()
+    assert why is not None and "the ledger at" in why and "cannot be used" in why
+    book = Incidents("ws")
+    [began] = book.update(report(), NOW, why)
+    assert began.details == {"incident": "notify_blocked"} and book.current()[0].kind == "notify_blocked"
+    sent.unlink()
+    [back] = book.update(report(), NOW + 5, notifier.blocked())
+    assert back.kind == "recovered" and back.summary.startswith("notifications can be sent again")
