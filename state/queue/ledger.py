@@ -121,8 +121,11 @@ def _lock(fd: int, shared_root: str, timeout: float) -> None:
             return
         except OSError:
             if time.monotonic() >= deadline:
-                raise AdmissionBusy(f"{shared_root}/{LOCK_DIR}/{LOCK_NAME} stayed locked for {timeout:g}s by another "
-                                    "admission; try again (a holder that died releases it by itself)") from None
+                raise AdmissionBusy(
+                    f"{shared_root}/{LOCK_DIR}/{LOCK_NAME} stayed locked for {timeout:g}s. An admission holds it for "
+                    "a moment, so the holder is more likely a stuck argus or any other process that can open the file "
+                    "(a job on the cluster can): `fuser -v` on it names a local holder (on NFS, ask the server's lock "
+                    "manager); a holder that dies releases it by itself. Try again once it is free") from None
             time.sleep(0.1)
 
 

@@ -75,3 +75,30 @@ def test_confirming_keeps_what_the_plan_queues_and_drops_the_rest(tmp_path: Path
     assert sorted(mine) == ["live", "wanted"] and mine["wanted"].seen > old
     [other] = [e for e in read_ledgers(root) if e.workspace == "b"]
     assert other.seen == old  # never touched: not this workspace's
+
+
+def test_an_admission_lock_held_by_any_process_is_named_as_such(tmp_path: Path):
+    """Issue 37: any process that can open the file can hold it; the message must not blame "another admission"."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    from state.queue.ledger import AdmissionBusy, admission_lock
+
+    with admission_lock(str(tmp_path)):
+        pass  # made, as the first admission makes it
+    lock = tmp_path / ".argus" / "locks" / "admission.lock"
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'r+'); "
+                               "fcntl.lockf(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)", str(lock)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(AdmissionBusy) as refused, admission_lock(str(tmp_path), timeout=0.5):
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    said = str(refused.value)
+    assert "any other process that can open the file" in said and "fuser -v" in said
+    assert "by another admission" not in said
