@@ -34,6 +34,9 @@ then break hashing and JSON later (Python refuses to print ints over 4,300 digit
 
 MAX_PRIORITY = 1_000_000
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+MAX_AFTER = 64
+"""Predecessors one job may wait on: a pipeline's join, not a whole workspace (a plan weighs every predecessor
+of every job: 1,000 jobs each after all earlier ones made a plan take minutes and run out of memory)."""
 Resources = dict[str, Annotated[float, Field(ge=0)]]
 VARIABLE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -365,8 +368,16 @@ class Job(Spec):
     stops it then and classes its end `deadline` (retried only if `retry.on` names it). verl saves a
     checkpoint shortly before (docs/verl.md). Outside the spec hash: a change applies to the run under way."""
     after: list[Name] | dict[Name, Literal["succeeded", "finished"]] | None = None
-    """Jobs of this workspace whose current run must have ended first: a list means `succeeded` for each;
-    `{train: finished}` also accepts a failed or stopped end. Outside the spec hash (docs/pipelines.md)."""
+    """Jobs of this workspace whose current run must have ended first (at most 64): a list means `succeeded` for
+    each; `{train: finished}` also accepts a failed or stopped end. Outside the spec hash (docs/pipelines.md)."""
+    @field_validator("after")
+    @classmethod
+    def _few_predecessors(cls, value: list[str] | dict[str, str] | None) -> list[str] | dict[str, str] | None:
+        if value is not None and len(value) > MAX_AFTER:
+            raise ValueError(f"names {len(value)} jobs; a job waits on at most {MAX_AFTER}: let a job that waits on "
+                             "some of them stand for them (docs/pipelines.md)")
+        return value
+
     rerun_with_predecessors: bool = Field(default=False, strict=True)
     """When a predecessor runs again and ends as required, run this job again too. Default: a job that
     already ran its current spec is not run again (the plan says so); bump `run:` to ask once."""

@@ -32,6 +32,7 @@ class Pipeline:
     def __init__(self, desired: DesiredState, runs: Mapping[str, list[RunView]]) -> None:
         self._desired, self._runs = desired, runs
         self._subs: dict[str, Submission] = {}
+        self._digests: dict[str, str] = {}
         self._changes: dict[str, Change] = {}
 
     def follows(self, job: Job) -> dict[str, str] | None:
@@ -82,8 +83,9 @@ class Pipeline:
         sub = self._subs.get(name)
         if sub is None:
             return None
-        digest = spec_hash(sub)
-        return newest([r for r in self._runs.get(name, []) if r.spec_hash == digest])
+        if name not in self._digests:  # asked once per follower: hashed once per predecessor
+            self._digests[name] = spec_hash(sub)
+        return newest([r for r in self._runs.get(name, []) if r.spec_hash == self._digests[name]])
 
     def _waiting(self, name: str, need: str) -> tuple[Waiting, bool]:
         """The predecessor as this follower sees it, and whether its current run ended as required."""
@@ -97,8 +99,8 @@ class Pipeline:
                            state=f"{change.action.value} planned"), False
         if change.action is Action.WAIT:
             blocked = [w.job for w in change.waiting_on if w.blocked]
-            state = f"blocked by {', '.join(blocked)}" if blocked else \
-                f"waiting on {', '.join(w.job for w in change.waiting_on)}"
+            state = f"blocked by {_few(blocked)}" if blocked else \
+                f"waiting on {_few([w.job for w in change.waiting_on])}"
             return Waiting(**seen, state=state, blocked=bool(blocked)), False
         if run is None:
             stopped = job.state == "stopped"
@@ -130,6 +132,12 @@ class Pipeline:
         released = _with_steps(change, bindings=bindings)
         return released.model_copy(update={"waiting_on": waits,
                                            "reason": f"after {shown}: {change.reason}"}), found
+
+
+def _few(names: list[str], shown: int = 5) -> str:
+    """Names for one line: a follower's predecessor says whom it waits on, not each of its own predecessors'."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _ended_as(run: RunView, need: str) -> bool:

@@ -98,3 +98,18 @@ def test_stand_ins_keep_hydra_from_reading_a_reference_as_its_own():
     text = "+eval.ckpt=${job:train.checkpoint_dir}/step-${job:train.submission_id}"
     assert after.stand_ins(text) == "+eval.ckpt=/argus-stand-in/train/checkpoints/step-train-stand-in"
     assert after.safe("${shared_root}/outputs/x") and not after.safe("/x/$(id)") and not after.safe("${HOME}/x")
+
+
+def test_a_thousand_jobs_each_after_all_earlier_ones_is_a_located_error_in_seconds(ws: Workspace) -> None:
+    """Issue 37: such a workspace made `plan` run 98 s and die of a MemoryError; now each job past the bound
+    is an error at its `after:` line, found in seconds."""
+    import time
+
+    for n in range(1000):
+        earlier = "".join(f"  - j{k}\n" for k in range(n))
+        ws.write(f"jobs/j{n}.yaml", job(f"j{n}", f"after:\n{earlier}" if earlier else ""))
+    started = time.monotonic()
+    found = messages(ws)
+    assert time.monotonic() - started < 60  # generous for a loaded 2-core machine; it was a crash before
+    located = [m for m in found if "at most 64" in m]
+    assert len(located) == 1000 - 65 and any(m.startswith("jobs/j65.yaml:6") for m in located), found[:3]
