@@ -42,6 +42,11 @@ URL_VARIABLE_RULE = ("`to` names only variables whose name contains NOTIFY or WE
                      "SLACK_WEBHOOK_URL): argus serve sends the workspace's events to what it holds, so a spec "
                      "must not be able to point them at another secret of the machine the loop runs on")
 MAX_TEMPLATE = 4000
+MAX_ROUTES = 32
+"""Routes of one workspace: each event goes to every route it matches, so 400 routes were 400 messages an event
+(and 29 s of serve's start-up)."""
+MAX_TO = 8
+"""Places one route sends to."""
 GLOB = r"^[a-z0-9*?\[\]!-]{1,63}$"
 """A job or workspace name, with fnmatch's wildcards."""
 
@@ -125,7 +130,7 @@ class Route(Frozen):
     jobs: list[Glob] = []
     """fnmatch patterns of job names (`llama-*`); an event about no job (drift of the plan,
     apply_failed) matches only a route without `jobs`."""
-    to: list[UrlReference] = Field(min_length=1)
+    to: list[UrlReference] = Field(min_length=1, max_length=MAX_TO)
     """`${env:NAME}`, or the path of a file (absolute or ~/...): holding the apprise URL (several: separated by
     whitespace)."""
     template: str | None = None
@@ -156,6 +161,9 @@ class Notifications(Frozen):
 
     @model_validator(mode="after")
     def _consistent(self) -> Notifications:
+        if len(self.routes) > MAX_ROUTES:
+            raise ValueError(f"{len(self.routes)} routes; a workspace has at most {MAX_ROUTES} (each event goes to "
+                             "every route it matches: merge routes that send to one place with `events:` or `jobs:`)")
         names = [route.name for route in self.routes]
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:

@@ -55,20 +55,80 @@ def run(directories: list[Path], options: ServeOptions) -> int:
     if options.public_url is not None and not re.match(r"^https?://[^\s/]+(/\S*)?$", options.public_url):
         raise ArgusError(f"--public-url {options.public_url!r}: give the page's address as people open it, like "
                          "https://argus.example.com/ (http:// or https://).")
-    kept = _owned(_one_per_name([_workspace(directory, options) for directory in _directories(directories)]))
-    lists = SecretLists.serving([desired for _directory, desired in kept], options.shared_secrets)
-    notifiers = [_notifier(options, _root(desired), desired) for _d, desired in kept]  # a bad URL: no port bound
+    loaded, broken = _loaded(_directories(directories), options)
+    lists, loaded = _apart(loaded, options, broken)
+    kept, notifiers = _notified(_owned(_one_per_name(loaded)), options, broken)
     server, publish = _server(options.listen, kept)
+    for shown, err in broken:  # each one's error, on the page and /healthz; the others run
+        if server is not None:
+            server.crashed(shown, f"not served: {err}")
     admit = lists.admit if len(kept) > 1 else None  # each turn's lists, against the other workspaces'
     loops = [_loop(directory, desired, options, publish, notifier, server, admit)
              for (directory, desired), notifier in zip(kept, notifiers, strict=True)]
     audit.act_as(f"argus serve@{socket.gethostname()}")
     try:
-        return run_all(loops, crashed=server.crashed if server is not None else None)
+        code = run_all(loops, crashed=server.crashed if server is not None else None)
+        return max(code, 1 if broken else 0)  # the others ran; a workspace not served is still an error
     finally:
         audit.act_as(None)
         if server is not None:
             server.close()
+
+
+def _loaded(directories: list[Path], options: ServeOptions) -> tuple[list[tuple[Path, DesiredState]],
+                                                                      list[tuple[str, ArgusError]]]:
+    """Each workspace that loads; one that does not is its own error, said, and the others start (alone, it is
+    the command's error, as it always was)."""
+    loaded, broken = [], []
+    for directory in directories:
+        try:
+            loaded.append(_workspace(directory, options))
+        except ArgusError as err:
+            if len(directories) == 1:
+                raise
+            print(f"argus serve: not serving {printable(str(directory))}: {err}", file=sys.stderr, flush=True)
+            broken.append((str(directory), err))
+    if not loaded:
+        raise ArgusError("no workspace to serve: " + "; ".join(f"{shown}: {err}" for shown, err in broken))
+    return loaded, broken
+
+
+def _apart(loaded: list[tuple[Path, DesiredState]], options: ServeOptions,
+           broken: list[tuple[str, ArgusError]]) -> tuple[SecretLists, list[tuple[Path, DesiredState]]]:
+    """The workspaces whose variables (`secrets:`, routes) no other served workspace names: two that name one
+    are both refused (nobody can tell at start whose it is), said; the others start."""
+    lists, refused = SecretLists.serving_apart([d for _directory, d in loaded], options.shared_secrets)
+    said = list(dict.fromkeys(refused.values()))
+    if refused and all(d.workspace.name in refused for _directory, d in loaded):
+        raise ArgusError("\n".join(said))
+    for why in said:
+        print(f"argus serve: {why}", file=sys.stderr, flush=True)
+    broken += [(name, ArgusError(why)) for name, why in sorted(refused.items())]
+    return lists, [(directory, d) for directory, d in loaded if d.workspace.name not in refused]
+
+
+def _notified(kept: list[tuple[Path, DesiredState]], options: ServeOptions,
+              broken: list[tuple[str, ArgusError]]) -> tuple[list[tuple[Path, DesiredState]], list]:
+    """Each workspace with its notifier. A --notify URL apprise cannot use is every workspace's error (the
+    command's); a route of one workspace that cannot be used (its variable unset) is that workspace's."""
+    from reconcile.serve.channels import NotifyError
+    from reconcile.serve.notify import Notifier
+
+    if options.notify:  # checked alone first: a bad one is nobody's in particular
+        first = kept[0][1]
+        Notifier(list(options.notify), _root(first), first.workspace.name)
+    served, notifiers = [], []
+    for directory, desired in kept:
+        try:
+            notifiers.append(_notifier(options, _root(desired), desired))  # a bad URL: no port bound
+        except NotifyError as err:
+            if len(kept) == 1:
+                raise
+            print(f"argus serve: not serving {printable(str(directory))}: {err}", file=sys.stderr, flush=True)
+            broken.append((desired.workspace.name, err))
+            continue
+        served.append((directory, desired))
+    return served, notifiers
 
 
 def _directories(directories: list[Path]) -> list[Path]:

@@ -103,7 +103,7 @@ class StatusServer:
     def _shown(self) -> list[Shown]:
         reports = dict(self._reports)  # a copy: a loop's first publish adds a key while a request reads
         return [Shown(self.kept.get(ws) or Kept(ws), reports.get(ws), self._crashed.get(ws))
-                for ws in sorted({*self.kept, *reports})]
+                for ws in sorted({*self.kept, *reports, *self._crashed})]  # one not served is shown, with why
 
     def _page(self, path: str, now: float) -> Reply:
         pages = cluster_pages(self._shown())

@@ -105,12 +105,17 @@ def _cut(line: str) -> str:
 
 def render(template: Template, event: Event) -> tuple[str, str]:
     """(title, body) of a route's template: each `${field}` the event's value, made neutral; the template's
-    own text is the workspace's (in git, reviewed), so it may say what it likes. One pass: a value holding
-    `${...}` stays text."""
+    own text is the workspace's (in git, reviewed), so it may say what it likes, but argus's words around it
+    say which workspace sent it. One pass: a value holding `${...}` stays text."""
     values = template_values(event)
     title_values = {name: value.replace("\n", " ") for name, value in values.items()}
-    return (string.Template(plain(template.title, lines=False)).safe_substitute(title_values),
-            string.Template(plain(template.body)).safe_substitute(values))
+    # argus, not the template, names the workspace: one team's route must not pass as another's
+    return (f"[{event.workspace}] " + string.Template(plain(template.title, lines=False)).safe_substitute(title_values),
+            string.Template(plain(template.body)).safe_substitute(values) + f"\n\n{signature(event)}")
+
+
+def signature(event: Event) -> str:
+    return f"(sent by argus serve for workspace {event.workspace})"
 
 
 def template_values(event: Event) -> dict[str, str]:

@@ -27,6 +27,7 @@ from pathlib import Path
 from specs import held_variables
 from specs.desired import DesiredState
 from specs.errors import ArgusError
+from specs.notifications import URL_REFERENCE
 from specs.reading import WORKSPACE_FILE
 
 SHARED_OPTION = "--shared-secret"
@@ -37,22 +38,37 @@ class SecretLists:
     """Each served workspace's accepted `secrets:` list; disjoint but for the operator's shared names."""
 
     shared: frozenset[str] = frozenset()
-    _lists: dict[str, dict[str, str]] = field(default_factory=dict)
-    """Workspace name -> variable -> where its list names it (`/path/argus.yaml:3`)."""
+    _lists: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
+    """Workspace name -> variable -> where argus.yaml names it (`/path/argus.yaml:3`) and in what (`secrets`,
+    `notifications`)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     """Each loop admits its own workspace from its own thread."""
 
     @classmethod
     def serving(cls, kept: Iterable[DesiredState], shared: Iterable[str] = ()) -> SecretLists:
         """The lists of the workspaces serve starts with; ArgusError if two of them overlap."""
-        lists = cls(frozenset(_checked_shared(shared)))
-        overlaps = []
-        for desired in kept:
-            overlaps += lists._overlaps(desired)
-            lists._lists[desired.workspace.name] = _listed(desired)
-        if overlaps:
-            raise ArgusError("\n".join(overlaps))
+        lists, refused = cls.serving_apart(kept, shared)
+        if refused:
+            raise ArgusError("\n".join(dict.fromkeys(refused.values())))
         return lists
+
+    @classmethod
+    def serving_apart(cls, kept: Iterable[DesiredState], shared: Iterable[str] = ()) -> tuple[SecretLists,
+                                                                                               dict[str, str]]:
+        """The lists of the workspaces serve starts with, and the workspaces refused, with why: both of any two
+        that name one variable (neither may have it: nobody can tell at start whose it is); the others run."""
+        lists = cls(frozenset(_checked_shared(shared)))
+        wanted = list(kept)
+        refused: dict[str, str] = {}
+        for desired in wanted:
+            for other in wanted:
+                if other.workspace.name < desired.workspace.name:
+                    for said in lists._against(desired, other.workspace.name, _listed(other)):
+                        refused[desired.workspace.name] = refused[other.workspace.name] = said
+        for desired in wanted:
+            if desired.workspace.name not in refused:
+                lists._lists[desired.workspace.name] = _listed(desired)
+        return lists, refused
 
     def admit(self, desired: DesiredState) -> None:
         """A turn's freshly loaded workspace: its list is kept, or, if it names another served workspace's
@@ -65,29 +81,44 @@ class SecretLists:
             self._lists[desired.workspace.name] = _listed(desired)
 
     def _overlaps(self, desired: DesiredState) -> list[str]:
-        mine = _listed(desired)
         found = []
         for other, listed in sorted(self._lists.items()):
-            if other == desired.workspace.name:
-                continue
-            for name in sorted(set(mine) & set(listed) - self.shared):
-                found.append(_overlap(name, (desired.workspace.name, mine[name]), (other, listed[name])))
+            if other != desired.workspace.name:
+                found += self._against(desired, other, listed)
         return found
 
+    def _against(self, desired: DesiredState, other: str, listed: dict[str, tuple[str, str]]) -> list[str]:
+        mine = _listed(desired)
+        return [_overlap(name, (desired.workspace.name, mine[name]), (other, listed[name]))
+                for name in sorted(set(mine) & set(listed) - self.shared)]
 
-def _overlap(name: str, mine: tuple[str, str], other: tuple[str, str]) -> str:
-    return (f"{mine[1]}: secrets: {name} is also listed by workspace {other[0]} ({other[1]}), served by this "
-            f"same process: both workspaces' jobs would receive its one value, so one team could read the "
-            f"other's. Give each team a variable of its own (like {mine[0].upper().replace('-', '_')}_{name}), "
+
+def _overlap(name: str, mine: tuple[str, tuple[str, str]], other: tuple[str, tuple[str, str]]) -> str:
+    (where, what), (theirs, _) = mine[1], other[1]
+    return (f"{where}: {what}: {name} is also listed by workspace {other[0]} ({theirs}), served by this "
+            f"same process: both workspaces' jobs would receive its one value, or both workspaces' routes would "
+            f"send to what it holds, so one team could read the other's secret or speak in its channel. Give each "
+            f"team a variable of its own (like {mine[0].upper().replace('-', '_')}_{name}), "
             f"or, if the teams mean to share it, start argus serve with {SHARED_OPTION} {name}.")
 
 
-def _listed(desired: DesiredState) -> dict[str, str]:
-    """Each variable of the workspace's `secrets:`, with the line of argus.yaml that lists it."""
+def _listed(desired: DesiredState) -> dict[str, tuple[str, str]]:
+    """Each variable of the workspace's `secrets:` and of its notification routes' `to`, with the line of
+    argus.yaml that names it and in what."""
     source = desired.sources.get("workspace")
     path = Path(desired.root) / WORKSPACE_FILE
-    return {name: f"{path}:{source.line_of(f'secrets.{index}') if source else 1}"
-            for index, name in enumerate(desired.workspace.secrets)}
+
+    def at(field: str) -> str:
+        return f"{path}:{source.line_of(field) if source else 1}"
+
+    found = {}
+    for number, route in enumerate(desired.workspace.notifications.routes):
+        for index, reference in enumerate(route.to):
+            match = URL_REFERENCE.match(reference)
+            if match is not None:
+                found[match.group(1)] = (at(f"notifications.routes.{number}.to.{index}"), "notifications")
+    found.update({name: (at(f"secrets.{index}"), "secrets") for index, name in enumerate(desired.workspace.secrets)})
+    return found
 
 
 def _checked_shared(names: Iterable[str]) -> list[str]:

@@ -110,11 +110,12 @@ def test_a_template_renders_the_events_fields_and_links(receivers, tmp_path: Pat
     failed = event(exit_code=3, ended_at="2027-01-15T08:00:00Z", commit="0123456789abcdef")
     assert notifier.send([failed]) == []
     form = {k: v[0] for k, v in parse_qs(a.received[0]["body"]).items()}
-    assert form["title"] == "train failed (exit 3)"
+    assert form["title"] == "[ws] train failed (exit 3)"  # argus names the workspace, whatever the template says
     assert form["message"] == ("class nccl_timeout at 2027-01-15T08:00:00Z\n"
                                "log https://argus.example.com/logs/ws.train.h.1\n"
                                "commit https://github.com/acme/t/commit/0123456789abcdef\n"
-                               "page https://argus.example.com/\nattempt 1/3 $5")
+                               "page https://argus.example.com/\nattempt 1/3 $5\n\n"
+                               "(sent by argus serve for workspace ws)")
 
 
 def test_a_json_route_gets_the_whole_event_with_links_and_the_templates_title(receivers, tmp_path: Path,
@@ -128,7 +129,7 @@ def test_a_json_route_gets_the_whole_event_with_links_and_the_templates_title(re
     assert notifier.send([event(exit_code=None)]) == []
     outer = json.loads(a.received[0]["body"])
     sent = json.loads(outer["message"])
-    assert outer["title"] == "argus failed: train"
+    assert outer["title"] == "[ws] argus failed: train"
     assert (sent["page_url"], sent["log_url"]) == ("http://127.0.0.1:9108/", "http://127.0.0.1:9108/logs/ws.train.h.1")
     assert sent["exit_code"] is None and sent["ended_at"] is None and sent["commit_url"] is None
 
@@ -157,7 +158,7 @@ def test_a_hostile_value_cannot_mention_link_or_substitute(receivers, tmp_path: 
 def test_render_is_one_pass_and_empty_for_a_fact_the_event_lacks() -> None:
     title, body = render(Template(title="${job}/${exit_code}/${commit_url}", body="${cluster}"),
                          event(job="x", cluster="${workspace}"))
-    assert (title, body) == ("x//", "${workspace}")
+    assert (title, body) == ("[ws] x//", "${workspace}\n\n(sent by argus serve for workspace ws)")
 
 
 def test_what_a_dead_receiver_did_not_take_is_not_delivered(receivers, tmp_path: Path, monkeypatch) -> None:
@@ -246,3 +247,18 @@ def test_a_fifo_named_as_a_url_file_is_refused_without_waiting(tmp_path: Path) -
     os.mkfifo(fifo)
     with pytest.raises(NotifyError, match="ops-notify.url: not a regular file"):
         Notifier([], str(tmp_path), "ws", routes=routes({"routes": [{"name": "ops", "to": [str(fifo)]}]}))
+
+
+def test_routes_are_capped_and_a_template_cannot_pass_for_another_workspace(tmp_path: Path) -> None:
+    """Issue 37: 400 routes were 400 messages an event; a template could speak as another team."""
+    import pytest
+    from pydantic import ValidationError
+
+    many = [{"name": f"r{n}", "to": ["${env:ARGUS_NOTIFY_X}"]} for n in range(33)]
+    with pytest.raises(ValidationError, match="33 routes; a workspace has at most 32"):
+        routes({"routes": many})
+    with pytest.raises(ValidationError, match="at most 8"):
+        routes({"routes": [{"name": "r", "to": ["${env:ARGUS_NOTIFY_X}"] * 9}]})
+    title, body = render(Template(title="[vision] vision's job failed", body="from the vision team"),
+                         event(job="x"))
+    assert title.startswith("[ws] ") and body.endswith("(sent by argus serve for workspace ws)")

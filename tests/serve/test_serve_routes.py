@@ -68,7 +68,7 @@ def test_a_route_sends_one_jobs_failures_to_a_and_the_rest_to_b(workspace, argus
 
         [to_a] = a.events()
         assert (to_a["kind"], to_a["job"], to_a["submission_id"]) == ("failed", "train-a", train)
-        assert json.loads(a.received[0]["body"])["title"] == "train-a exited 3"
+        assert json.loads(a.received[0]["body"])["title"] == f"[{workspace.name}] train-a exited 3"
         assert to_a["exit_code"] == 3 and to_a["ended_at"] and to_a["status"] == "FAILED"
         assert (to_a["page_url"], to_a["log_url"]) == (page, f"{page}logs/{train}")
         assert to_a["commit"] == commit and to_a["commit_url"] == f"https://github.com/acme/training/commit/{commit}"

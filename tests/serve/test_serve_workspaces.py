@@ -186,3 +186,21 @@ def test_origin_url_is_read_from_git_config_and_links_the_commit(tmp_path):
     assert remote == "https://ci-bot:ghp_TOKEN@github.com/team/models.git"
     assert 'href="https://github.com/team/models/commit/9f1c2e3d4b5a6978"' in page and "TOKEN" not in page
     assert origin_url(str(tmp_path)) is None
+
+
+def test_one_teams_broken_spec_or_route_never_keeps_serve_from_the_others(tmp_path, gpu_cluster, shared, argus):
+    """Issue 37: a team whose desired state does not load, or whose route names an unset variable, is that team's
+    error (said, exit 1); the other team's turn runs."""
+    repo = tmp_path / "repo"
+    for name in ("nlp", "vision", "audio"):
+        gpu_queue.team(repo / "teams", name, gpu_cluster, shared)
+    (repo / "teams" / "vision" / "jobs").mkdir(parents=True, exist_ok=True)
+    (repo / "teams" / "vision" / "jobs" / "bad.yaml").write_text("kind: Job\nname: bad\nentrypoint: 7\n")
+    (repo / "teams" / "audio" / "argus.yaml").write_text(
+        "kind: Workspace\nname: audio\nnotifications:\n  routes:\n    - name: ops\n"
+        "      to: ['${env:AUDIO_NOTIFY_UNSET}']\n")
+    result = argus("serve", repo, "--once")
+    assert result.code == 1, result.err
+    turns = [line for line in result.err.splitlines() if " argus serve: turn=1 " in f" {line} "]
+    assert [re.search(r"workspace=(\S+)", line).group(1) for line in turns] == ["nlp"], result.err
+    assert "not serving" in result.err and "bad.yaml" in result.err and "AUDIO_NOTIFY_UNSET" in result.err
