@@ -83,7 +83,7 @@ class Loop:
         """The next deadline (epoch seconds) of a run the last turn saw active: the loop wakes for it."""
         self.incidents = Incidents(workspace)
         self.quiet = Quiet(workspace, settings.turn.drift_grace,
-                           earlier=None if settings.first_start else set())
+                           earlier=None if settings.first_start else set(), started=time.time())
         self._sent: list[str] = []
         """This turn's deliveries, `<kind> to <channel>`: what the turn's log line calls sent."""
         self._said: set[str] = set()

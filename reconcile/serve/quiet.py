@@ -5,15 +5,17 @@
   changes (CI applied part of it, or another merge) starts its own grace. Runs stopped outside argus are
   told at once, as before: they are drift whatever CI does.
 - On the first turn of a workspace's first loop (its sent-event ledger holds nothing: nothing was ever told),
-  what it would tell about runs that ended before it started (the newest run of each job: failed, lost,
-  stopped at a deadline or outside argus, recovered) is one `summary` event, and those events are never
-  told one by one afterwards. A loop that restarts, or `serve --once` from cron, tells as it always did.
+  what it would tell about runs that ended before it started (the newest run of each job: failed, stopped at
+  a deadline or outside argus, recovered, as its exit.json dates the end) is one `summary` event, and those
+  events are never told one by one afterwards. A loop that restarts, or `serve --once` from cron, tells as
+  it always did.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from reconcile.report import Event
 from reconcile.serve.events import Clock, event
@@ -33,13 +35,15 @@ class Quiet:
     """Unapplied drift (its key) -> when the loop first saw it."""
     earlier: set[str] | None = None
     """The keys summed up on the first turn (None before it: a first start; an empty set: nothing to sum up)."""
+    started: float = float("inf")
+    """When the loop started (epoch seconds): only runs that ended before it are summed up."""
 
     def told(self, events: tuple[Event, ...], now: float) -> tuple[Event, ...]:
         """The events worth telling now, from a turn's."""
         kept = [e for e in events if self._after_grace(e, now)]
         self.first_seen = {k: t for k, t in self.first_seen.items() if any(e.key == k for e in events)}
         if self.earlier is None:
-            summed = [e for e in kept if _about_an_end(e)]
+            summed = [e for e in kept if _about_an_end(e) and _ended_before(e, self.started)]
             self.earlier = {e.key for e in summed}
             kept = [e for e in kept if e.key not in self.earlier]
             return tuple(([summary(self.workspace, summed, now)] if summed else []) + kept)
@@ -50,6 +54,14 @@ class Quiet:
             return True
         since = self.first_seen.setdefault(told.key, now)
         return now - since >= self.grace
+
+
+def _ended_before(told: Event, started: float) -> bool:
+    """The run's own exit.json says it ended before the loop started; without one (a lost run) it is told."""
+    try:
+        return told.ended_at is not None and datetime.fromisoformat(told.ended_at).timestamp() < started
+    except ValueError:
+        return False
 
 
 def _about_an_end(told: Event) -> bool:

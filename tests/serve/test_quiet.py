@@ -10,9 +10,9 @@ NOW = 1_800_000_000.0
 CLOCK = Clock(now=NOW, pending_alert=600, stall_alert=1800)
 
 
-def failed(job: str) -> object:
+def failed(job: str, ended_at: str | None = "2027-01-01T00:00:00+00:00") -> object:
     return event("ws", "failed", f"failed:ws.{job}.h.1", CLOCK, job=job, submission_id=f"ws.{job}.h.1",
-                 summary=f"job.{job}: attempt 1 failed")
+                 summary=f"job.{job}: attempt 1 failed").model_copy(update={"ended_at": ended_at})
 
 
 def test_a_merged_change_is_drift_only_once_its_grace_has_passed():
@@ -29,11 +29,13 @@ def test_a_merged_change_is_drift_only_once_its_grace_has_passed():
 
 
 def test_a_first_start_sums_up_what_ended_before_it_once():
-    quiet = Quiet("ws")  # nothing was ever told of the workspace
+    quiet = Quiet("ws", started=NOW)  # nothing was ever told of the workspace
     retried = event("ws", "retried", "retried:ws.c.h.2", CLOCK, job="c", summary="retried")
-    [summed, kept] = quiet.told((failed("a"), failed("b"), retried), NOW)
+    after = failed("e", ended_at="2030-01-01T00:00:00+00:00")  # ended once the loop had started: told
+    lost = failed("f", ended_at=None)  # no exit.json dates its end: told
+    [summed, *kept] = quiet.told((failed("a"), failed("b"), retried, after, lost), NOW)
     assert summed.kind == "summary" and summed.summary == "before this loop started: 2 failed (a, b)"
-    assert kept == retried
+    assert kept == [retried, after, lost]
     assert quiet.told((failed("a"), failed("b")), NOW + 30) == ()  # never told one by one afterwards
     assert quiet.told((failed("d"),), NOW + 60) == (failed("d"),)  # a new end is told
     again = Quiet("ws", earlier=set())  # a restart, or `serve --once`: as it always was
