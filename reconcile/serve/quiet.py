@@ -5,10 +5,10 @@
   changes (CI applied part of it, or another merge) starts its own grace. Runs stopped outside argus are
   told at once, as before: they are drift whatever CI does.
 - On the first turn of a workspace's first loop (its sent-event ledger holds nothing: nothing was ever told),
-  what it would tell about runs that ended before it started (the newest run of each job: failed, stopped at
-  a deadline or outside argus, recovered, as its exit.json dates the end) is one `summary` event, and those
-  events are never told one by one afterwards. A loop that restarts, or `serve --once` from cron, tells as
-  it always did.
+  what it would tell about runs that ended over ten minutes before it started (the newest run of each job:
+  failed, stopped at a deadline or outside argus, recovered, as its exit.json dates the end) is one `summary`
+  event, and those events are never told one by one afterwards. A loop that restarts, or `serve --once`
+  from cron, tells as it always did.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ DRIFT_GRACE = 900.0
 ENDED = ("failed", "lost", "deadline", "recovered", "preempted")
 """Events about a run's end (and a per-run drift, which carries the run's id)."""
 LISTED = 10
+LONG_AGO = 600.0
+"""Seconds before the loop's start that make an end old news: summed up, not told."""
 
 
 @dataclass
@@ -57,9 +59,10 @@ class Quiet:
 
 
 def _ended_before(told: Event, started: float) -> bool:
-    """The run's own exit.json says it ended before the loop started; without one (a lost run) it is told."""
+    """The run's own exit.json says it ended well before the loop started (a run that failed a moment ago is
+    news, and the loop may retry it now); without one (a lost run) it is told."""
     try:
-        return told.ended_at is not None and datetime.fromisoformat(told.ended_at).timestamp() < started
+        return told.ended_at is not None and datetime.fromisoformat(told.ended_at).timestamp() < started - LONG_AGO
     except ValueError:
         return False
 

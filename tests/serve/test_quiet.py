@@ -33,9 +33,10 @@ def test_a_first_start_sums_up_what_ended_before_it_once():
     retried = event("ws", "retried", "retried:ws.c.h.2", CLOCK, job="c", summary="retried")
     after = failed("e", ended_at="2030-01-01T00:00:00+00:00")  # ended once the loop had started: told
     lost = failed("f", ended_at=None)  # no exit.json dates its end: told
-    [summed, *kept] = quiet.told((failed("a"), failed("b"), retried, after, lost), NOW)
+    recent = failed("g", ended_at="2027-01-15T07:55:00+00:00")  # five minutes before the start: news
+    [summed, *kept] = quiet.told((failed("a"), failed("b"), retried, after, lost, recent), NOW)
     assert summed.kind == "summary" and summed.summary == "before this loop started: 2 failed (a, b)"
-    assert kept == [retried, after, lost]
+    assert kept == [retried, after, lost, recent]
     assert quiet.told((failed("a"), failed("b")), NOW + 30) == ()  # never told one by one afterwards
     assert quiet.told((failed("d"),), NOW + 60) == (failed("d"),)  # a new end is told
     again = Quiet("ws", earlier=set())  # a restart, or `serve --once`: as it always was
