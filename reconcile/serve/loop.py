@@ -170,7 +170,9 @@ class Loop:
         self.turns += 1
         try:
             loaded, self.loaded = self.loaded, None
-            return turn(self.directory, self.settings.turn, self.say, loaded, seen=self._seen)
+            report = turn(self.directory, self.settings.turn, self.say, loaded, seen=self._seen)
+            # a turn whose desired state did not load knows only its directory: the loop knows its workspace
+            return replace(report, workspace=self.lease.workspace)
         except Exception as err:  # a bug must not end the loop: report it, try again next turn
             self.say(traceback.format_exc().rstrip())
             now = time.time()

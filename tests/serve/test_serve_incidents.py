@@ -12,13 +12,14 @@ from tests.support.loops import listening, serve, stopped
 from tests.support.workspace import make_workspace
 
 
-def test_a_head_that_goes_down_is_one_incident_and_one_recovery(tmp_path, hook):
+def test_a_head_that_goes_down_is_one_incident_and_one_recovery(tmp_path, hook, argus):
     url, events = hook
     state_dir = tmp_path / "cluster"
     cluster = start_cluster(state_dir)
     try:
         ws = make_workspace(tmp_path / "ws", "heads", cluster.address)
         ws.job("a", QUICK, extra="state: stopped\n")
+        assert argus("apply", ws.root, "--auto-approve").code == 0  # the root laid out: the loop may act
         loop = serve(ws, "--interval", "2", "--watch", "0", "--notify", url, "--listen", "127.0.0.1:0")
         try:
             site = listening(loop)
@@ -44,6 +45,7 @@ def test_a_head_that_goes_down_is_one_incident_and_one_recovery(tmp_path, hook):
 def test_a_desired_state_that_stops_loading_is_its_incident_until_it_loads(workspace, argus, hook):
     url, events = hook
     workspace.job("a", QUICK, extra="state: stopped\n")
+    assert argus("apply", workspace.root, "--auto-approve").code == 0  # the root laid out: the loop may act
     loop = serve(workspace, "--interval", "2", "--notify", url, "--listen", "127.0.0.1:0")
     try:
         site = listening(loop)
