@@ -140,11 +140,14 @@ def _log(workspace, sid: str) -> str:
 def test_a_run_an_apply_starts_between_turns_is_stopped_within_two_seconds_of_its_deadline(workspace, argus):
     """Issue 37: the loop wakes for a run's deadline (and the watch for the start of a run with one), so a 20 s
     max_runtime under --interval 60 is kept to within 2 s, not to the next turn's."""
-    workspace.job("hung", ["python3", "-c", "import time; time.sleep(600)"], extra="max_runtime: 20s\n")
+    hung = ["python3", "-c", "import time; time.sleep(600)"]
+    workspace.job("hung", hung, extra="max_runtime: 20s\nstate: stopped\n")
+    assert argus("apply", workspace.root, "--auto-approve").code == 0  # the root laid out, nothing run
     loop = serve(workspace, "--interval", "60", "--listen", "127.0.0.1:0")
     try:
         site = listening(loop)
         until(lambda: _last_turn(site) > 0, "the loop's first turn", 60)  # the run starts between turns
+        workspace.job("hung", hung, extra="max_runtime: 20s\n")
         assert argus("apply", workspace.root, "--auto-approve").code == 0
         [run] = runs_of(workspace, "hung")
         wait_for(workspace.address, run, {"STOPPED"}, timeout=60)
