@@ -3,10 +3,12 @@
 Apply keeps the plan's order wherever one change may need another: directories and snapshots,
 stops and preemptions, queue entries, snapshot deletions run one after another (execute.applier).
 Only consecutive changes that each submit one new run (action submit or retry, a single
-SubmitStep) form a batch. None of them needs another: its code and directories were made by the
-changes before the batch, a replaced run's stop-then-submit is one change of two steps (never in a
-batch), and admission is decided for each part of the batch (AHEAD submits) first, in the queue's
-order, under each cluster's admission lock (admit.admit_ahead): the order in which threads reach Ray changes nothing.
+SubmitStep) form a batch, and so do consecutive stops of runs at their deadline (action deadline:
+stopped together, each is on time; each waits for Ray to end its run). None of them needs another:
+its code and directories were made by the changes before the batch, a replaced run's stop-then-submit
+is one change of two steps (never in a batch), and admission is decided for each part of the batch
+(AHEAD submits) first, in the queue's order, under each cluster's admission lock (admit.admit_ahead):
+the order in which threads reach Ray changes nothing.
 
 Failures: the first submit of a batch runs alone, and the others start only once it went through,
 so a cluster that refuses every submit (a wrong resource name, a bad token) fails once, not once
@@ -26,7 +28,7 @@ from typing import Protocol
 from reconcile.execute import admit
 from reconcile.execute.ray_steps import marked
 from reconcile.execute.world import World
-from reconcile.model import Action, Change, SubmitStep
+from reconcile.model import Action, Change, StopStep, SubmitStep
 
 WORKERS = 8
 """Submits in flight at once. Each mostly waits (a request to the dashboard; small files and their
@@ -57,17 +59,27 @@ Display = Callable[[int], AbstractContextManager[Shown]]
 
 
 def is_independent(change: Change) -> bool:
-    """Submits one new run and nothing else: it may run beside the others of its kind."""
-    return change.action in (Action.SUBMIT, Action.RETRY) and len(change.steps) == 1 \
-        and isinstance(change.steps[0], SubmitStep)
+    """Submits one new run, or stops runs at their deadline, and nothing else: it may run beside the others of
+    its kind."""
+    return _kind(change) is not None
+
+
+def _kind(change: Change) -> str | None:
+    if change.action in (Action.SUBMIT, Action.RETRY) and len(change.steps) == 1 \
+            and isinstance(change.steps[0], SubmitStep):
+        return "submit"
+    # a stop at a deadline starts nothing and needs nothing of another: stopped together, each is on time
+    if change.action is Action.DEADLINE and change.steps and all(isinstance(s, StopStep) for s in change.steps):
+        return "deadline"
+    return None
 
 
 def segments(changes: Sequence[Change]) -> list[list[Change]]:
     """The changes in plan order, cut where independence begins or ends: a segment of independent
-    submits is a batch, any other segment holds one change."""
+    changes of one kind (submits, deadline stops) is a batch, any other segment holds one change."""
     found: list[list[Change]] = []
     for change in changes:
-        if found and is_independent(change) and is_independent(found[-1][0]):
+        if found and is_independent(change) and _kind(change) == _kind(found[-1][0]):
             found[-1].append(change)
         else:
             found.append([change])
@@ -89,11 +101,12 @@ def run_batch(changes: Sequence[Change], world: World, apply_one: Callable[[Chan
     """Apply every change of a batch, AHEAD at a time; the journal gets the rows of those done, in plan order."""
     with display(len(changes)) as shown:
         for start in range(0, len(changes), AHEAD):
-            failure, started = _run_part(changes[start:start + AHEAD], world, apply_one, shown, first_alone=not start)
+            failure, started = _run_part(changes[start:start + AHEAD], world, apply_one, shown,
+                                         first_alone=not start and _kind(changes[0]) == "submit")
             if failure is not None:
                 unattempted = len(changes) - start - started
                 if unattempted:
-                    shown.echo(f"Stopped after the first failure: {unattempted} submission(s) not attempted.")
+                    shown.echo(f"Stopped after the first failure: {unattempted} change(s) not attempted.")
                 raise failure
 
 
