@@ -137,6 +137,10 @@ class StatusServer:
             return _text(503, "no turn has finished yet\n")
         standby = next((n for n in report.notes if n.startswith("standby: ")), None)
         if standby is not None and report.plan is None:  # healthy, but not the loop that acts: say who is
+            if report.standby == "nobody":  # and nobody acts: this loop cannot take the lease (its log says why)
+                return _text(503, "standby, and no loop holds the lease of this workspace: this one cannot take "
+                                  "it (a shared root never laid out by `argus apply`, or one it cannot write; "
+                                  "see serve's log)\n")
             return _text(200, f"ok, {standby}\n")
         failed = "" if report.ok else f"; the last turn failed: {report.error or 'no reason given'}"
         if report.incidents:

@@ -121,3 +121,17 @@ def test_a_linked_ledger_directory_is_an_incident_not_a_silent_loop(tmp_path):
     sent.unlink()
     [back] = book.update(report(), NOW + 5, notifier.blocked())
     assert back.kind == "recovered" and back.summary.startswith("notifications can be sent again")
+
+
+def test_a_lone_loop_that_cannot_take_its_lease_is_not_healthy():
+    """A loop on a root never laid out stands by for nobody, acting never: /healthz must not say ok (as the
+    multi-workspace /healthz already did)."""
+    server = StatusServer("127.0.0.1", 0, Metrics(), kept=[Kept("ws", clusters={"local": Site()})])
+    try:
+        server.publish(report(plan=None, standby="nobody", notes=("standby: nobody holds the lease",)))
+        code, body = _get(server.port, "/healthz")
+        assert code == 503 and "no loop holds the lease" in body
+        server.publish(report(plan=None, standby="gpu-7:4242:0a1b", notes=("standby: gpu-7:4242:0a1b holds it",)))
+        assert _get(server.port, "/healthz")[0] == 200
+    finally:
+        server.close()
