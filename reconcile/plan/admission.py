@@ -17,7 +17,7 @@ conservative rule (EASY backfilling without run-time estimates).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from reconcile.plan.placement import Demand, Entry, Resources, held_in, place, taken
 from reconcile.plan.preemption import victims
@@ -73,6 +73,14 @@ class _Pass:
     """What would be free once every run now holding resources has ended, less what this pass started."""
     head: Entry | None = None
     waiting: int = 0
+    ahead: list[str] = field(default_factory=list)
+    """The keys of the entries found waiting so far, in queue order."""
+
+    def wait(self, entry: Entry) -> int:
+        """The entry waits: its place in the queue."""
+        self.waiting += 1
+        self.ahead.append(entry.key)
+        return self.waiting
 
 
 def _free_now(held: Sequence[Entry], capacity: Sequence[Resources],
@@ -89,31 +97,29 @@ def _free_now(held: Sequence[Entry], capacity: Sequence[Resources],
 def _decide_one(entry: Entry, queue: _Pass, quotas: Mapping[str, Resources]) -> Decision:
     over = _over_quota(entry, queue.usage, quotas)
     if over:
-        queue.waiting += 1
-        return Decision(entry.key, False, queue.waiting, over)
+        return Decision(entry.key, False, queue.wait(entry), over)
     placed = place(entry.demand, queue.free)
     if placed is not None and (queue.head is None or _head_still_fits(queue.head, entry, queue.after_all_end)):
         queue.free = placed
         queue.after_all_end = place(entry.demand, queue.after_all_end) or queue.after_all_end
         queue.usage[entry.workspace] = _plus(queue.usage.get(entry.workspace, {}), entry.demand.total())
         return Decision(entry.key, True, None, _started(queue.head))
-    queue.waiting += 1
+    queue.wait(entry)
     if queue.head is None:
         queue.head = entry
         return _head_waits(entry, queue)
-    return Decision(entry.key, False, queue.waiting, _why_waiting(entry, queue.free, queue.head, queue.waiting))
+    return Decision(entry.key, False, queue.waiting, _why_waiting(entry, queue))
 
 
 def _head_waits(head: Entry, queue: _Pass) -> Decision:
     """The head does not fit: it preempts what it may, and what that frees is its own."""
     preempts = victims(head, queue.held, queue.capacity)
     if preempts and not head.signed and any(not k.startswith(f"{head.workspace}/") for k in preempts):
-        return Decision(head.key, False, queue.waiting, _why_waiting(head, queue.free, head, queue.waiting),
-                        unsigned_preempts=preempts)
+        return Decision(head.key, False, queue.waiting, _why_waiting(head, queue), unsigned_preempts=preempts)
     if preempts:
         queue.free = [{} for _ in queue.free]  # what the stopped runs free is the head's: nothing backfills it
         return Decision(head.key, False, queue.waiting, _preempting(preempts), preempts)
-    return Decision(head.key, False, queue.waiting, _why_waiting(head, queue.free, head, queue.waiting))
+    return Decision(head.key, False, queue.waiting, _why_waiting(head, queue))
 
 
 def _preempting(keys: tuple[str, ...]) -> str:
@@ -126,12 +132,33 @@ def _head_still_fits(head: Entry, candidate: Entry, after_all_end: Sequence[Reso
     return beside is not None and place(head.demand, beside) is not None
 
 
-def _why_waiting(entry: Entry, free: Sequence[Resources], head: Entry, position: int) -> str:
-    need = _shape(entry.demand)
-    have = sum(node.get("GPU", 0.0) for node in free)
-    ahead = f"; {position - 1} ahead" if position > 1 else ""
-    behind = "" if head is entry else f"; waits behind {head.key}, which must not be delayed"
-    return f"needs {need}, {have:g} GPU free{ahead}{behind}"
+def _why_waiting(entry: Entry, queue: _Pass) -> str:
+    """What it needs, what of that is short (not GPUs for a job that asks none), and who is ahead."""
+    before, head = queue.ahead[:-1], queue.head
+    others = [key for key in before if head is None or key != head.key]  # the head is named on its own
+    ahead = (f"; {len(before)} ahead" + (f" ({_few(others)})" if others else "")) if before else ""
+    behind = "" if head is None or head is entry else f"; waits behind {head.key}, which must not be delayed"
+    return f"needs {_shape(entry.demand)}, {_short(entry.demand, queue.free)}{ahead}{behind}"
+
+
+def _short(demand: Demand, free: Sequence[Resources]) -> str:
+    """What of the demand is not free, summed over the nodes (GPUs alone when they are short; a CPU job is never
+    told about GPUs); when all of it is, that no node fits its shape."""
+    total = demand.total()
+    have = {name: sum(node.get(name, 0.0) for node in free) for name in total}
+    lacking = sorted((name for name, amount in total.items() if amount > 0 and have[name] < amount - 1e-9),
+                     key=lambda name: (name != "GPU", name))
+    if not lacking:
+        gpus = f"{have['GPU']:g} GPU free, " if total.get("GPU") else ""
+        return f"{gpus}but no node has room for its shape"
+    if "GPU" in lacking:  # what people wait for: the rest of a GPU job's demand follows the GPUs
+        lacking = ["GPU"]
+    return ", ".join(f"{have[name]:g} GPU free" if name == "GPU" else f"{have[name]:g} of {total[name]:g} {name} free"
+                     for name in lacking)
+
+
+def _few(keys: Sequence[str], shown: int = 3) -> str:
+    return ", ".join(keys[:shown]) + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
 
 
 def _started(head: Entry | None) -> str:

@@ -207,3 +207,17 @@ def test_an_entry_a_job_shrank_never_frees_what_the_run_s_stamped_label_says_it_
     queue = ClusterQueue(entries=(shrunk,))
     assert not decide_cluster("team", _cluster([stamped]), queue, [_next()], 100.0)["team/next"].start
     assert decide_cluster("team", _cluster([run]), queue, [_next()], 100.0)["team/next"].start  # no label: as before
+
+
+def test_the_reason_names_the_real_blocker_and_who_is_ahead():
+    """Issue 37: a CPU-only job blocked by the entries ahead was told it "needs ... 2 GPU free"."""
+    def cpus(n: float, key: str, arrived: float) -> Entry:
+        return Entry(key=key, workspace=key.split("/")[0], demand=Demand(bundles=(), driver={"CPU": n}),
+                     priority=0, arrived=arrived)
+
+    queue = [gpus(3, key="vision/a", arrived=1), gpus(3, key="vision/b", arrived=2), gpus(3, key="rl/train", arrived=3),
+             cpus(4, "nlp/eval", 4)]
+    waiting = {d.key: d for d in decide(queue, [{"GPU": 3.0, "CPU": 4.0}]) if not d.start}
+    said = waiting["nlp/eval"].reason
+    assert said.startswith("needs 4 CPU, 3 of 4 CPU free; 2 ahead (rl/train)") and "GPU free" not in said, said
+    assert "waits behind vision/b" in said
