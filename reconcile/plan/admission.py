@@ -98,6 +98,8 @@ def _decide_one(entry: Entry, queue: _Pass, quotas: Mapping[str, Resources]) -> 
     over = _over_quota(entry, queue.usage, quotas)
     if over:
         return Decision(entry.key, False, queue.wait(entry), over)
+    if entry.away:  # nobody there to start it: it keeps its place, and holds nothing against the others
+        return Decision(entry.key, False, queue.wait(entry), _away(entry))
     placed = place(entry.demand, queue.free)
     if placed is not None and (queue.head is None or _head_still_fits(queue.head, entry, queue.after_all_end)):
         queue.free = placed
@@ -120,6 +122,12 @@ def _head_waits(head: Entry, queue: _Pass) -> Decision:
         queue.free = [{} for _ in queue.free]  # what the stopped runs free is the head's: nothing backfills it
         return Decision(head.key, False, queue.waiting, _preempting(preempts), preempts)
     return Decision(head.key, False, queue.waiting, _why_waiting(head, queue))
+
+
+def _away(entry: Entry) -> str:
+    return (f"its workspace {entry.workspace} has not confirmed it for {entry.away / 60:.0f} min (no apply or serve "
+            "since): it keeps its place but holds nothing, and the jobs behind it may start, until its team "
+            "applies or serves again")
 
 
 def _preempting(keys: tuple[str, ...]) -> str:

@@ -53,6 +53,9 @@ class Entry:
     where Ray placed it. `demand` is then what of the run's demand Ray does not hold yet (reconcile.plan.holdings)."""
     submission_id: str = ""
     """The run's, for an admitted one (shown by `argus queue`)."""
+    away: float = 0.0
+    """Seconds since its workspace last confirmed a waiting entry, when longer than the queue's grace: nobody is
+    there to start it, so it keeps its place but holds nothing against the others (reconcile.plan.queue)."""
 
     def held_total(self) -> dict[str, float]:
         """All the run counts for: what Ray holds and what of its demand it does not hold yet."""

@@ -29,6 +29,11 @@ WANTS_TO_START = (Action.SUBMIT, Action.REPLACE, Action.RETRY)
 ADMIT_GRACE = 600.0
 """Seconds at most an admitted run that Ray has not accepted holds its demand: a submit in flight. Its
 apply proven gone (state.queue.holders) releases it at once."""
+AWAY_GRACE = 600.0
+"""Seconds a waiting entry of another workspace may go unconfirmed and still hold capacity against the jobs behind
+it: a team with `argus serve` confirms its entries every turn and starts one as soon as it fits; one without a loop
+would otherwise keep the queue stopped until its next apply. Past the grace the entry keeps its place (and its
+team gets it back by applying or serving again) but holds nothing."""
 QUEUE_TTL = 3600.0
 """Seconds a waiting entry keeps its place without its workspace confirming it (serve does every turn)."""
 CLOCK_SKEW = 300.0
@@ -140,10 +145,16 @@ def waiting(workspace: str, queue: ClusterQueue, now: float, capacity: Sequence[
     itself), and with `own` this workspace's too (an admission at apply weighs its other jobs). One
     that could never fit is no head to wait behind (its own workspace's plan says it is an error)."""
     return [Entry(key=f"{e.workspace}/{e.job}", workspace=e.workspace, demand=_demand(e), priority=e.priority,
-                  arrived=e.arrived, signed=e.signed)
+                  arrived=e.arrived, signed=e.signed, away=_away(e, workspace, now))
             for e in queue.entries
             if e.admitted is None and (own or e.workspace != workspace) and f"{e.workspace}/{e.job}" not in skip
             and -CLOCK_SKEW <= now - e.seen < QUEUE_TTL and not never_fits(_demand(e), capacity)]
+
+
+def _away(entry: LedgerEntry, workspace: str, now: float) -> float:
+    """Seconds since another workspace last confirmed its waiting entry, when over AWAY_GRACE; else 0."""
+    since = now - entry.seen
+    return since if entry.workspace != workspace and since > AWAY_GRACE else 0.0
 
 
 def first_arrivals(workspace: str, queue: ClusterQueue) -> dict[tuple[str, str], float]:

@@ -221,3 +221,32 @@ def test_the_reason_names_the_real_blocker_and_who_is_ahead():
     said = waiting["nlp/eval"].reason
     assert said.startswith("needs 4 CPU, 3 of 4 CPU free; 2 ahead (rl/train)") and "GPU free" not in said, said
     assert "waits behind vision/b" in said
+
+
+def test_an_entry_whose_team_is_away_keeps_its_place_but_holds_nothing():
+    """Issue 37: a team without a loop queued a job that fits now; nobody starts it, and it held the GPUs
+    against every team behind it. Past the grace it keeps its place (position 1) and the next one starts."""
+    from dataclasses import replace
+
+    queue = [gpus(2, key="vision/train", ws="vision", arrived=1), gpus(2, key="nlp/eval", ws="nlp", arrived=2)]
+    present = decide(queue, [WORKER])
+    assert starts(present) == ["vision/train"]  # vision's own turn would start it; nlp waits behind it
+    away = decide([replace(queue[0], away=900.0), queue[1]], [WORKER])
+    assert starts(away) == ["nlp/eval"]
+    [kept] = [d for d in away if d.key == "vision/train"]
+    assert kept.position == 1 and "has not confirmed it for 15 min" in kept.reason and "holds nothing" in kept.reason
+
+
+def test_only_another_workspaces_entry_unconfirmed_past_the_grace_is_away():
+    from reconcile.plan.queue import AWAY_GRACE, waiting
+    from state.observed import ClusterQueue, LedgerEntry
+
+    def entry(ws: str, seen: float) -> LedgerEntry:
+        return LedgerEntry(workspace=ws, job="j", cluster="c", submission_id=f"{ws}.j.abc.1", spec_hash="a" * 64,
+                           arrived=0.0, seen=seen, bundles=({"GPU": 1.0},))
+
+    now = 10_000.0
+    queue = ClusterQueue(entries=(entry("vision", now - AWAY_GRACE - 1), entry("rl", now - 60),
+                                  entry("nlp", now - AWAY_GRACE - 1)))
+    found = {e.key: e.away for e in waiting("nlp", queue, now, [WORKER], own=True)}
+    assert found == {"vision/j": AWAY_GRACE + 1, "rl/j": 0.0, "nlp/j": 0.0}  # its own entry: its team is here
