@@ -16,7 +16,9 @@ import contextlib
 import itertools
 import json
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -55,14 +57,14 @@ def guarded(dispatch: Callable[[Invocation], object], as_json: bool = False) -> 
     """Run the dispatch: user errors exit with their code (1) and message, usage errors 1, ^C 130,
     anything else is a bug (3). A command's int result is the exit code."""
     invocation = Invocation(as_json=as_json)
+    interrupted = _Interrupts()
     try:
-        result = dispatch(invocation)
+        with interrupted:
+            result = dispatch(invocation)
     except typer.Exit as done:  # --help, --version
         return done.exit_code
     except (KeyboardInterrupt, typer.Abort):  # ^C, or a prompt typer aborted
-        typer.echo("Interrupted.", err=True)
-        _json_error(invocation, "Interrupted.", "interrupted")
-        return EXIT_INTERRUPTED
+        return _interrupted(invocation)
     except BrokenPipeError:  # `argus ... | head` closed the pipe: the reader has what it wanted
         _quiet_stdout()
         return EXIT_BROKEN_PIPE
@@ -72,8 +74,38 @@ def guarded(dispatch: Callable[[Invocation], object], as_json: bool = False) -> 
     except ArgusError as err:
         return _user_error(err, invocation)
     except Exception as err:  # noqa: BLE001 - this is the boundary
+        if interrupted.seen:  # ^C landed inside an import or a library, which turned it into another error
+            return _interrupted(invocation)
         return _bug(err, invocation)
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _interrupted(invocation: Invocation) -> int:
+    typer.echo("Interrupted.", err=True)
+    _json_error(invocation, "Interrupted.", "interrupted")
+    return EXIT_INTERRUPTED
+
+
+class _Interrupts:
+    """Remembers a ^C while the command runs (raising KeyboardInterrupt as Python's own handler does): one that
+    lands in the middle of an import or a library call can surface as some other exception, and must still
+    read as an interruption, never as "argus hit a bug". Only in the main thread, where signals are handled."""
+
+    def __init__(self) -> None:
+        self.seen, self._previous = False, None
+
+    def __enter__(self) -> _Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _on_sigint(self, signum: int, frame: object) -> None:
+        self.seen = True
+        raise KeyboardInterrupt
 
 
 def contained(call: Callable[[], int]) -> tuple[int, ArgusError | None]:

@@ -366,3 +366,27 @@ def test_plan_with_errors_and_an_output_prints_one_json_document_and_saves_nothi
     assert result.code == 1 and not out.exists()
     document = json.loads(result.out)  # one document: the plan, its errors inside
     assert [d["severity"] for d in document["diagnostics"]] == ["error"] and "Not saved" in result.err
+
+
+def test_a_ctrl_c_that_a_library_turns_into_another_error_is_still_an_interruption(capsys):
+    """Issue 37: ^C during serve's start-up sometimes printed "argus hit a bug": a KeyboardInterrupt landing
+    inside an import (or a library that catches it) surfaces as another exception."""
+    from reconcile.boundary import EXIT_INTERRUPTED, guarded
+
+    def dispatch(_invocation) -> int:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the signal arrives here
+        except KeyboardInterrupt:
+            raise ImportError("cannot import name 'x' (most likely due to a circular import)") from None
+        return 0
+
+    assert guarded(dispatch) == EXIT_INTERRUPTED
+    err = capsys.readouterr().err
+    assert "Interrupted." in err and "hit a bug" not in err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back as it was
+
+    def broken(_invocation) -> int:
+        raise ImportError("a real bug")
+
+    assert guarded(broken) == 3 and "argus hit a bug" in capsys.readouterr().err  # without a ^C: a bug
