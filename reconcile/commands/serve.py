@@ -79,14 +79,19 @@ def _loaded(directories: list[Path], options: ServeOptions) -> tuple[list[tuple[
                                                                       list[tuple[str, ArgusError]]]:
     """Each workspace that loads; one that does not is its own error, said, and the others start (alone, it is
     the command's error, as it always was)."""
+    from reconcile.boundary import contained
+
+    if len(directories) == 1:
+        return [_workspace(directories[0], options)], []
     loaded, broken = [], []
     for directory in directories:
-        try:
-            loaded.append(_workspace(directory, options))
-        except ArgusError as err:
-            if len(directories) == 1:
-                raise
-            print(f"argus serve: not serving {printable(str(directory))}: {err}", file=sys.stderr, flush=True)
+        found: list[tuple[Path, DesiredState]] = []
+        # the boundary prints its error as it prints any; the others are still served
+        _code, err = contained(lambda d=directory, into=found: into.append(_workspace(d, options)) or 0)
+        if err is None:
+            loaded += found
+        else:
+            print(f"argus serve: not serving {printable(str(directory))}", file=sys.stderr, flush=True)
             broken.append((str(directory), err))
     if not loaded:
         raise ArgusError("no workspace to serve: " + "; ".join(f"{shown}: {err}" for shown, err in broken))

@@ -106,7 +106,8 @@ def run_batch(changes: Sequence[Change], world: World, apply_one: Callable[[Chan
             if failure is not None:
                 unattempted = len(changes) - start - started
                 if unattempted:
-                    shown.echo(f"Stopped after the first failure: {unattempted} change(s) not attempted.")
+                    what = "submission(s)" if _kind(changes[0]) == "submit" else "stop(s)"
+                    shown.echo(f"Stopped after the first failure: {unattempted} {what} not attempted.")
                 raise failure
 
 
