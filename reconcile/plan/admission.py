@@ -75,6 +75,8 @@ class _Pass:
     waiting: int = 0
     ahead: list[str] = field(default_factory=list)
     """The keys of the entries found waiting so far, in queue order."""
+    fitting: list[str] = field(default_factory=list)
+    """The keys of the entries ahead that fit now (their team's apply or serve starts them): they take room too."""
 
     def wait(self, entry: Entry) -> int:
         """The entry waits: its place in the queue."""
@@ -105,6 +107,7 @@ def _decide_one(entry: Entry, queue: _Pass, quotas: Mapping[str, Resources]) -> 
         queue.free = placed
         queue.after_all_end = place(entry.demand, queue.after_all_end) or queue.after_all_end
         queue.usage[entry.workspace] = _plus(queue.usage.get(entry.workspace, {}), entry.demand.total())
+        queue.fitting.append(entry.key)
         return Decision(entry.key, True, None, _started(queue.head))
     queue.wait(entry)
     if queue.head is None:
@@ -144,9 +147,10 @@ def _why_waiting(entry: Entry, queue: _Pass) -> str:
     """What it needs, what of that is short (not GPUs for a job that asks none), and who is ahead."""
     before, head = queue.ahead[:-1], queue.head
     others = [key for key in before if head is None or key != head.key]  # the head is named on its own
+    fitting = f"; after {_few(queue.fitting)}, which fit now" if queue.fitting else ""
     ahead = (f"; {len(before)} ahead" + (f" ({_few(others)})" if others else "")) if before else ""
     behind = "" if head is None or head is entry else f"; waits behind {head.key}, which must not be delayed"
-    return f"needs {_shape(entry.demand)}, {_short(entry.demand, queue.free)}{ahead}{behind}"
+    return f"needs {_shape(entry.demand)}, {_short(entry.demand, queue.free)}{fitting}{ahead}{behind}"
 
 
 def _short(demand: Demand, free: Sequence[Resources]) -> str:

@@ -219,7 +219,7 @@ def test_a_team_without_a_loop_never_holds_the_queue_past_the_grace(gpu_cluster,
         until(lambda: not active(vision), "vision's run ended", 60)
         behind = argus("apply", rl.root, "--auto-approve")  # nlp's entry fits now: within the grace it holds
         if time.monotonic() - confirmed < 8.0:
-            assert behind.code == 0 and active(rl) == [] and "waits behind nlp/train" in behind.out, behind.out
+            assert behind.code == 0 and active(rl) == [] and "after nlp/train, which fit now" in behind.out, behind.out
         time.sleep(max(0.0, confirmed + 9.0 - time.monotonic()))
         started = argus("apply", rl.root, "--auto-approve")
         assert started.code == 0 and active(rl) == ["eval"], started.out + started.err

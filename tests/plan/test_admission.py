@@ -219,7 +219,8 @@ def test_the_reason_names_the_real_blocker_and_who_is_ahead():
              cpus(4, "nlp/eval", 4)]
     waiting = {d.key: d for d in decide(queue, [{"GPU": 3.0, "CPU": 4.0}]) if not d.start}
     said = waiting["nlp/eval"].reason
-    assert said.startswith("needs 4 CPU, 3 of 4 CPU free; 2 ahead (rl/train)") and "GPU free" not in said, said
+    assert said.startswith("needs 4 CPU, 3 of 4 CPU free; after vision/a, which fit now; 2 ahead (rl/train)"), said
+    assert "GPU free" not in said
     assert "waits behind vision/b" in said
 
 
