@@ -142,7 +142,8 @@ def _verl_jobs_queue_by_shape(tmp_path, argus, address: str, verl_repo) -> None:
     shaped = argus("plan", ws.root)
     assert shaped.code == 1
     assert "job.big can never fit on cluster 'local': verl asks for 1 node(s) x (5 GPU, 15 CPU) at once" in shaped.out
-    assert "~ job.wait  (queue: queued #1 on local: needs 4 GPU as 2 groups of 2, 0 GPU free)" in shaped.out
+    assert ("~ job.wait  (queue: queued #1 on local: needs 4 GPU as 2 groups of 2, 0 GPU free; after local-verl/whole, "
+            "which fit now)") in shaped.out
     assert "      pools:  2 node(s) x (2 GPU, 6 CPU)" in shaped.out
 
 
