@@ -145,10 +145,7 @@ def keep(shared_root: str, workspace: str, read: RunsRead, on_ray: set[str], ans
         base = _base(shared_root, folder, workspace, read)
         # read again under the lock: an apply may have sent a refused run again since (reopened)
         fresh = {sid: r for sid, r in fresh.items() if read_record(shared_root, sid) == r}
-        returned = past.taken_back(folder, workspace, fresh)
-        heads, aged = past.split({**returned, **base, **fresh}, vouched)
-        past.archive(folder, workspace, aged, {sid: r for sid, r in returned.items() if sid in heads})
-        _write_index(folder, workspace, heads)
+        _write_index(folder, workspace, _archived(folder, workspace, {**base, **fresh}, fresh, vouched))
         opened = _markers(folder, workspace, create=True)
         try:
             for sid in sorted(unmarked):
@@ -159,6 +156,21 @@ def keep(shared_root: str, workspace: str, read: RunsRead, on_ray: set[str], ans
                     os.unlink(sid, dir_fd=opened)
         finally:
             os.close(opened)
+
+
+def _archived(folder: int, workspace: str, runs: dict[str, RunRecord], fresh: dict[str, RunRecord],
+              vouched: Callable[[str], bool]) -> dict[str, RunRecord]:
+    """The index's heads, once the runs of older specs are archived (state.runs.past). When the archive cannot
+    be written (a link a job planted where it goes), every run stays in the index: slower plans, never a run
+    lost from sight."""
+    returned: dict[str, RunRecord] = {}
+    try:
+        returned = past.taken_back(folder, workspace, fresh)
+        heads, aged = past.split({**returned, **runs}, vouched)
+        past.archive(folder, workspace, aged, {sid: r for sid, r in returned.items() if sid in heads})
+        return heads
+    except OSError:
+        return {**returned, **runs}
 
 
 def _ours(record: RunRecord | None, workspace: str) -> bool:

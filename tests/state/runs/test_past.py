@@ -96,3 +96,16 @@ def test_an_archived_entry_is_never_more_than_its_record(tmp_path: Path):
     os.symlink(tmp_path / "elsewhere.json", past)
     (tmp_path / "elsewhere.json").write_text(json.dumps(data))
     assert Archive([str(tmp_path)], WS).of("ppo", run(1).spec_hash) == ()  # a link is never followed
+
+
+def test_an_archive_a_job_linked_away_keeps_every_run_in_the_index(tmp_path: Path):
+    """The attack: a job plants a link where the archive goes. Nothing is written through it, and the index
+    still takes the runs that settle (slower plans, never a run lost from sight)."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / ".argus" / "runs").mkdir(parents=True)
+    (tmp_path / ".argus" / "runs" / "team.past").symlink_to(tmp_path / "elsewhere")
+    runs = history(tmp_path, HEAD_SPECS + 2)
+    planned(tmp_path)
+    planned(tmp_path)
+    assert index_ids(tmp_path) == {r.submission_id for r in runs}
+    assert list((tmp_path / "elsewhere").iterdir()) == []
