@@ -26,8 +26,9 @@ def test_a_head_that_goes_down_is_one_incident_and_one_recovery(tmp_path, hook, 
             until(lambda: _health(site)[0] == 200, "a healthy first turn", 60)
             local.down(state_dir)
             until(lambda: _told(events, "incident"), "the incident event", 60)
-            code, body = _health(site)
-            assert code == 503 and "incident: cluster local does not answer" in body, body
+            # the loop tells, then publishes the turn to the page: /healthz follows a moment after the event
+            code, body = until(lambda: (h := _health(site))[0] == 503 and h, "/healthz 503", 30)
+            assert "incident: cluster local does not answer" in body, body
             cluster = local.up(state_dir, dashboard_port=cluster.dashboard_port, cpus_per_node=8,
                                worker_resources={"worker_node": 8.0})
             until(lambda: _told(events, "recovered"), "the recovered event", 90)
@@ -53,8 +54,8 @@ def test_a_desired_state_that_stops_loading_is_its_incident_until_it_loads(works
         broken = workspace.root / "jobs" / "broken.yaml"
         broken.write_text("kind: Job\nname: broken\ncluster: local\nworkload: command\nentrypoint: 7\n")
         until(lambda: _told(events, "incident"), "the incident event", 30)
-        code, body = _health(site)
-        assert code == 503 and "the desired state does not load" in body and "broken.yaml" in body, body
+        code, body = until(lambda: (h := _health(site))[0] == 503 and h, "/healthz 503", 30)
+        assert "the desired state does not load" in body and "broken.yaml" in body, body
         broken.unlink()
         until(lambda: _told(events, "recovered"), "the recovered event", 30)
         until(lambda: _health(site)[0] == 200, "/healthz ok again", 30)
