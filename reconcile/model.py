@@ -11,7 +11,7 @@ from pydantic import Field, StringConstraints
 from specs.base import Frozen
 from specs.diagnostics import Diagnostic
 from specs.duration import MAX_SECONDS
-from specs.models import Name
+from specs.models import MAX_QUOTA_WORKSPACES, Name, Resources
 from specs.submission import SUBMISSION_ID_PATTERN, Submission
 from state.observed import ACTIVE, DEADLINE, LAYOUT, MAYBE_RUNNING, PREEMPTED, RunStatus
 from state.runs.failures import advice_for
@@ -41,7 +41,9 @@ class Action(str, Enum):
         return member
 
     CREATE = "create", "+", 0, "green"
-    """A directory or a code snapshot on the shared filesystem."""
+    """A directory or a code snapshot on the shared filesystem; a cluster's first quotas."""
+    UPDATE = "update", "~", 0, "yellow"
+    """A cluster's quotas changed in place (Terraform's update in-place): before the submits that obey them."""
     SUBMIT = "submit", "+", 3, "green"
     STOP = "stop", "-", 1, "red"
     REPLACE = "replace", "-/+", 2, "yellow"
@@ -175,6 +177,19 @@ class RootStep(StepModel):
         return f"write argus's identity (.argus/root.json) on the shared root of {self.cluster}"
 
 
+class QuotasStep(StepModel):
+    """Apply a cluster's quotas as its admin: the digest into the audit chain, then the record on the shared
+    root every team's admission reads (state.queue.applied_quotas)."""
+
+    kind: Literal["quotas"] = "quotas"
+    cluster: Name
+    workspaces: dict[Name, Resources] = Field(default={}, max_length=MAX_QUOTA_WORKSPACES)
+    """Every cap, as reviewed: a saved plan carries what it will write, checked again when read."""
+
+    def describe(self) -> str:
+        return f"apply the quotas of {len(self.workspaces)} workspace(s) on cluster {self.cluster}"
+
+
 class SnapshotStep(StepModel):
     """Export a code snapshot into place atomically; refused if the source moved since the plan."""
 
@@ -200,8 +215,8 @@ class DeleteSnapshotStep(StepModel):
         return f"delete snapshot {self.path} from the shared root of {self.cluster}"
 
 
-Step = Annotated[SubmitStep | StopStep | MkdirStep | RootStep | SnapshotStep | DeleteSnapshotStep | EnqueueStep,
-                 Field(discriminator="kind")]
+Step = Annotated[SubmitStep | StopStep | MkdirStep | RootStep | SnapshotStep | DeleteSnapshotStep | EnqueueStep
+                 | QuotasStep, Field(discriminator="kind")]
 
 
 class RunView(Frozen):

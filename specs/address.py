@@ -1,6 +1,6 @@
 """Addresses: how plans, targets, diagnostics and the audit log name what argus manages.
 
-`job.NAME`, `code.NAME`, `dirs.CLUSTER`, `cluster.NAME` and `workspace`. An Address is a str, so it
+`job.NAME`, `code.NAME`, `dirs.CLUSTER`, `cluster.NAME`, `quotas.CLUSTER` and `workspace`. An Address is a str, so it
 prints and serialises as itself; it is made and taken apart here and nowhere else.
 """
 
@@ -18,12 +18,15 @@ class Kind(TextEnum):
     DIRS = "dirs"
     """The directories of the NFS layout under one cluster's shared root."""
     CLUSTER = "cluster"
+    QUOTAS = "quotas"
+    """A cluster's quotas (specs.models.Quotas), named by the cluster."""
     WORKSPACE = "workspace"
 
 
-SPEC_KINDS = {"Job": Kind.JOB, "CodeSnapshot": Kind.CODE, "Cluster": Kind.CLUSTER, "Workspace": Kind.WORKSPACE}
+SPEC_KINDS = {"Job": Kind.JOB, "CodeSnapshot": Kind.CODE, "Cluster": Kind.CLUSTER, "Workspace": Kind.WORKSPACE,
+              "Quotas": Kind.QUOTAS}
 """The address kind of each resource kind a spec file can hold."""
-_FORM = re.compile(r"(job|code|dirs|cluster)\.[a-z0-9][a-z0-9-]*|workspace")
+_FORM = re.compile(r"(job|code|dirs|cluster|quotas)\.[a-z0-9][a-z0-9-]*|workspace")
 """Names as specs write them, without their length cap: a snapshot found on a shared root is
 named by its directory, and argus still has to name it to report or prune it."""
 
@@ -35,8 +38,8 @@ class Address(str):
 
     def __new__(cls, text: str) -> Address:
         if not isinstance(text, str) or not _FORM.fullmatch(text):
-            raise ValueError(f"{text!r} is not an address: job.NAME, code.NAME, dirs.CLUSTER, cluster.NAME or "
-                             "workspace")
+            raise ValueError(f"{text!r} is not an address: job.NAME, code.NAME, dirs.CLUSTER, cluster.NAME, "
+                             "quotas.CLUSTER or workspace")
         return super().__new__(cls, text)
 
     @classmethod
@@ -71,6 +74,10 @@ class Address(str):
     @classmethod
     def cluster(cls, name: str) -> Address:
         return cls.of(Kind.CLUSTER, name)
+
+    @classmethod
+    def quotas(cls, cluster: str) -> Address:
+        return cls.of(Kind.QUOTAS, cluster)
 
     @property
     def kind(self) -> Kind:

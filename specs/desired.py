@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from specs.address import Address
 from specs.diagnostics import Where
-from specs.models import Cluster, CodeSnapshot, Job, Workspace
+from specs.models import Cluster, CodeSnapshot, Job, Quotas, Workspace
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,8 @@ class DesiredState:
     """Keyed by address: `workspace`, `cluster.NAME`, `job.NAME`."""
     shared_roots: Mapping[str, str]
     """Absolute shared root of each cluster (a relative one resolved against the workspace root)."""
+    quotas: Mapping[str, Quotas] = field(default_factory=dict)
+    """By cluster: the quotas this workspace sets as the cluster's `admin` (the loader refuses any other)."""
 
     def source(self, address: str) -> Source:
         return self.sources[address]

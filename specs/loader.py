@@ -18,7 +18,17 @@ from specs.address import Address
 from specs.desired import DesiredState, Source, address_of
 from specs.diagnostics import Diagnostic
 from specs.errors import ArgusError, SpecError
-from specs.models import KINDS, SHARED_ROOT_RULE, Cluster, CodeSnapshot, Job, Spec, Workspace, shared_root_problem
+from specs.models import (
+    KINDS,
+    SHARED_ROOT_RULE,
+    Cluster,
+    CodeSnapshot,
+    Job,
+    Quotas,
+    Spec,
+    Workspace,
+    shared_root_problem,
+)
 from specs.nodes import Walked, field_at, loc_path
 from specs.reading import WORKSPACE_FILE, Walk
 from specs.safe_yaml import Refused, load_walked, ruamel_documents
@@ -189,6 +199,7 @@ def _assemble(root: Path, loaded: list[tuple[Spec, Source]], diagnostics: list[D
     clusters = {r.name: r for r, _ in unique if isinstance(r, Cluster)}
     snapshots = {r.name: r for r, _ in unique if isinstance(r, CodeSnapshot)}
     jobs = {r.name: r for r, _ in unique if isinstance(r, Job)}
+    quotas = {r.cluster: r for r, _ in unique if isinstance(r, Quotas)}
     diagnostics += rules.broken_references(clusters, snapshots, jobs, sources)
     diagnostics += [d for job in jobs.values() for d in rules.workload_diagnostics(job, sources[Address.job(job.name)])]
     diagnostics += after.pipeline_diagnostics(jobs, sources)
@@ -196,7 +207,8 @@ def _assemble(root: Path, loaded: list[tuple[Spec, Source]], diagnostics: list[D
     if workspace is None:
         return None
     diagnostics += job_secrets.diagnostics(workspace, clusters, jobs, sources)
-    return DesiredState(str(root), workspace, clusters, jobs, snapshots, sources, shared_roots)
+    diagnostics += rules.quota_diagnostics(workspace.name, clusters, quotas, sources)
+    return DesiredState(str(root), workspace, clusters, jobs, snapshots, sources, shared_roots, quotas)
 
 
 def _shared_roots(root: Path, clusters: dict[str, Cluster], sources: dict[str, Source],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import posixpath
 import re
 from typing import Annotated, Literal
@@ -117,6 +119,9 @@ class Cluster(Spec):
     shared_root: str = Field(min_length=1)
     """NFS mount seen by argus and every node; a relative path is taken from the workspace root."""
     description: str = ""
+    admin: Name | None = None
+    """The workspace that administers the cluster: the only one whose `kind: Quotas` sets its quotas (as a
+    Kueue ClusterQueue belongs to the cluster's administrator, not to the teams whose queues it caps)."""
     nodes: list[NodeExpectation] = []
     job_defaults: JobDefaults = JobDefaults()
     user_code_path: str = "${shared_root}/user/code"
@@ -465,6 +470,47 @@ def shared_root_problem(shared_root: str) -> str | None:
     return None
 
 
-Resource = Workspace | Cluster | CodeSnapshot | Job
+MAX_QUOTA_WORKSPACES = 1024
+"""Workspaces one Quotas caps: every team of a lab, never a flood a plan has to weigh."""
+
+
+class Quotas(Spec):
+    """How much of each Ray resource each workspace may hold at once on a cluster: reviewed, planned, applied
+    and audited like a job, and set only by the cluster's `admin` workspace (docs/queue.md, "Quotas")."""
+
+    kind: Literal["Quotas"]
+    cluster: Name
+    """The cluster these quotas cap; its `admin` must be the workspace that holds this spec."""
+    workspaces: dict[Name, Resources] = Field(default={}, max_length=MAX_QUOTA_WORKSPACES)
+    """Workspace name -> the Ray resources it may hold at once, like `llm-rl: {GPU: 8}`; a workspace not
+    named here is not capped."""
+
+    @property
+    def name(self) -> str:
+        """One Quotas per cluster: it is known by its cluster's name (`quotas.CLUSTER`)."""
+        return self.cluster
+
+    def digest(self, admin: str) -> str:
+        """What the admin's audit chain records when it applies these quotas, and the record on the shared
+        root must match (state.queue.applied_quotas): the cluster, the admin and every cap, canonically."""
+        body = {"cluster": self.cluster, "admin": admin,
+                "workspaces": {team: {r: float(v) for r, v in sorted(caps.items())}
+                               for team, caps in sorted(self.workspaces.items())}}
+        return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+    @field_validator("workspaces")
+    @classmethod
+    def _finite_amounts(cls, workspaces: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        for team, limits in workspaces.items():
+            for resource, amount in limits.items():
+                if not (0 < len(resource) <= 64 and resource.isprintable()):
+                    raise ValueError(f"resource name {resource!r} of workspace {team} must be a printable string "
+                                     "of 1 to 64 characters")
+                if not amount < MAX_COUNT:  # also refuses NaN and infinity
+                    raise ValueError(f"{resource} of workspace {team} must be a finite number below {MAX_COUNT}")
+        return workspaces
+
+
+Resource = Workspace | Cluster | CodeSnapshot | Job | Quotas
 KINDS: dict[str, type[Spec]] = {"Workspace": Workspace, "Cluster": Cluster, "CodeSnapshot": CodeSnapshot,
-                                "Job": Job}
+                                "Job": Job, "Quotas": Quotas}

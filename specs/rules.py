@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -11,7 +11,7 @@ from specs import verl
 from specs.address import Address
 from specs.desired import Source
 from specs.diagnostics import Diagnostic
-from specs.models import NAME_PATTERN, Cluster, CodeSnapshot, Job, Trainer
+from specs.models import NAME_PATTERN, Cluster, CodeSnapshot, Job, Quotas, Trainer
 
 
 def broken_references(clusters: dict[str, Cluster], snapshots: dict[str, CodeSnapshot], jobs: dict[str, Job],
@@ -30,6 +30,25 @@ def broken_references(clusters: dict[str, Cluster], snapshots: dict[str, CodeSna
         elif code is not None and snapshots[code].cluster != resource.cluster:
             found.append(at("code", f"CodeSnapshot {code!r} lives on cluster {snapshots[code].cluster!r}, "
                                     f"not on {resource.cluster!r}: snapshot the code on the job's cluster"))
+    return found
+
+
+def quota_diagnostics(workspace: str, clusters: Mapping[str, Cluster], quotas: Mapping[str, Quotas],
+                      sources: Mapping[str, Source]) -> list[Diagnostic]:
+    """A cluster's quotas are set by its `admin` workspace alone: a team can't raise its own cap by declaring
+    quotas in its own workspace (the apply also refuses quotas another admin owns: reconcile.plan.quotas)."""
+    found = []
+    for cluster in sorted(quotas):
+        at = partial(_error, Address.quotas(cluster), sources[Address.quotas(cluster)])
+        if cluster not in clusters:
+            known = ", ".join(sorted(clusters)) or "none defined"
+            found.append(at("cluster", f"no Cluster named {cluster!r} (known: {known})"))
+        elif clusters[cluster].admin is None:
+            found.append(at("cluster", f"cluster {cluster!r} names no admin: add `admin: {workspace}` to its Cluster "
+                                       "if this workspace administers it (quotas are the administrator's)"))
+        elif clusters[cluster].admin != workspace:
+            found.append(at("cluster", f"cluster {cluster!r} is administered by workspace "
+                                       f"{clusters[cluster].admin!r}: only its quotas apply; ask them to change them"))
     return found
 
 

@@ -278,8 +278,9 @@ def read_queues(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, Clu
         except QueueUnreadable as err:
             found[name] = ClusterQueue(problem=str(err), keyed=keyed())
             continue
-        found[name] = _with_quotas(ClusterQueue(entries=entries, keyed=keyed(), ignored=tuple(ignored),
-                                                gone=holders_gone(root, entries)), root)
+        found[name] = with_quotas(ClusterQueue(entries=entries, keyed=keyed(), ignored=tuple(ignored),
+                                                gone=holders_gone(root, entries)), root, name,
+                                   desired.clusters[name].admin)
     return found
 
 
@@ -291,13 +292,31 @@ def holders_gone(root: str, entries: Iterable[LedgerEntry]) -> frozenset[str]:
     return gone(root, {e.holder for e in entries if e.holder and e.admitted is not None})
 
 
-def _with_quotas(queue: ClusterQueue, root: str) -> ClusterQueue:
-    from state.queue.quotas import QuotaFileError, load_quotas
+def with_quotas(queue: ClusterQueue, root: str, cluster: str, admin: str | None) -> ClusterQueue:
+    """The quotas admission obeys there: the admin's applied record, vouched by its audit chain, or (before
+    its first apply) the hand-edited file of earlier versions (state.queue.applied_quotas)."""
+    from state.queue.applied_quotas import QuotasDistrusted, effective
+    from state.queue.quotas import QuotaFileError
 
     try:
-        return queue.model_copy(update={"quotas": load_quotas(Path(root))})
-    except QuotaFileError as err:
+        found = effective(root, cluster, admin, *admin_vouches(root, cluster, admin))
+    except (QuotaFileError, QuotasDistrusted) as err:
         return queue.model_copy(update={"problem": str(err)})
+    applied = found.applied
+    return queue.model_copy(update={"quotas": found.quotas, "legacy_quotas": found.legacy,
+                                    "quotas_digest": applied.digest if applied else None,
+                                    "quotas_admin": applied.admin if applied else None})
+
+
+def admin_vouches(root: str, cluster: str, admin: str | None) -> tuple[str | None, str | None]:
+    """The digest of the quotas the admin's chain on `root` applied last to `cluster` (None: never), and why
+    that chain does not verify (None: it does)."""
+    from state.audit import registry
+
+    if admin is None:
+        return None, None
+    read = registry.read(root, admin, cache_root())
+    return read.quotas.get(cluster), "; ".join(read.problems[:2]) or None
 
 
 class Classified(NamedTuple):

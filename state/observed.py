@@ -358,7 +358,13 @@ class ClusterQueue(Frozen):
     entries: tuple[LedgerEntry, ...] = ()
     quotas: dict[str, dict[str, float]] = {}
     problem: str | None = None
-    """Why the quota file cannot be used: nothing is admitted on this cluster until it is fixed."""
+    """Why the quotas cannot be used: nothing is admitted on this cluster until it is fixed."""
+    quotas_digest: str | None = None
+    """The digest of the applied quotas (the admin's record its chain vouches for); None when none is applied."""
+    quotas_admin: str | None = None
+    """The workspace that applied them."""
+    legacy_quotas: bool = False
+    """No admin applied quotas yet: `quotas` come from the hand-edited .argus/quotas.yaml (migration)."""
     keyed: bool = False
     """ARGUS_ROOT_KEY was set when the ledgers were read: entries without a valid signature were left out."""
     ignored: tuple[str, ...] = ()
@@ -430,6 +436,9 @@ class Registry(Frozen):
     stops: dict[str, str] = {}
     """Submission id -> why argus stopped it, as its chain says (run.stopping: deadline, preempt, plan; "stop"
     for an earlier version's stop step). A STOPPED run not here was stopped outside argus: drift."""
+    quotas: dict[str, str] = {}
+    """Cluster -> digest of the quotas this workspace last applied there as its admin (quotas.applied): what the
+    quota record on the shared root must match (state.queue.applied_quotas)."""
     problems: tuple[str, ...] = ()
     """Why the log does not verify: then nobody can tell which runs argus submitted there."""
 

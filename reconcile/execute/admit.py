@@ -21,17 +21,16 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from reconcile.execute.world import Done, Outcome, World
 from reconcile.model import Ask, EnqueueStep, Plan, StopStep, SubmitStep
 from reconcile.plan.queue import Want, decide_cluster, holds
 from specs.desired import DesiredState
-from state.observe import holders_gone
+from specs.errors import ArgusError
+from state.observe import holders_gone, with_quotas
 from state.observed import ClusterQueue, ClusterState, LedgerEntry, ObservedState, RayJob
 from state.queue import holders as admission_holders
 from state.queue.ledger import admission_lock, read_ledger, read_ledgers, write_ledger
-from state.queue.quotas import load_quotas
 
 
 def enqueue(step: EnqueueStep, world: World) -> Done:
@@ -191,7 +190,10 @@ def _as_it_is(name: str, world: World) -> tuple[ClusterState, ClusterQueue, list
     cluster = world.clients[name].admission_view()
     every = read_ledgers(root)
     entries = tuple(e for e in every if e.cluster == name)
-    queue = ClusterQueue(entries=entries, quotas=load_quotas(Path(root)), gone=holders_gone(root, entries))
+    queue = with_quotas(ClusterQueue(entries=entries, gone=holders_gone(root, entries)), root, name,
+                        world.admins.get(name))
+    if queue.problem:  # the quotas can't be trusted (or read): admission must never guess one
+        raise ArgusError(queue.problem)
     return cluster, queue, [e for e in every if e.workspace == world.workspace]
 
 

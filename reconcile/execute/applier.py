@@ -99,7 +99,8 @@ def open_world(ctx: ApplyContext, secrets: Secrets) -> World:
                  runs=runs, code=CodeShelf(desired, sources, ctx.fetch_timeout), secrets=secrets,
                  echo=ctx.echo, journal=ctx.journal, stop_timeout=ctx.stop_timeout,
                  known=known_demands(desired, observed) if observed else {},
-                 chains=observed.registries if observed else {})
+                 chains=observed.registries if observed else {},
+                 admins={name: cluster.admin for name, cluster in desired.clusters.items()})
 
 
 def _sound_roots(desired: DesiredState, observed: ObservedState | None) -> dict[str, str]:

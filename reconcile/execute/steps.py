@@ -10,12 +10,13 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, get_args
 
-from reconcile.execute import admit, files, ray_steps
+from reconcile.execute import admit, files, quotas, ray_steps
 from reconcile.execute.world import Done, World
 from reconcile.model import (
     DeleteSnapshotStep,
     EnqueueStep,
     MkdirStep,
+    QuotasStep,
     RootStep,
     SnapshotStep,
     Step,
@@ -34,6 +35,7 @@ EXECUTORS: Mapping[type[StepModel], Executor] = MappingProxyType({
     SnapshotStep: files.make_snapshot,
     DeleteSnapshotStep: files.delete_snapshot,
     EnqueueStep: admit.enqueue,
+    QuotasStep: quotas.apply_quotas,
 })
 
 

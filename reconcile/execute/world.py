@@ -180,6 +180,8 @@ class World:
     chains: Mapping[str, Registry] = field(default_factory=dict)
     """Per cluster: the submissions argus's audit log registers (the plan's observation): housekeeping acts
     only on runs an adopted chain holds, whatever a record on the shared root says."""
+    admins: Mapping[str, str | None] = field(default_factory=dict)
+    """Per cluster: its admin workspace, whose audit chain vouches for the quotas admission obeys there."""
     unmarked: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     """Admitted runs Ray accepted whose ledger entry does not say so yet, by submission id: their shared
     root and the Ray session they went to. A batch marks them all at once when its part is done

@@ -15,6 +15,7 @@ from reconcile.plan.deadline import early_save_warnings, with_deadlines
 from reconcile.plan.diff import field_diff
 from reconcile.plan.outputs import continued_outputs, foreign_outputs, legacy_steps
 from reconcile.plan.queue import plan_admission
+from reconcile.plan.quotas import plan_quotas
 from reconcile.plan.registry import forgotten, registry_diagnostics, resubmits
 from reconcile.plan.root import root_diagnostics
 from reconcile.plan.runs import archived, is_active, newest, ownership_diagnostics, runs_by_job, unmanaged
@@ -37,7 +38,7 @@ RESTARTS_SPENT = "on_drift: restart has restarted this spec's runs as many times
 def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | None = None) -> Plan:
     options = options or PlanOptions()
     runs = runs_by_job(desired.workspace.name, observed)
-    changes: list[Change] = plan_dirs(desired, observed)
+    changes: list[Change] = plan_dirs(desired, observed) + plan_quotas(desired, observed)
     code_changes, diagnostics = plan_snapshots(desired, observed)
     changes += code_changes
     broken = {d.address for d in diagnostics}

@@ -72,7 +72,8 @@ def summary(plan: Plan) -> str:
             return "No changes for the targets."
         return "No changes. The clusters match the desired state."
     counts = plan.counts()
-    shown = [a for a in (Action.CREATE, Action.SUBMIT, Action.RETRY, Action.REPLACE, Action.STOP, Action.DELETE)
+    shown = [a for a in (Action.CREATE, Action.UPDATE, Action.SUBMIT, Action.RETRY, Action.REPLACE, Action.STOP,
+                         Action.DELETE)
              if counts[a] or a in (Action.SUBMIT, Action.REPLACE, Action.STOP)]
     queued = f", {waiting} queued" if waiting else ""
     queued += f", {counts[Action.DEADLINE]} to stop at max_runtime" if counts[Action.DEADLINE] else ""

@@ -76,6 +76,17 @@ class RunStopping(Frozen):
     (replaced, removed, `state: stopped`: the `action` record that follows names the change)."""
 
 
+class QuotasApplied(Frozen):
+    """Written by the cluster's admin workspace before it writes the quota record on the shared root: the
+    digest every team's admission checks that record against (state.queue.applied_quotas)."""
+
+    event: Literal["quotas.applied"] = "quotas.applied"
+    cluster: str
+    digest: str
+    workspaces: dict[str, dict[str, float]]
+    """The caps applied, for people reading the log (the digest is what is checked)."""
+
+
 class RegistryAdopted(Frozen):
     """The runs an argus from before the registry left on this root, trusted as that argus trusted them,
     written once by the first apply that finds the log registering nothing; from then on the log is the
@@ -123,4 +134,4 @@ class NameClaimed(Frozen):
 
 
 AuditEvent = (ApplyStarted | ApplyEnded | StepCarriedOut | RunFinished | LockBroken | Recovered | AnchorMismatch
-              | NameClaimed | RunSubmitting | RunRefused | RunStopping | RegistryAdopted)
+              | NameClaimed | RunSubmitting | RunRefused | RunStopping | RegistryAdopted | QuotasApplied)

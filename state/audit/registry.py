@@ -37,12 +37,13 @@ from state.audit.chain import GENESIS, Layout
 from state.observed import Registry
 
 SUBMITTING, REFUSED, ADOPTED, STEP = "run.submitting", "run.refused", "registry.adopted", "action"
+QUOTAS = "quotas.applied"
 STOPPING = "run.stopping"
 EARLIER_STOP = "stop"
 """Why of a stop an earlier version recorded only as its step's record (`action`, step stop, outcome stopped)."""
 SUBMITTED_OUTCOMES = frozenset({"submitted", "exists"})
 """A submit step's outcome that says Ray took the run (records of earlier versions carry the id)."""
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 
 
 @dataclass
@@ -53,6 +54,8 @@ class _Read:
     submitted: dict[str, str] = field(default_factory=dict)
     stops: dict[str, str] = field(default_factory=dict)
     """Submission id -> why argus stopped it (run.stopping's `why`; EARLIER_STOP for an earlier version's)."""
+    quotas: dict[str, str] = field(default_factory=dict)
+    """Cluster -> digest of the quotas this workspace applied last there (quotas.applied), as its admin."""
     identity: tuple[int, int] = (0, 0)
     end: int = 0
     """Byte offset just past the last whole record read."""
@@ -75,20 +78,24 @@ def read(shared_root: str, workspace: str, cache_dir: str | None = None) -> Regi
         if cached is not None:  # what this machine saw registered stays so (a log cut, rolled back, moved aside)
             found.submitted = {**cached.submitted, **found.submitted}
             found.stops = {**cached.stops, **found.stops}
+            found.quotas = {**cached.quotas, **found.quotas}  # quotas once vouched for stay owed a record
         if problems:
             return Registry(log=log, adopted=found.adopted, submitted=found.submitted, stops=found.stops,
-                            problems=problems)
+                            quotas=found.quotas, problems=problems)
     if where is not None and found != cached:
         _save(where, found)
-    return Registry(log=log, adopted=found.adopted, submitted=found.submitted, stops=found.stops)
+    return Registry(log=log, adopted=found.adopted, submitted=found.submitted, stops=found.stops, quotas=found.quotas)
 
 
 def fold(entries: Iterable[dict[str, Any]], adopted: bool, submitted: dict[str, str],
-         stops: dict[str, str] | None = None) -> bool:
-    """The records' registrations added to `submitted` and argus's stops to `stops` (both in place), in
-    order; whether the log is adopted."""
+         stops: dict[str, str] | None = None, quotas: dict[str, str] | None = None) -> bool:
+    """The records' registrations added to `submitted`, argus's stops to `stops` and the quotas applied to
+    `quotas` (all in place), in order; whether the log is adopted."""
     for entry in entries:
         kind, sid = entry.get("event"), entry.get("submission_id")
+        if quotas is not None and kind == QUOTAS and isinstance(entry.get("cluster"), str) \
+                and isinstance(entry.get("digest"), str):
+            quotas[entry["cluster"]] = entry["digest"]
         if stops is not None and isinstance(sid, str):
             _fold_stop(entry, kind, sid, stops)
         if kind == SUBMITTING and isinstance(sid, str):
@@ -138,7 +145,8 @@ def _onward(shared_root: str, workspace: str, cached: _Read) -> _Read | None:
     found = chain.layout(segment)
     if found.bad or chain.segment_problems(found, cached.prev, workspace, key):
         return None
-    moved = _advanced(replace(cached, submitted=dict(cached.submitted), stops=dict(cached.stops)), found, segment)
+    moved = _advanced(replace(cached, submitted=dict(cached.submitted), stops=dict(cached.stops),
+                              quotas=dict(cached.quotas)), found, segment)
     return moved if _anchored(shared_root, workspace, moved, key) else None
 
 
@@ -149,7 +157,8 @@ def _advanced(read_so_far: _Read, found: Layout, data: bytes) -> _Read:
     newest = found.records[-1]
     consumed = sum(len(part) + 1 for part in data.split(b"\n")[:newest.number])
     line = newest.raw + b"\n"
-    adopted = fold((r.entry for r in found.records), read_so_far.adopted, read_so_far.submitted, read_so_far.stops)
+    adopted = fold((r.entry for r in found.records), read_so_far.adopted, read_so_far.submitted, read_so_far.stops,
+                   read_so_far.quotas)
     return replace(read_so_far, adopted=adopted, end=read_so_far.end + consumed, seam=_sha(line),
                    seam_length=len(line), records=read_so_far.records + len(found.records),
                    prev=chain.continues(newest.entry))
@@ -190,7 +199,7 @@ def _load(where: Path) -> _Read | None:
         found = _Read(**data)
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
-    return found if isinstance(found.submitted, dict) and isinstance(found.stops, dict) else None
+    return found if all(isinstance(x, dict) for x in (found.submitted, found.stops, found.quotas)) else None
 
 
 def _save(where: Path, found: _Read) -> None:

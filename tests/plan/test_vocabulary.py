@@ -13,11 +13,13 @@ from specs.desired import address_of
 
 def test_actions_carry_their_symbol_order_and_colour():
     assert [(a.value, a.symbol, a.colour) for a in Action] == [
-        ("create", "+", "green"), ("submit", "+", "green"), ("stop", "-", "red"), ("replace", "-/+", "yellow"),
+        ("create", "+", "green"), ("update", "~", "yellow"), ("submit", "+", "green"), ("stop", "-", "red"),
+        ("replace", "-/+", "yellow"),
         ("retry", "+", "green"), ("preempt", "-", "red"), ("deadline", "-", "red"), ("queue", "~", "cyan"),
         ("delete", "-", "red"),
         ("drift", "!", "yellow"), ("no-op", " ", None), ("wait", "..", "blue")]
-    assert sorted(Action, key=lambda a: a.order) == [Action.CREATE, Action.STOP, Action.PREEMPT, Action.DEADLINE,
+    assert sorted(Action, key=lambda a: a.order) == [Action.CREATE, Action.UPDATE, Action.STOP, Action.PREEMPT,
+                                                     Action.DEADLINE,
                                                      Action.REPLACE, Action.QUEUE, Action.SUBMIT, Action.RETRY,
                                                      Action.DELETE, Action.DRIFT, Action.NOOP, Action.WAIT]
     assert Action("submit") is Action.SUBMIT and json.dumps(Action.RETRY) == '"retry"'
