@@ -15,7 +15,7 @@ from reconcile.plan.deadline import early_save_warnings, with_deadlines
 from reconcile.plan.diff import field_diff
 from reconcile.plan.outputs import continued_outputs, foreign_outputs, legacy_steps
 from reconcile.plan.queue import plan_admission
-from reconcile.plan.quotas import plan_quotas
+from reconcile.plan.quotas import migration_warnings, plan_quotas
 from reconcile.plan.registry import forgotten, registry_diagnostics, resubmits
 from reconcile.plan.root import root_diagnostics
 from reconcile.plan.runs import archived, is_active, newest, ownership_diagnostics, runs_by_job, unmanaged
@@ -46,7 +46,7 @@ def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | 
     job_changes = with_deadlines(desired.jobs, job_changes, runs, observed.observed_at)
     changes += job_changes
     diagnostics += job_diagnostics
-    diagnostics += _world_diagnostics(desired, observed)
+    diagnostics += _world_diagnostics(desired, observed) + migration_warnings(desired, observed)
     diagnostics += verl_diagnostics(desired, observed) + early_save_warnings(desired)
     diagnostics += foreign_outputs(desired, observed)
     flagged = {d.address for d in diagnostics if d.severity == "error"}

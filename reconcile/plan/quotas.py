@@ -8,10 +8,13 @@ what repairs it.
 
 from __future__ import annotations
 
+import json
+
 from reconcile.model import Action, Change, QuotasStep
 from reconcile.plan.diff import field_diff
 from specs.address import Address
 from specs.desired import DesiredState
+from specs.diagnostics import Diagnostic
 from specs.models import Quotas
 from state.observed import ClusterQueue, ObservedState
 
@@ -53,3 +56,34 @@ def _reason(queue: ClusterQueue, removed: bool) -> str:
     if queue.legacy_quotas and queue.quotas:
         return "first quotas from git: they replace the hand-edited .argus/quotas.yaml (moved aside once applied)"
     return "first quotas from git"
+
+
+def migration_warnings(desired: DesiredState, observed: ObservedState) -> list[Diagnostic]:
+    """The admin of a cluster whose quotas still come from the hand-edited file is shown them as the spec to
+    commit: once applied, the file is moved aside (read for migration only)."""
+    found = []
+    for cluster, definition in sorted(desired.clusters.items()):
+        queue = observed.queues.get(cluster)
+        if definition.admin != desired.workspace.name or cluster in desired.quotas or queue is None \
+                or not (queue.legacy_quotas and queue.quotas):
+            continue
+        address = Address.cluster(cluster)
+        found.append(Diagnostic(
+            severity="warning", address=address, field="admin",
+            message=f"the quotas of cluster {cluster!r} still come from the hand-edited .argus/quotas.yaml on its "
+                    "shared root: not reviewed, not audited",
+            hint="commit them as a Quotas spec in this workspace and apply it (the file is then moved aside):\n"
+                 + spec_text(cluster, queue.quotas)).located(desired.source(address)))
+    return found
+
+
+def spec_text(cluster: str, quotas: dict[str, dict[str, float]]) -> str:
+    """The Quotas spec that keeps these caps, as YAML (each cap a JSON flow mapping: any resource name quoted)."""
+    lines = ["kind: Quotas", f"cluster: {cluster}", "workspaces:"]
+    lines += [f"  {team}: {json.dumps({r: _number(v) for r, v in sorted(caps.items())})}"
+              for team, caps in sorted(quotas.items())]
+    return "\n".join(lines)
+
+
+def _number(value: float) -> float | int:
+    return int(value) if value.is_integer() else value

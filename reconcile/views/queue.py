@@ -68,8 +68,10 @@ class ClusterQueueView:
     gpus: float = 0.0
     """GPUs of the alive nodes."""
     quotas: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    quotas_from: str = ""
+    """Where the quotas come from, in words: the admin that applied them, or the hand-edited file."""
     problem: str | None = None
-    """Why the quota file cannot be used: nothing is admitted until it is fixed."""
+    """Why the quotas cannot be used: nothing is admitted until it is fixed."""
     unseen: str | None = None
     """Why there is no queue to show: the cluster did not answer, or its shared root is not here."""
 
@@ -103,7 +105,13 @@ def view(cluster: ClusterState, queue: ClusterQueue, now: float) -> ClusterQueue
             for entry, decision in zip(order([entry for entry, _ in wanting]), decisions, strict=True)]
     return ClusterQueueView(cluster.name, held=tuple(_held(entry) for entry in holding),
                             waiting=tuple(rows), gpus=sum(n.resources.get("GPU", 0.0) for n in cluster.nodes),
-                            quotas=queue.quotas, problem=queue.problem)
+                            quotas=queue.quotas, quotas_from=_quotas_from(queue), problem=queue.problem)
+
+
+def _quotas_from(queue: ClusterQueue) -> str:
+    if queue.quotas_admin is not None:
+        return f"applied by workspace {queue.quotas_admin}, its admin"
+    return "the hand-edited .argus/quotas.yaml, not reviewed: its admin's Quotas replace it" if queue.quotas else ""
 
 
 def gpus_held(observed: ObservedState) -> dict[str, dict[str, float]]:
@@ -153,7 +161,8 @@ def queue_json(views: Iterable[ClusterQueueView]) -> str:
                            "admitted_at": iso(h.admitted)} for h in v.held],
                  "waiting": [{**_fields(w, "position", "workspace", "job", "submission_id", "gpus", "demand",
                                        "priority", "reason"), "waiting_since": iso(w.arrived)} for w in v.waiting],
-                 "gpus_held": v.gpus_held, "quotas": {ws: dict(cap) for ws, cap in sorted(v.quotas.items())}}
+                 "gpus_held": v.gpus_held, "quotas": {ws: dict(cap) for ws, cap in sorted(v.quotas.items())},
+                 "quotas_from": v.quotas_from}
                 for v in views]
     return json.dumps({"format_version": QUEUE_FORMAT_VERSION, "clusters": clusters}, indent=2, sort_keys=True)
 
@@ -167,7 +176,7 @@ def _cluster_lines(v: ClusterQueueView) -> list[str]:
         return [f"Cluster {v.cluster}: {v.unseen}"]
     lines = [f"Cluster {v.cluster} ({v.gpus:g} GPU on its alive nodes)"]
     if v.problem:
-        lines.append(f"  Nothing is admitted until the quota file is fixed: {v.problem}")
+        lines.append(f"  Nothing is admitted until the quotas are fixed: {v.problem}")
     lines += _section("Holding resources", ("WORKSPACE", "JOB", "SUBMISSION ID", "GPUS", "PRIORITY", "ADMITTED"),
                       [(h.workspace, h.job, h.submission_id, f"{h.gpus:g}", str(h.priority), _when(h.admitted))
                        for h in v.held], "no run holds resources")
@@ -178,7 +187,8 @@ def _cluster_lines(v: ClusterQueueView) -> list[str]:
     held_text = ", ".join(f"{ws} {gpus:g}" for ws, gpus in v.gpus_held.items()) or "none"
     lines.append(f"  GPUs held per workspace: {held_text}")
     if v.quotas:
-        lines.append("  Quotas: " + "; ".join(f"{ws} {_amounts(cap)}" for ws, cap in sorted(v.quotas.items())))
+        lines.append(f"  Quotas ({v.quotas_from}): "
+                     + "; ".join(f"{ws} {_amounts(cap)}" for ws, cap in sorted(v.quotas.items())))
     return lines
 
 

@@ -22,8 +22,9 @@ RUN_SECONDS = 2
 """How long a gpu_job holds its GPUs."""
 
 
-def team(tmp_path: Path, name: str, cluster: local.LocalCluster, shared: Path) -> Workspace:
-    """Workspace `name` on `cluster`, its shared root `shared` (the one its rival teams use too)."""
+def team(tmp_path: Path, name: str, cluster: local.LocalCluster, shared: Path, admin: str | None = None) -> Workspace:
+    """Workspace `name` on `cluster`, its shared root `shared` (the one its rival teams use too); `admin`: the
+    workspace the cluster names as its administrator (the one whose Quotas count)."""
     ws = Workspace(tmp_path / name, name, cluster.address)
     ws.write("argus.yaml", f"kind: Workspace\nname: {name}\n")
     ws.write("cluster.yaml", f"""
@@ -31,6 +32,7 @@ def team(tmp_path: Path, name: str, cluster: local.LocalCluster, shared: Path) -
         name: local
         address: {cluster.address}
         shared_root: {shared}
+        {f"admin: {admin}" if admin else ""}
         job_defaults:
           entrypoint_num_cpus: 0.5
           entrypoint_resources: {{worker_node: 1}}

@@ -78,7 +78,8 @@ def test_quota_reasons_and_the_quotas_are_shown():
     capped = view(RUNNING, busy_queue(quotas={"team-a": {"GPU": 2.0}}), NOW)
     a2 = next(w for w in capped.waiting if w.job == "a2")
     assert a2.reason == "over the quota of workspace team-a: GPU 4 of 2 (2 held)"
-    assert "  Quotas: team-a GPU 2" in render([capped]).splitlines()
+    assert "  Quotas (the hand-edited .argus/quotas.yaml, not reviewed: its admin's Quotas replace it): team-a GPU 2" \
+        in render([capped]).splitlines()
 
 
 def test_render_lists_held_runs_then_the_queue_then_gpus_per_workspace():
