@@ -170,6 +170,7 @@ class Kind(str, Enum):
     Workspace = "Workspace"
     Cluster = "Cluster"
     CodeSnapshot = "CodeSnapshot"
+    Quotas = "Quotas"
     Job = "Job"
 
 

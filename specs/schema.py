@@ -18,17 +18,17 @@ from typing import Annotated, Any
 from pydantic import Field, TypeAdapter
 
 from specs import models
-from specs.models import Cluster, CodeSnapshot, Job, Workspace
+from specs.models import Cluster, CodeSnapshot, Job, Quotas, Workspace
 from specs.schema_rules import add_rules
 
 SCHEMA_BASE = "https://argus.dev/schema/"
 SCHEMA_ID = SCHEMA_BASE + "argus.schema.json"
-KINDS = ("Workspace", "Cluster", "CodeSnapshot", "Job")
+KINDS = ("Workspace", "Cluster", "CodeSnapshot", "Job", "Quotas")
 
 
 def json_schema(kind: str | None = None) -> dict[str, Any]:
     """Any kind, told by its `kind` (one document: editors apply it to each document of a file), or one kind."""
-    resource = Annotated[Workspace | Cluster | CodeSnapshot | Job, Field(discriminator="kind")]
+    resource = Annotated[Workspace | Cluster | CodeSnapshot | Job | Quotas, Field(discriminator="kind")]
     schema = TypeAdapter(resource).json_schema()
     _describe(schema.get("$defs", {}))
     add_rules(schema)
