@@ -20,7 +20,7 @@ from pathlib import Path
 from specs.address import WORKSPACE
 from specs.diagnostics import Diagnostic, Where
 from specs.errors import ArgusError, SpecError
-from specs.reading import MAX_FILE_BYTES, STATE_DIR, WORKSPACE_FILE, read_at_most
+from specs.reading import MAX_FILE_BYTES, STATE_DIR, WORKSPACE_FILE, folder_is_state, read_at_most
 
 SKIPPED = frozenset({"node_modules", "__pycache__", "venv"})
 """Never descended into, besides every hidden directory (.git, .venv, .shared, .argus): they hold no
@@ -73,14 +73,6 @@ def _listing(folder: Path) -> tuple[list[Path], bool]:
                 if not entry.name.startswith(".") and entry.name not in SKIPPED
                 and entry.is_dir(follow_symlinks=False)]
     return children, holds_workspace
-
-
-def folder_is_state(folder: Path) -> bool:
-    """`folder/.argus` is a real directory: argus's state lives in `folder` (a shared root)."""
-    try:
-        return stat.S_ISDIR(os.lstat(folder / STATE_DIR).st_mode)
-    except OSError:
-        return False
 
 
 def owner(workspaces: Iterable[Path], path: Path) -> Path | None:
