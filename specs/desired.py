@@ -44,6 +44,11 @@ class DesiredState:
     shared_roots: Mapping[str, str]
     """Absolute shared root of each cluster (a relative one resolved against the workspace root)."""
 
+    def included_files(self) -> list[str]:
+        """The shared files (the Workspace's `include:`) its Clusters came from, relative to `root`: the only
+        files read from outside the workspace, so always `../`-prefixed."""
+        return sorted({source.file for source in self.sources.values() if source.file.startswith("../")})
+
     def source(self, address: str) -> Source:
         return self.sources[address]
 
