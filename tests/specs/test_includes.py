@@ -38,7 +38,8 @@ def repo(tmp_path: Path) -> Path:
     (repo / "platform" / "clusters.yaml").write_text(CLUSTER.format(root=tmp_path / "nfs"))
     for team in ("nlp", "vision"):
         (repo / "teams" / team).mkdir(parents=True)
-        (repo / "teams" / team / "argus.yaml").write_text(INCLUDE.format(name=team, path="../../platform/clusters.yaml"))
+        shared = INCLUDE.format(name=team, path="../../platform/clusters.yaml")
+        (repo / "teams" / team / "argus.yaml").write_text(shared)
         (repo / "teams" / team / "train.yaml").write_text(
             "kind: Job\nname: train\ncluster: h20\nworkload: command\nentrypoint: [python3, train.py]\n")
     git(repo, "add", "-A")
