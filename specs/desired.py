@@ -46,6 +46,11 @@ class DesiredState:
     quotas: Mapping[str, Quotas] = field(default_factory=dict)
     """By cluster: the quotas this workspace sets as the cluster's `admin` (the loader refuses any other)."""
 
+    def included_files(self) -> list[str]:
+        """The shared files (the Workspace's `include:`) its Clusters came from, relative to `root`: the only
+        files read from outside the workspace, so always `../`-prefixed."""
+        return sorted({source.file for source in self.sources.values() if source.file.startswith("../")})
+
     def source(self, address: str) -> Source:
         return self.sources[address]
 

@@ -1,4 +1,5 @@
-"""Read the workspace's own spec files into a DesiredState, reporting every diagnostic at once.
+"""Read the workspace's own spec files (and the shared Clusters its `include:` names) into a DesiredState,
+reporting every diagnostic at once.
 
 Which files, and how safely, is specs/reading.py's business; how YAML is parsed, specs/safe_yaml.py's.
 """
@@ -13,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from specs import after, job_secrets, rules, secret_scan
+from specs import after, includes, job_secrets, rules, secret_scan
 from specs.address import Address
 from specs.desired import DesiredState, Source, address_of
 from specs.diagnostics import Diagnostic
@@ -30,7 +31,7 @@ from specs.models import (
     shared_root_problem,
 )
 from specs.nodes import Walked, field_at, loc_path
-from specs.reading import WORKSPACE_FILE, Walk
+from specs.reading import WORKSPACE_FILE, SpecFile, Walk
 from specs.safe_yaml import Refused, load_walked, ruamel_documents
 
 
@@ -47,6 +48,7 @@ def load_workspace(directory: str | Path) -> DesiredState:
     walk = Walk(root, diagnostics)
     invalid: list[tuple[Any, Source]] = []
     loaded, conflicts = _load_files(walk, diagnostics, secrets, invalid)
+    conflicts += _load_shared(walk, loaded, diagnostics, secrets, invalid)
     loaded, diagnostics[:] = _outside_shared_roots(walk, loaded, diagnostics)
     diagnostics += conflicts
     state = _assemble(root, loaded, diagnostics)
@@ -65,20 +67,44 @@ def _load_files(walk: Walk, diagnostics: list[Diagnostic], secrets: list[str],
     loaded: list[tuple[Spec, Source]] = []
     conflicts: list[Diagnostic] = []
     for spec in walk.files():
-        text = walk.read(spec)
-        for index, walked in enumerate(_documents(text, spec.rel, diagnostics) if text is not None else []):
-            found, values = secret_scan.scan(walked.strings, spec.rel, walked.keys)
-            diagnostics += found
-            secrets += values
-            resource = _validate(walked, spec.rel, diagnostics, lambda text=text, index=index: _node(text, index))
-            source = Source(spec.rel, walked.line, walked.lines)
-            if resource is None:
-                invalid.append((walked.value, source))  # its references are still checked, in the same run
-                continue
-            loaded.append((resource, source))
-            if isinstance(resource, Cluster):
-                conflicts += _keep_out(walk, resource, source)
+        conflicts += _load_file(walk, spec, loaded, diagnostics, secrets, invalid)
     return loaded, conflicts
+
+
+def _load_shared(walk: Walk, loaded: list[tuple[Spec, Source]], diagnostics: list[Diagnostic], secrets: list[str],
+                 invalid: list[tuple[Any, Source]]) -> list[Diagnostic]:
+    """The Clusters of the files argus.yaml's `include:` names (specs.includes), after the workspace's own:
+    a name both define is reported at the included one, naming the workspace's."""
+    found = [(r, s) for r, s in loaded if isinstance(r, Workspace) and s.file == WORKSPACE_FILE]
+    workspace, source = found[0] if len(found) == 1 else (None, None)
+    conflicts: list[Diagnostic] = []
+    for spec in includes.files(walk, workspace, source):
+        conflicts += _load_file(walk, spec, loaded, diagnostics, secrets, invalid, includes.refused)
+    return conflicts
+
+
+def _load_file(walk: Walk, spec: SpecFile, loaded: list[tuple[Spec, Source]], diagnostics: list[Diagnostic],
+               secrets: list[str], invalid: list[tuple[Any, Source]],
+               refused: Callable[[Walked, str], list[Diagnostic]] | None = None) -> list[Diagnostic]:
+    """The resources of one file into `loaded`; `refused`: why a document may not be taken from this file."""
+    text = walk.read(spec)
+    conflicts: list[Diagnostic] = []
+    for index, walked in enumerate(_documents(text, spec.rel, diagnostics) if text is not None else []):
+        found, values = secret_scan.scan(walked.strings, spec.rel, walked.keys)
+        diagnostics += found
+        secrets += values
+        if refused is not None and (refusal := refused(walked, spec.rel)):
+            diagnostics += refusal
+            continue
+        resource = _validate(walked, spec.rel, diagnostics, lambda text=text, index=index: _node(text, index))
+        source = Source(spec.rel, walked.line, walked.lines)
+        if resource is None:
+            invalid.append((walked.value, source))  # its references are still checked, in the same run
+            continue
+        loaded.append((resource, source))
+        if isinstance(resource, Cluster):
+            conflicts += _keep_out(walk, resource, source)
+    return conflicts
 
 
 def _keep_out(walk: Walk, cluster: Cluster, source: Source) -> list[Diagnostic]:

@@ -64,6 +64,26 @@ Variable = Annotated[str, StringConstraints(pattern=VARIABLE_PATTERN), AfterVali
 """An environment variable's name a workspace lets its jobs read (never one argus holds)."""
 
 
+MAX_INCLUDES = 16
+INCLUDE_PATTERN = r"^[^/\x00-\x1f\x7f][^\x00-\x1f\x7f]*\.(yaml|yml)$"
+
+
+def check_include(path: str) -> str:
+    """Told apart here so the error says which rule an entry breaks (the pattern is for editors)."""
+    if path.startswith("/") or not path:
+        raise ValueError("an included file is named relative to the workspace root, e.g. ../../platform/clusters.yaml")
+    if any(ord(c) < 32 or ord(c) == 127 for c in path):
+        raise ValueError("control characters and NUL are not allowed")
+    if not path.endswith((".yaml", ".yml")):
+        raise ValueError("an included file is a .yaml or .yml spec file (one file per entry, not a directory)")
+    return path
+
+
+IncludePath = Annotated[str, Field(max_length=1024, json_schema_extra={"pattern": INCLUDE_PATTERN}),
+                        AfterValidator(check_include)]
+"""A shared spec file, relative to the workspace root (specs/includes.py reads it as hostile input)."""
+
+
 class Spec(Frozen):
     """Base of every resource spec (see Frozen for why it is strict and immutable). Its fields' docstrings
     are their descriptions in the JSON Schema, which editors show (specs/schema.py reads them)."""
@@ -82,6 +102,10 @@ class Workspace(Spec):
     """The environment variables of the machine argus runs on that this workspace's jobs may read, as
     `env: {KEY: ${env:NAME}}`: reviewed here, in git, once for the whole team (docs/concepts.md, Secrets).
     Never argus's own (ARGUS_*, GIT_TOKEN_*, dashboard and notification credentials)."""
+    include: list[IncludePath] = Field(default=[], max_length=MAX_INCLUDES)
+    """Spec files, relative to this workspace's root and inside its git repository, whose `kind: Cluster`
+    definitions this workspace uses too (e.g. ../../platform/clusters.yaml): one shared definition for every
+    team of a monorepo. One file per entry (no directories); only Clusters, with an absolute shared_root."""
 
 
 class NodeExpectation(Spec):

@@ -92,6 +92,11 @@ class Walk:
             self._problem(spec.rel, f"not UTF-8 text (byte {err.start}): save the file as UTF-8", line)
             return None
 
+    def other_file(self, rel: str, path: Path, info: os.stat_result) -> SpecFile | None:
+        """A file from outside the walk (an included one: `path` resolved, `info` its stat), checked as the walk
+        checks its own: a regular file within the size cap, else None after recording why."""
+        return self._plain_file(rel, path, info)
+
     def _listing(self, folder: Path, deeper: list[Path]) -> Iterator[SpecFile]:
         try:
             with os.scandir(folder) as listed:
@@ -241,6 +246,14 @@ class Walk:
 
     def _problem(self, rel: str, message: str, line: int = 1) -> None:
         self.diagnostics.append(Diagnostic.in_file(rel, line, "", message))
+
+
+def folder_is_state(folder: Path) -> bool:
+    """`folder/.argus` is a real directory: argus's state lives in `folder` (a shared root)."""
+    try:
+        return stat.S_ISDIR(os.lstat(folder / STATE_DIR).st_mode)
+    except OSError:
+        return False
 
 
 def _is_spec(name: str) -> bool:

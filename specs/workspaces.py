@@ -16,11 +16,12 @@ import re
 import stat
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from specs.address import WORKSPACE
 from specs.diagnostics import Diagnostic, Where
 from specs.errors import ArgusError, SpecError
-from specs.reading import MAX_FILE_BYTES, STATE_DIR, WORKSPACE_FILE, read_at_most
+from specs.reading import MAX_FILE_BYTES, STATE_DIR, WORKSPACE_FILE, folder_is_state, read_at_most
 
 SKIPPED = frozenset({"node_modules", "__pycache__", "venv"})
 """Never descended into, besides every hidden directory (.git, .venv, .shared, .argus): they hold no
@@ -75,14 +76,6 @@ def _listing(folder: Path) -> tuple[list[Path], bool]:
     return children, holds_workspace
 
 
-def folder_is_state(folder: Path) -> bool:
-    """`folder/.argus` is a real directory: argus's state lives in `folder` (a shared root)."""
-    try:
-        return stat.S_ISDIR(os.lstat(folder / STATE_DIR).st_mode)
-    except OSError:
-        return False
-
-
 def owner(workspaces: Iterable[Path], path: Path) -> Path | None:
     """The deepest of `workspaces` that holds `path` (both absolute, or both relative to one root)."""
     holding = [w for w in workspaces if path == w or w in path.parents]
@@ -96,11 +89,12 @@ def affected(root: Path, changed_paths: Iterable[str | Path], existing: list[Pat
     (the path names one that no longer exists) makes its directory affected too, although discover no
     longer finds it: that workspace's jobs still run on the cluster, and whoever plans it must be told
     (`argus plan` says what to do, see docs/workspaces.md); the files it held now belong to the
-    workspace around it, if any, which is affected as well. `existing`: discover(root), when already walked."""
+    workspace around it, if any, which is affected as well. A changed file that workspaces `include:` (a shared
+    Cluster) makes each of them affected. `existing`: discover(root), when already walked."""
     existing = discover(root) if existing is None else existing
-    hit: set[Path] = set()
-    for changed in changed_paths:
-        path = root / changed
+    changed_paths = [root / changed for changed in changed_paths]
+    hit = set(including(existing, changed_paths))  # a shared file may lie outside `root`, and every workspace
+    for path in changed_paths:
         if root not in path.parents:
             continue  # outside the root asked about (git names every path of the repository)
         if (found := owner(existing, path.parent if path.name == WORKSPACE_FILE else path)) is not None:
@@ -118,12 +112,49 @@ def workspace_name(directory: Path) -> str:
 
 def name_at(directory: Path) -> tuple[str, int]:
     """workspace_name, and the line of its `name:` in argus.yaml (1 when it cannot be told)."""
+    found = _workspace_document(directory)
+    name = found.get("name") if found is not None else None
+    if not (isinstance(name, str) and name.isprintable() and name):
+        return "", 1
+    return name, _line_of(found, "name")
+
+
+def included(directory: Path) -> set[Path]:
+    """The files directory/argus.yaml's `include:` names that the loader would read (or that a change just
+    deleted), each as spelt (normalised) and as resolved. Read like the name: one bounded file, no link."""
+    from specs.includes import repository_of, resolve
+    from specs.models import MAX_INCLUDES
+
+    found = _workspace_document(directory)
+    entries = found.get("include") if found is not None else None
+    root = directory.resolve()
+    repository = repository_of(root)
+    if not isinstance(entries, list) or repository is None:
+        return set()
+    paths: set[Path] = set()
+    for entry in entries[:MAX_INCLUDES]:
+        if isinstance(entry, str) and entry.isprintable() and entry and not entry.startswith("/"):
+            target, problem = resolve(root, repository, entry)
+            paths |= {target, Path(os.path.normpath(root / entry))} if problem is None else set()
+    return paths
+
+
+def including(workspaces: Iterable[Path], paths: Iterable[Path]) -> list[Path]:
+    """Of `workspaces`, those that include one of `paths` (absolute), or a file under one (a directory
+    replaced, a symlinked directory retargeted)."""
+    changed = {Path(os.path.normpath(path)) for path in paths}
+    return [w for w in workspaces if any(i in changed or not changed.isdisjoint(i.parents) for i in included(w))]
+
+
+def _workspace_document(directory: Path) -> Any:
+    """The one Workspace document of directory/argus.yaml (ruamel's, with line marks), or None. Read as the
+    loader reads specs: no link followed, no FIFO waited on, at most a spec file's size."""
     from specs.safe_yaml import load_documents
 
     try:
         fd = os.open(directory / WORKSPACE_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return "", 1
+        return None
     try:
         data = read_at_most(fd, MAX_FILE_BYTES + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
     finally:
@@ -131,12 +162,9 @@ def name_at(directory: Path) -> tuple[str, int]:
     try:
         documents = load_documents(data.decode("utf-8")) if 0 < len(data) <= MAX_FILE_BYTES else []
     except Exception:  # noqa: BLE001 - any YAML or decoding problem: validate reports it with its line
-        return "", 1
+        return None
     found = [d for d in documents if hasattr(d, "get") and d.get("kind") == "Workspace"]
-    name = found[0].get("name") if len(found) == 1 else None
-    if not (isinstance(name, str) and name.isprintable() and name):
-        return "", 1
-    return name, _line_of(found[0], "name")
+    return found[0] if len(found) == 1 else None
 
 
 def _line_of(document: object, key: str) -> int:

@@ -149,7 +149,8 @@ def _context(desired: DesiredState, ray: dict[str, RayClient], observed: Observe
              options: ApplyOptions, reviewed: dict[str, str] | None = None) -> ApplyContext:
     from state.code.gitinfo import desired_commit
 
-    return ApplyContext(desired, ray, desired_commit(desired.root), plan_id, observed=observed, echo=typer.echo,
+    git = desired_commit(desired.root, desired.included_files())
+    return ApplyContext(desired, ray, git, plan_id, observed=observed, echo=typer.echo,
                         stop_timeout=options.stop_timeout, keep_finished=options.keep_finished,
                         reviewed=reviewed or {}, fetch_timeout=options.fetch_timeout, display=_display())
 

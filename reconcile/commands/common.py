@@ -4,6 +4,7 @@ observing and planning, which the loop shares too, are reconcile.execute.cycle's
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -46,9 +47,15 @@ def shown_prefix(workspace: Path) -> str:
 
 
 def shown_from(prefix: str, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """The diagnostics with `prefix` before each file they name."""
-    return [d.model_copy(update={"where": Where(prefix + d.where.file, d.where.line)}) if d.where else d
+    """The diagnostics with `prefix` before each file they name. A shared file a workspace includes
+    (`../../platform/clusters.yaml`) is named from the same place: `platform/clusters.yaml` from the
+    repository's root (the prefix is a resolved path, so stepping out of it lexically is exact)."""
+    return [d.model_copy(update={"where": Where(_joined(prefix, d.where.file), d.where.line)}) if d.where else d
             for d in diagnostics]
+
+
+def _joined(prefix: str, file: str) -> str:
+    return posixpath.normpath(prefix + file) if file.startswith("../") else prefix + file
 
 
 def check_addresses(desired: DesiredState, options: PlanOptions) -> None:

@@ -23,7 +23,7 @@ from reconcile.commands.workspaces import Found, find, found_at, with_twins
 from specs.diagnostics import printable
 from specs.errors import ArgusError
 from specs.reading import WORKSPACE_FILE
-from specs.workspaces import SameName
+from specs.workspaces import SameName, TooManyDirectories, discover, including
 
 
 class RemovedWorkspace(ArgusError):
@@ -57,7 +57,28 @@ def owners(files: list[Path]) -> list[Found]:
     for file in files:
         if (holder := _holder(file)) is not None and holder not in found:
             found[holder] = found_at(holder)
+    for holder in _includers(files):
+        found.setdefault(holder, found_at(holder))
     return with_twins(sorted(found.values(), key=lambda workspace: Path(workspace.shown).parts))
+
+
+def _includers(files: list[Path]) -> set[Path]:
+    """The workspaces of the files' repositories that `include:` one of them (a shared Cluster's file lies
+    in no workspace of its own, yet a commit to it changes every workspace that includes it)."""
+    from state.code.gitinfo import repository_root
+
+    by_repository: dict[Path, list[Path]] = {}
+    for file in files:
+        folder = file.absolute().parent.resolve()  # the file itself unresolved: a changed link is what changed
+        if (top := repository_root(folder)) is not None:
+            by_repository.setdefault(top, []).append(folder / file.name)
+    found: set[Path] = set()
+    for top, paths in by_repository.items():
+        try:
+            found.update(including(discover(top), paths))
+        except TooManyDirectories:
+            continue  # too large to walk here: CI's `--changed-from` plan still finds them
+    return found
 
 
 def _holder(file: Path) -> Path | None:

@@ -243,7 +243,8 @@ def _context(desired, ray, observed, plan_id: str, options: TurnOptions, say: Ca
     from reconcile.execute.applier import ApplyContext
     from state.code.gitinfo import desired_commit
 
-    return ApplyContext(desired, ray, desired_commit(desired.root), plan_id, observed=observed, echo=say,
+    git = desired_commit(desired.root, desired.included_files())
+    return ApplyContext(desired, ray, git, plan_id, observed=observed, echo=say,
                         stop_timeout=options.stop_timeout, keep_finished=options.keep_finished)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,8 +22,9 @@ class GitInfo:
     dirty: bool
 
 
-def desired_commit(root: str) -> GitInfo:
-    """HEAD of the repository holding the workspace, and whether the workspace's files differ from it.
+def desired_commit(root: str, shared: Iterable[str] = ()) -> GitInfo:
+    """HEAD of the repository holding the workspace, and whether the workspace's files (and the `shared`
+    files it includes, relative to `root`) differ from it.
 
     The workspace may be anyone's checkout (on the shared filesystem, too): git never runs in it,
     so its config cannot hook fsmonitor or clean filters (state.code.workcopy says how).
@@ -37,16 +39,20 @@ def desired_commit(root: str) -> GitInfo:
     except (workcopy.NotAWorkingCopy, OSError):
         return GitInfo("none", False)
     under = os.path.relpath(os.path.realpath(root), copy.root)
-    return GitInfo(commit, _differs(copy, commit, "" if under == "." else under))
+    files = [os.path.relpath(os.path.realpath(os.path.join(root, file)), copy.root) for file in shared]
+    return GitInfo(commit, _differs(copy, commit, "" if under == "." else under)
+                   or any(_differs(copy, commit, file, one_file=True) for file in files))
 
 
-def _differs(copy: WorkingCopy, commit: str, under: str) -> bool:
-    """The workspace's working files against HEAD's, by content; what cannot be read counts as dirty."""
+def _differs(copy: WorkingCopy, commit: str, under: str, one_file: bool = False) -> bool:
+    """The working files under a directory (or the one file) against HEAD's, by content; what cannot be
+    read counts as dirty."""
     from state.code import safegit, workcopy
 
+    tree = posixpath.dirname(under) if one_file else under
     try:
         with workcopy.quarantined(copy) as repo, safegit.ObjectReader(repo) as reader:
-            head = _contents(safegit.commit_files(reader, commit, under))
+            head = _contents(e for e in safegit.commit_files(reader, commit, tree) if not one_file or e[0] == under)
             return head != _contents(workcopy.working_files(copy, repo, under))
     except (safegit.GitError, OSError):
         return True

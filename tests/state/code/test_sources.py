@@ -162,3 +162,14 @@ def test_the_workspace_commit_looks_only_at_the_workspace_directory(repo: Path):
     assert desired_commit(str(repo)).dirty and not desired_commit(str(workspace)).dirty
     (workspace / "extra.py").write_text("")
     assert desired_commit(str(workspace)).dirty
+
+
+def test_an_included_file_edited_but_not_committed_makes_the_workspace_dirty(repo: Path):
+    from state.code.gitinfo import desired_commit
+
+    workspace = repo / "pkg"
+    (repo / "run.sh").write_text("#!/bin/sh\necho changed\n")  # the file it includes (a shared cluster, say)
+    assert not desired_commit(str(workspace)).dirty
+    assert desired_commit(str(workspace), ["../run.sh"]).dirty
+    (repo / "run.sh").write_text("#!/bin/sh\necho hi\n")  # as committed again: the same content is clean
+    assert not desired_commit(str(workspace), ["../run.sh"]).dirty
