@@ -49,7 +49,8 @@ def test_quotas_are_planned_applied_and_audited_by_the_admin_and_replace_the_han
         assert applied.code == 0, applied.out + applied.err
         [first] = audited(shared)
         assert first["workspaces"] == {"q-team": {"GPU": 2.0}}
-        assert first["digest"] == Quotas(kind="Quotas", cluster="local", workspaces={"q-team": {"GPU": 2}}).digest(ADMIN)
+        reviewed = Quotas(kind="Quotas", cluster="local", workspaces={"q-team": {"GPU": 2}})
+        assert first["digest"] == reviewed.digest(ADMIN)
         assert not (shared / ".argus" / "quotas.yaml").exists()  # read for migration only
         assert (shared / ".argus" / "quotas.yaml.migrated").read_text() == "q-team: {GPU: 1}\n"
         assert "No changes" in argus("plan", platform.root).out

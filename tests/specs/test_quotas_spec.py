@@ -66,7 +66,8 @@ def test_a_cluster_without_an_admin_or_unknown_cluster_is_named(tmp_path: Path) 
 
 def test_bad_caps_and_a_second_quotas_are_located(tmp_path: Path) -> None:
     ws = workspace(tmp_path, "platform", "platform")
-    ws.write("quotas.yaml", textwrap.dedent(QUOTAS) + "---\n" + "kind: Quotas\ncluster: h20\nworkspaces:\n  Bad_Name: {GPU: 1}\n"
+    ws.write("quotas.yaml", textwrap.dedent(QUOTAS) + "---\n"
+             + "kind: Quotas\ncluster: h20\nworkspaces:\n  Bad_Name: {GPU: 1}\n"
              "  ok: {GPU: -1, '': 2}\n")
     ws.write("again.yaml", "kind: Quotas\ncluster: h20\n")
     found = "\n".join(problems(ws))
