@@ -209,11 +209,21 @@ class Loop:
                        others=good.others, notes=(*report.notes, "jobs and runs as the last good turn saw them"))
 
     def _standby(self) -> TurnReport:
+        from state.root_key import KEY_VARIABLE, keyed
+
         now = time.time()
         holder = self.lease.holder_now() or "nobody"
-        return TurnReport(workspace=self.lease.workspace, started_at=now, finished_at=now, ok=True,
+        notes = (f"standby: {holder} holds the lease of this workspace",)
+        # one look, no key: a lease a job wrote (naming another host) reads as a live holder, every time; a
+        # cron of --once would do nothing for ever and say it went well
+        unproven = self.settings.once and not keyed()
+        if unproven:
+            notes += (f"argus serve --once did nothing: without {KEY_VARIABLE} it cannot tell the lease of {holder} "
+                      "from one a job wrote; set it for every argus of this shared root (docs/serve.md), or stop "
+                      "the loop that holds it",)
+        return TurnReport(workspace=self.lease.workspace, started_at=now, finished_at=now, ok=not unproven,
                           interval=self.settings.turn.interval, sync=self.settings.turn.sync, standby=holder,
-                          notes=(f"standby: {holder} holds the lease of this workspace",))
+                          notes=notes)
 
     def _notify(self, report: TurnReport) -> None:
         self._sent = []

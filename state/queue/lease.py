@@ -112,6 +112,8 @@ class Lease:
         if current.get("holder") == UNSIGNED:
             return self._forged_alive()
         self._forged_since = None
+        if _gone_here(current):
+            return False
         ttl = max(self.ttl, min(_number(current.get("ttl")), MAX_TTL))
         if self.once:
             renewed = _epoch(current.get("renewed_at"))
@@ -165,6 +167,32 @@ class Lease:
             self._noticed = True
             self._notices.append(notice)
         return {"holder": UNSIGNED}
+
+
+def _gone_here(current: dict) -> bool:
+    """The lease names a holder on this very host whose process is not an argus that runs: a loop that died
+    here, or a lease a job wrote naming this host (any pid). Told without a key; a holder on another host is
+    not (only ARGUS_ROOT_KEY tells its lease from a forgery)."""
+    pid = current.get("pid")
+    if current.get("host") != socket.gethostname() or not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    if pid == os.getpid():
+        return False  # another loop of this very process (argus serve A B): alive
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return not _exists(pid)  # no /proc here: only whether the process exists can be told
+    return not any(word in command for word in (b"argus", b"reconcile"))
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, another user's
+        return True
+    return True
 
 
 def _number(value: object) -> float:

@@ -4,6 +4,9 @@ forges there is ignored (state.root_key). Real files in tmp_path; the planner wi
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,6 +21,8 @@ from state.queue.lease import Lease, lease_path
 from state.queue.ledger import ledger_path, read_ledger, read_ledgers, write_ledger
 from state.queue.sent_events import SentLedger, key_hash
 from state.ray import local
+from state.runs.records import now
+from tests.support.cluster import until
 from tests.support.planning import NOW, desired, job, ledger, observed_with, run_of
 from tests.support.receivers import Receiver, event
 
@@ -185,6 +190,45 @@ def test_without_a_key_a_forged_ttl_or_future_renewal_cannot_hold_a_standby_fore
     assert not loop.try_hold()
     time.sleep(0.4)
     assert loop.try_hold(), "a forged ttl held the standby past MAX_TTL"
+
+
+def _local_lease(root: Path, pid: int) -> None:
+    _forge_lease(root, "ws", holder=f"{socket.gethostname()}:{pid}:x", host=socket.gethostname(), pid=pid,
+                 renewed_at=now(), ttl=3600)
+
+
+@pytest.mark.parametrize("once", [True, False])
+def test_without_a_key_a_lease_naming_a_process_here_that_is_no_argus_is_taken_at_once(tmp_path, once):
+    (tmp_path / ".argus").mkdir()
+    other = subprocess.Popen(["sleep", "60"])  # not python: the venv's path may hold "argus"
+    try:
+        for pid in (other.pid, _dead_pid()):  # a live process that is no argus, then one that is gone
+            _local_lease(tmp_path, pid)
+            lease = Lease(str(tmp_path), "ws", ttl=30.0, once=once)
+            assert lease.try_hold(), pid
+            assert lease.holder_now() == lease.holder
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_without_a_key_a_lease_of_a_live_argus_here_is_waited_on(tmp_path):
+    (tmp_path / ".argus").mkdir()
+    serving = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "reconcile.cli", "serve"])
+    try:
+        until(lambda: b"reconcile" in Path(f"/proc/{serving.pid}/cmdline").read_bytes(), "the loop started", 10)
+        _local_lease(tmp_path, serving.pid)
+        assert not Lease(str(tmp_path), "ws", ttl=30.0, once=True).try_hold()
+        assert not Lease(str(tmp_path), "ws", ttl=30.0).try_hold()
+    finally:
+        serving.kill()
+        serving.wait()
+
+
+def _dead_pid() -> int:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    return gone.pid
 
 
 # --- the sent-event ledger -----------------------------------------------------------------------------------------
