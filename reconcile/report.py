@@ -71,11 +71,12 @@ class OtherRun:
 @dataclass(frozen=True)
 class Incident:
     """Something that keeps the loop from doing its work: a cluster that does not answer (`unreachable`, its
-    name the subject), a desired state that does not load (`desired_state`), turns that keep failing
+    name the subject), a cluster whose shared root argus does not trust (`root_distrusted`, likewise: its jobs
+    are not planned), a desired state that does not load (`desired_state`), turns that keep failing
     (`loop_failing`), notifications that cannot be sent (`notify_blocked`). Told once when it begins and once
     (`recovered`) when it ends."""
 
-    kind: Literal["unreachable", "desired_state", "loop_failing", "notify_blocked"]
+    kind: Literal["unreachable", "root_distrusted", "desired_state", "loop_failing", "notify_blocked"]
     subject: str
     summary: str
     since: float
@@ -123,6 +124,9 @@ class TurnReport:
     """On a standby's report: the lease holder it stands by for ("nobody" when none holds it)."""
     unreachable: Mapping[str, str] = field(default_factory=dict)
     """Clusters the turn could not read, with why (the observation's): the loop's `unreachable` incidents."""
+    distrusted: Mapping[str, str] = field(default_factory=dict)
+    """Clusters whose shared root the turn did not trust, with why (reconcile.plan.root): nothing of theirs is
+    planned, so the loop's `root_distrusted` incidents say it (the plan's error alone is on the page only)."""
     failed_at: str | None = None
     """Where a turn that failed stopped: "load" when the desired state did not load (an incident of its own)."""
     incidents: tuple[Incident, ...] = ()

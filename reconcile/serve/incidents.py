@@ -32,6 +32,9 @@ def seen_in(report: TurnReport, failing: int, silenced: str | None = None) -> di
     sent (reconcile.serve.notify.Notifier.blocked)."""
     found = {("unreachable", cluster): f"cluster {cluster} does not answer: {_why(why)}"
              for cluster, why in sorted(report.unreachable.items())}
+    found |= {("root_distrusted", cluster): f"the shared root of cluster {cluster} is not trusted, so none of its "
+                                            f"jobs is planned: {_why(why)}"
+              for cluster, why in sorted(report.distrusted.items())}
     if silenced:
         found[("notify_blocked", "")] = _why(silenced)
     if not report.ok and report.failed_at == "load":
@@ -67,7 +70,7 @@ class Incidents:
                 self.open[key] = Incident(kind=key[0], subject=key[1], summary=summary, since=now)  # type: ignore[arg-type]
                 told.append(_began(self.workspace, self.open[key], clock))
         for key in sorted(set(self.open) - set(seen)):
-            if _ended(key[0], report):
+            if _ended(key, report):
                 told.append(_recovered(self.workspace, self.open.pop(key), clock))
         return told
 
@@ -75,9 +78,12 @@ class Incidents:
         return tuple(self.open[key] for key in sorted(self.open))
 
 
-def _ended(kind: str, report: TurnReport) -> bool:
+def _ended(key: tuple[str, str], report: TurnReport) -> bool:
     """Whether the turn can tell it ended: a desired state that loaded; for the rest, a turn that succeeded
     (only such a turn read every cluster: a failed one shows the last good turn's plan)."""
+    kind, subject = key
+    if kind == "root_distrusted":  # Ray's runs are what make a bare root distrusted: a cluster unread cannot clear it
+        return report.ok and subject not in report.unreachable
     if kind == "desired_state":
         return report.failed_at != "load"
     if kind == "notify_blocked":
@@ -98,6 +104,7 @@ def _began(workspace: str, incident: Incident, clock: Clock) -> Event:
 def _recovered(workspace: str, incident: Incident, clock: Clock) -> Event:
     lasted = max(0.0, clock.now - incident.since)
     what = {"unreachable": f"cluster {incident.subject} answers again",
+            "root_distrusted": f"the shared root of cluster {incident.subject} is trusted again",
             "desired_state": "the desired state loads again",
             "loop_failing": "the loop's turns succeed again",
             "notify_blocked": "notifications can be sent again"}[incident.kind]

@@ -186,6 +186,8 @@ class Loop:
         now = time.time()
         blocked = getattr(getattr(self.settings.notify, "__self__", None), "blocked", None)
         told = self.incidents.update(report, now, blocked() if blocked is not None else None)
+        for said in told:  # the turn's line lists only their kinds: the log says what began or ended, once
+            self.say(f"argus serve: {said.kind}: {said.summary}")
         return replace(report, events=(*self.quiet.told(report.events, now), *told),
                        incidents=self.incidents.current())
 

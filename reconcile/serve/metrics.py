@@ -132,8 +132,9 @@ SERIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "success": ("argus_last_success_timestamp_seconds", "When the workspace's last successful turn finished "
                 "(epoch seconds).", ("workspace",)),
     "duration": ("argus_loop_duration_seconds", "How long the workspace's last turn took.", ("workspace",)),
-    "incidents": ("argus_incident_open", "1 per incident open now (kind: unreachable, desired_state, loop_failing, "
-                  "notify_blocked; subject: the cluster, when it is one).", ("workspace", "kind", "subject")),
+    "incidents": ("argus_incident_open", "1 per incident open now (kind: unreachable, root_distrusted, desired_state, "
+                  "loop_failing, notify_blocked; subject: the cluster, when it is one).",
+                  ("workspace", "kind", "subject")),
     "drift": ("argus_drift_changes", "Changes the workspace's last turn found and did not carry out.",
               ("workspace",)),
     "runs": ("argus_runs", "Runs of the workspace by cluster, job and status, as its last turn saw them.",

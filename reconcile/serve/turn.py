@@ -63,6 +63,7 @@ class Outcome:
     desired: DesiredState | None = None
     failed_at: str | None = None
     unreachable: dict[str, str] = field(default_factory=dict)
+    distrusted: dict[str, str] = field(default_factory=dict)
 
 
 def turn(directory: Path, options: TurnOptions, say: Callable[[str], None],
@@ -84,7 +85,7 @@ def turn(directory: Path, options: TurnOptions, say: Callable[[str], None],
                       plan=out.plan, runs=out.runs, drift=_drift_count(out), applied=out.applied,
                       retried=out.retried, events=tuple(out.events), notes=tuple(out.notes),
                       gpus_held=out.gpus_held, queues=out.queues, others=out.others, unreachable=out.unreachable,
-                      failed_at=out.failed_at if not ok else None, **audit_view)
+                      distrusted=out.distrusted, failed_at=out.failed_at if not ok else None, **audit_view)
 
 
 def _drift_count(out: Outcome) -> int:
@@ -127,11 +128,13 @@ def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callabl
 
 
 def _tell(desired: DesiredState, observed, plan: Plan, out: Outcome, options: TurnOptions) -> None:
+    from reconcile.plan.root import distrusted
     from reconcile.plan.runs import runs_by_job
     from reconcile.views.queue import other_runs, queues_of
 
     out.plan, out.runs = plan, runs_by_job(desired.workspace.name, observed)
     out.unreachable = dict(observed.unreachable)
+    out.distrusted = distrusted(observed)
     out.queues = tuple(queues_of(observed, sorted(desired.clusters)))  # the page's shared queue
     out.gpus_held = {queue.cluster: queue.gpus_held for queue in out.queues if not queue.unseen}  # worked out once
     out.others = other_runs(desired.workspace.name, observed)

@@ -64,3 +64,17 @@ def test_an_apply_targeted_elsewhere_writes_nothing_on_an_empty_mount_point(work
     assert applied.code == 0, applied.out + applied.err
     assert sorted(str(p.relative_to(empty)) for p in empty.rglob("*")) == []
     assert [j for j in jobs_of(ray_cluster.address, workspace.name) if j.metadata.get("argus.job") == "there"] == []
+
+
+def test_serve_on_an_empty_mount_point_says_why_nothing_is_planned_and_runs_nothing_again(workspace, argus,
+                                                                                         ray_cluster, tmp_path):
+    """The loop's turn planned nothing there and said nothing of it (`ok=True jobs=0` in its log, /healthz ok):
+    the root's distrust is an incident, told in the log (and /healthz, the page, the notifications)."""
+    ran = _applied_once(workspace, argus, ray_cluster)
+    shutil.move(workspace.shared, tmp_path / "the-real-nfs")
+    (workspace.shared / ".argus").mkdir(parents=True)  # bare, but a loop may take its lease there (no .argus: not)
+    served = argus("serve", workspace.root, "--once", "--sync", "auto")
+    said = served.out + served.err
+    assert "incident: the shared root of cluster local is not trusted, so none of its jobs is planned" in said, said
+    assert "looks unmounted" in said and "events=['incident']" in said, said
+    assert [j.submission_id for j in jobs_of(ray_cluster.address, workspace.name)] == [ran]

@@ -197,3 +197,36 @@ def test_a_preemptible_run_gives_way_to_a_higher_priority_job_and_resumes_after(
         assert any(e.get("action") == "preempt" and e.get("outcome", "").startswith("stopped") for e in audit_lines)
     finally:
         stop_all(gpu_cluster.address, a, b)
+
+
+def test_a_team_without_a_loop_never_holds_the_queue_past_the_grace(gpu_cluster, shared, tmp_path, argus,
+                                                                    monkeypatch):
+    """Issue 37: nlp queued a job and has no loop; once it fits, nobody starts it, and it held the GPUs
+    against every team behind it until nlp applied again. Past the grace it keeps its place, holds nothing,
+    and rl's job starts. Its teams are named as no other test's are: Ray keeps their runs for the session, and
+    another test's bare root under a workspace Ray lists runs of is distrusted as unmounted (reconcile.plan.root)."""
+    from reconcile.plan import queue as plan_queue
+
+    monkeypatch.setattr(plan_queue, "AWAY_GRACE", 8.0)  # ten minutes in the product
+    vision, nlp, rl = (team(tmp_path, name, gpu_cluster, shared) for name in ("away-vision", "away-nlp", "away-rl"))
+    gpu_job(vision, shared, "hold", seconds=4)
+    gpu_job(nlp, shared, "train")
+    gpu_job(rl, shared, "eval")
+    try:
+        assert argus("apply", vision.root, "--auto-approve").code == 0 and active(vision) == ["hold"]
+        queued = argus("apply", nlp.root, "--auto-approve")
+        assert queued.code == 0 and "queued #1 on local" in queued.out, queued.out
+        confirmed = time.monotonic()
+        until(lambda: not active(vision), "vision's run ended", 60)
+        behind = argus("apply", rl.root, "--auto-approve")  # nlp's entry fits now: within the grace it holds
+        if time.monotonic() - confirmed < 8.0:
+            assert behind.code == 0 and active(rl) == [] and "after away-nlp/train, which fit now" in behind.out, \
+                behind.out
+        time.sleep(max(0.0, confirmed + 9.0 - time.monotonic()))
+        started = argus("apply", rl.root, "--auto-approve")
+        assert started.code == 0 and active(rl) == ["eval"], started.out + started.err
+        shown = argus("queue", rl.root)
+        assert "away-nlp/train" in shown.out and "has not confirmed it" in shown.out, shown.out
+        assert active(nlp) == []  # nobody started nlp's job for it: it waits for its team
+    finally:
+        stop_all(gpu_cluster.address, vision, nlp, rl)

@@ -135,3 +135,17 @@ def test_a_lone_loop_that_cannot_take_its_lease_is_not_healthy():
         assert _get(server.port, "/healthz")[0] == 200
     finally:
         server.close()
+
+
+def test_a_shared_root_argus_does_not_trust_is_told_once_and_an_unread_cluster_does_not_end_it():
+    book = Incidents("ws")
+    bare = report(distrusted={"local": "it holds no identity ... the NFS looks unmounted"})
+    [began] = book.update(bare, NOW)
+    assert (began.kind, began.cluster, began.details) == ("incident", "local", {"incident": "root_distrusted"})
+    assert began.summary.startswith("the shared root of cluster local is not trusted, so none of its jobs is "
+                                    "planned: it holds no identity") and "looks unmounted" in began.summary
+    assert book.update(bare, NOW + 5) == []
+    assert book.update(report(unreachable={"local": "refused"}), NOW + 10) != []  # its own incident, not an end
+    assert [i.kind for i in book.current()] == ["root_distrusted", "unreachable"]
+    [back] = [e for e in book.update(report(), NOW + 15) if e.details["incident"] == "root_distrusted"]
+    assert back.kind == "recovered" and back.summary == "the shared root of cluster local is trusted again (after 15 s)"
