@@ -12,7 +12,6 @@ loopback and stops it (only what it started).
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import signal
@@ -26,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reconcile.cli import main as argus  # noqa: E402
+from bench.cli_runs import quiet  # noqa: E402
 from state.ray import local  # noqa: E402
 
 ARGUS = Path(sys.executable).with_name("argus")
@@ -57,14 +56,14 @@ def main() -> None:
 def _late(path: Path, address: str, interval: int, runs: int, limit: int) -> list[float]:
     """Seconds past each run's deadline at which Ray says it ended."""
     _workspace(path, address, runs, limit, state="stopped")
-    _quiet(["apply", str(path), "--auto-approve"])  # the root laid out, nothing run: the loop can hold its lease
+    quiet(["apply", str(path), "--auto-approve"])  # the root laid out, nothing run: the loop can hold its lease
     log = open(os.environ.get("ARGUS_BENCH_LOG", os.devnull), "a")  # noqa: SIM115 -- closed with the loop
     loop = subprocess.Popen([str(ARGUS), "serve", str(path), "--interval", str(interval)], stdout=subprocess.DEVNULL,
                             stderr=log, start_new_session=True)
     try:
         time.sleep(8)  # the loop's first turn is over: the runs start between turns
         _workspace(path, address, runs, limit, state="running")
-        _quiet(["apply", str(path), "--auto-approve"])
+        quiet(["apply", str(path), "--auto-approve"])
         ends = _until_ended(address, path.name, runs, deadline=time.monotonic() + limit + interval + 60)
     finally:
         os.killpg(loop.pid, signal.SIGTERM)
@@ -99,13 +98,6 @@ def _workspace(path: Path, address: str, runs: int, limit: int, state: str) -> N
         (path / "jobs" / f"j{i}.yaml").write_text(
             f"kind: Job\nname: j{i}\ncluster: local\nworkload: command\nmax_runtime: {limit}s\nstate: {state}\n"
             "entrypoint: [python3, -c, 'import time; time.sleep(600)']\n")
-
-
-def _quiet(args: list[str]) -> None:
-    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(io.StringIO()):
-        code = argus(args)
-    if code not in (0, 2):
-        raise SystemExit(f"argus {' '.join(args)} exited {code}")
 
 
 if __name__ == "__main__":

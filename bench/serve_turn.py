@@ -7,9 +7,6 @@ Starts its own local Ray cluster on loopback and stops it. Prints both medians a
 
 from __future__ import annotations
 
-import contextlib
-import io
-import os
 import statistics
 import sys
 import tempfile
@@ -18,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reconcile.cli import main as argus  # noqa: E402
+from bench.cli_runs import quiet  # noqa: E402
 from state.ray import local  # noqa: E402
 
 RUNNING = 20
@@ -34,9 +31,9 @@ def main() -> None:
                            worker_resources={"worker_node": 8.0})
         try:
             workspace = _workspace(root / "ws", cluster.address, jobs)
-            _quiet(["apply", str(workspace), "--auto-approve"])
+            quiet(["apply", str(workspace), "--auto-approve"])
             time.sleep(20)  # the few real runs finish
-            _quiet(["apply", str(workspace), "--auto-approve"])  # records settled: the steady state
+            quiet(["apply", str(workspace), "--auto-approve"])  # records settled: the steady state
             plan, turn = [], []
             for _ in range(rounds):  # interleaved, so drift of the noisy machine hits both alike
                 plan.append(_timed(["plan", str(workspace)]))
@@ -63,15 +60,8 @@ def _workspace(path: Path, address: str, jobs: int) -> Path:
 
 def _timed(args: list[str]) -> float:
     started = time.perf_counter()
-    _quiet(args)
+    quiet(args)
     return time.perf_counter() - started
-
-
-def _quiet(args: list[str]) -> None:
-    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(io.StringIO()):
-        code = argus(args)
-    if code not in (0, 2):
-        raise SystemExit(f"argus {' '.join(args)} exited {code}")
 
 
 if __name__ == "__main__":

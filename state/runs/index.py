@@ -73,8 +73,6 @@ MARKER_GRACE = 3600.0
 """Seconds a marker may wait for its run's record: apply makes it a moment before the intent, so one older
 without a record was left by an apply that died in between, and is removed."""
 _THREADS = threading.RLock()
-COMPACTED = frozenset({"submission", "evidence", "advice", "error"})
-"""What an older settled run leaves out: the planner decides from the rest."""
 
 
 class RunIndex(Frozen):
@@ -362,15 +360,11 @@ def _age(record: RunRecord) -> tuple[str, int, str]:
 
 
 def _row(record: RunRecord, whole: bool) -> dict:
-    return record.model_dump(mode="json", exclude_defaults=True, exclude=set() if whole else set(COMPACTED))
+    return record.model_dump(mode="json", exclude_defaults=True, exclude=set() if whole else set(past.COMPACTED))
 
 
 def _markers(folder: int, workspace: str, create: bool) -> int:
-    name = f"{workspace}.open"
-    if create:
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(name, 0o755, dir_fd=folder)
-    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+    return past.workspace_dir(folder, f"{workspace}.open", create)
 
 
 def _mark(opened: int, submission_id: str) -> None:

@@ -32,6 +32,9 @@ from state.files import replace_in
 from state.observed import Frozen, PastRuns, RunRecord
 from state.runs.records import read_small
 
+COMPACTED = frozenset({"submission", "evidence", "advice", "error"})
+"""What an older settled run leaves out, in the index and the archive alike: the planner decides from the rest."""
+
 HEAD_SPECS = 3
 """Per job, the runs of this many newest specs stay in the index: the current one, and the ones a plan
 compares it with (the status page shows them); a spec further back is what a revert would ask for."""
@@ -183,15 +186,18 @@ def _write(opened: int, workspace: str, job: str, runs: dict[str, RunRecord]) ->
         with contextlib.suppress(OSError):
             os.unlink(f"{job}.json", dir_fd=opened)
         return
-    rows = [r.model_dump(mode="json", exclude_defaults=True, exclude={"submission", "evidence", "advice", "error"})
-            for _, r in sorted(runs.items())]
+    rows = [r.model_dump(mode="json", exclude_defaults=True, exclude=set(COMPACTED)) for _, r in sorted(runs.items())]
     text = json.dumps({"version": 1, "workspace": workspace, "job": job, "runs": rows}, separators=(",", ":"),
                       sort_keys=True)
     replace_in(opened, f"{job}.json", text + "\n")
 
 
 def _past_dir(folder: int, workspace: str, create: bool) -> int:
-    name = f"{workspace}.past"
+    return workspace_dir(folder, f"{workspace}.past", create)
+
+
+def workspace_dir(folder: int, name: str, create: bool) -> int:
+    """A directory of `.argus/runs` (made when `create`), opened without following a link a job planted there."""
     if create:
         with contextlib.suppress(FileExistsError):
             os.mkdir(name, 0o755, dir_fd=folder)
