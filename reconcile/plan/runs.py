@@ -173,7 +173,8 @@ def _seen_on_ray(job: RayJob, run: RunId, cluster: str, observed: ObservedState)
                    failure=own_failure(why, (record.failure if record else None)
                                        or observed.failures.get(job.submission_id)),
                    evidence=record.evidence if record else (), submission=record.submission if record else None,
-                   bindings=record.bindings if record else {}, legacy_outputs=_legacy(record))
+                   bindings=record.bindings if record else {}, legacy_outputs=_legacy(record),
+                   progress=observed.progress.get(job.submission_id) or (record.progress if record else None))
 
 
 def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
@@ -194,7 +195,8 @@ def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
                                                            or observed.failures.get(record.submission_id)),
                    started_at=_epoch(record.submitted_at or record.updated_at), submission=record.submission,
                    ended_at=_epoch(record.updated_at) if (ended or record.status) not in MAYBE_RUNNING else 0.0,
-                   evidence=record.evidence, bindings=record.bindings, legacy_outputs=_legacy(record))
+                   evidence=record.evidence, bindings=record.bindings, legacy_outputs=_legacy(record),
+                   progress=record.progress)
 
 
 def _legacy(record: RunRecord | None) -> bool:
