@@ -9,18 +9,19 @@ from typing import TYPE_CHECKING
 from specs.run_progress import Progress
 
 if TYPE_CHECKING:
-    from reconcile.model import Change
+    from reconcile.model import Change, RunView
 
 
-def progress_text(progress: Progress | None) -> str:
-    """"12/100 (12%) eta 1h02m", "12/?" without a total, "-" without progress; ", ckpt 10" once checkpointed."""
+def progress_text(progress: Progress | None, running: bool = True) -> str:
+    """"12/100 (12%) eta 1h02m", "12/?" without a total, "-" without progress; " ckpt 10" once checkpointed.
+    A run no longer running shows where it got to (its record's), without an ETA."""
     if progress is None:
         return "-"
     total = "?" if progress.total is None else str(progress.total)
     text = f"{progress.step}/{total}"
     if progress.fraction is not None:
         text += f" ({int(progress.fraction * 100)}%)"
-    if progress.eta_seconds is not None:
+    if running and progress.eta_seconds is not None:
         text += f" eta {duration(progress.eta_seconds)}"
     if progress.checkpoint_step is not None:
         text += f" ckpt {progress.checkpoint_step}"
@@ -30,10 +31,10 @@ def progress_text(progress: Progress | None) -> str:
 def with_progress_column(rows: list[tuple[str, ...]], jobs: Sequence[Change]) -> list[tuple[str, ...]]:
     """The status table with a PROGRESS column before its last (RUN), when any job's current run reports
     progress: a workspace whose jobs report none reads as before."""
-    shown = [change.current.progress if change.current else None for change in jobs]
-    if not any(shown):
+    runs = [change.current for change in jobs]
+    if not any(run is not None and run.progress is not None for run in runs):
         return rows
-    cells = ["PROGRESS", *(progress_text(p) for p in shown)]
+    cells = ["PROGRESS", *(progress_text(run.progress, run.status == "RUNNING") if run else "-" for run in runs)]
     return [(*row[:-1], cell, row[-1]) for row, cell in zip(rows, cells, strict=True)]
 
 
@@ -65,3 +66,10 @@ def progress_html(progress: Progress | None) -> str:
         return f'<div class="progress"><progress aria-label="step {progress.step}"></progress> {text}</div>'
     return (f'<div class="progress"><progress value="{progress.step}" max="{progress.total}" '
             f'aria-label="{text}"></progress> {text}</div>')
+
+
+def progress_json(run: RunView | None) -> dict:
+    """Only for a job whose current run reports progress: the other rows keep their keys as before."""
+    if run is None or run.progress is None:
+        return {}
+    return {"progress": run.progress.model_dump(mode="json")}

@@ -4,11 +4,13 @@ ETA, /metrics exports argus_run_step, argus_run_steps_total and argus_run_eta_se
 
 from __future__ import annotations
 
+import json
 import re
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from state.runs.records import read_record
 from tests.support.cluster import until, wait_for
 from tests.support.loops import listening, runs_of, serve, stopped
 from tests.support.status_page import browse_url
@@ -16,7 +18,7 @@ from tests.support.status_page import browse_url
 # verl's LocalLogger line, as a Ray actor's output reaches the driver log, and its trainer's tqdm bar.
 VERL_LIKE = ("import time, sys\n"
              "for n in range(1, 601):\n"
-             "    sys.stderr.write(f'(TaskRunner pid=77) Training Progress:   0%|          | {n}/600 [00:01<10:00]\\r')\n"
+             "    sys.stderr.write(f'(TaskRunner pid=77) Training Progress:   0%|   | {n}/600 [00:01<10:00]\\r')\n"
              "    print(f'(TaskRunner pid=77) step:{n} - actor/entropy:0.53 - actor/pg_loss:-0.01 - '\n"
              "          f'timing_s/gen:0.2 - timing_s/step:2.0 - perf/throughput:123.4', flush=True)\n"
              "    time.sleep(2)\n")
@@ -35,7 +37,7 @@ def test_status_metrics_and_page_show_step_total_and_eta_of_running_jobs(workspa
     for run in (verl_run, counter_run):
         wait_for(workspace.address, run, {"RUNNING"})
         log = workspace.shared / "jobs" / run / "logs" / "driver.log"
-        until(lambda log=log: log.exists() and log.read_text().count("step") >= 3, f"{run} reported steps", 60)
+        until(lambda log=log: log.exists() and log.read_text().count("\n") >= 3, f"{run} reported steps", 180)
 
     status = argus("status", workspace.root)
     assert status.code == 0, status.err
@@ -44,12 +46,17 @@ def test_status_metrics_and_page_show_step_total_and_eta_of_running_jobs(workspa
     assert re.search(r"\b\d+/600 \(\d+%\) eta \d+m\d\ds", rows["job.verl-like"]), rows["job.verl-like"]
     assert re.search(r"\b\d+/300 \(\d+%\) eta \d+m\d\ds", rows["job.counter"]), rows["job.counter"]
 
+    shown = json.loads(argus("status", workspace.root, "--format", "json").out)
+    progress = {row["address"]: row.get("progress") for row in shown["jobs"]}
+    assert progress["job.counter"]["total"] == 300 and progress["job.counter"]["source"] == "argus"
+    assert progress["job.verl-like"]["step"] >= 3 and progress["job.verl-like"]["source"] == "verl"
+
     loop = serve(workspace, "--interval", "2", "--listen", "127.0.0.1:0")
     try:
         site = listening(loop)
         ws = ("workspace", workspace.name)
         step = ("argus_run_step", (("job", "counter"), ("submission_id", counter_run), ws))
-        until(lambda: _metrics(site).get(step), "argus_run_step of the counter", 60)
+        until(lambda: _metrics(site).get(step), "argus_run_step of the counter", 180)
         samples = _metrics(site)
         verl_labels = (("job", "verl-like"), ("submission_id", verl_run), ws)
         assert samples[("argus_run_step", verl_labels)] >= 3
@@ -62,6 +69,10 @@ def test_status_metrics_and_page_show_step_total_and_eta_of_running_jobs(workspa
     finally:
         code, err = stopped(loop)
     assert code == 0, err
+    # the turn that saw the runs RUNNING rewrote their records (they were PENDING): with the step it read
+    for run in (verl_run, counter_run):
+        record = read_record(str(workspace.shared), run)
+        assert record is not None and record.progress is not None and record.progress.step >= 3, record
     bars = re.findall(r'<progress value="(\d+)" max="(\d+)"', page)
     assert {total for _value, total in bars} == {"600", "300"}, page[-3000:]
 

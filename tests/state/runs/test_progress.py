@@ -111,3 +111,12 @@ def test_only_the_tail_of_a_huge_binary_log_is_read(tmp_path: Path) -> None:
         handle.write(b"\nargus:progress step=4 total=5\n")
     seen = run_progress.progress_of(str(tmp_path), record(), None, "team", now=1.0)
     assert seen is not None and (seen.step, seen.total, seen.source) == (4, 5, "argus")
+
+
+def test_a_record_whose_progress_a_job_forged_reads_as_unknown_not_as_a_crash() -> None:
+    fields = record().model_dump(mode="json")
+    for forged in ({"step": -1, "seen_at": 0}, {"step": 10**40, "seen_at": 0}, "12/100",
+                   {"step": 1, "seen_at": 0, "eta_seconds": 1e300}):
+        assert RunRecord.model_validate({**fields, "progress": forged}).progress is None, forged
+    kept = RunRecord.model_validate({**fields, "progress": {"step": 5, "total": 9, "seen_at": 2.0}})
+    assert kept.progress is not None and kept.progress.step == 5
