@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -86,16 +86,19 @@ def read_tail(text: str) -> Reading | None:
     lines = text.replace("\r", "\n").split("\n")
     newest: Reading | None = None
     total: int | None = None
+    wants_total = TQDM in text
     for line in reversed(lines):
-        if total is None and TQDM in line:
+        if total is None and wants_total and TQDM in line:
             total = _tqdm_total(line)
-        found = _convention(line) or _verl(line)
+        found = _convention(line) or _verl(line) if "step" in line else None
         if found is None:
             continue
         if newest is None:
             newest = found
         elif newest.earlier is None and newest.at is not None and found.at is not None and found.step < newest.step:
             newest = _with(newest, earlier=(found.step, found.at))
+        if (total is not None or not wants_total) and (newest.at is None or newest.earlier is not None):
+            break  # nothing older can change the reading
     if newest is None:
         return None
     return newest if newest.total is not None or total is None else _with(newest, total=total)
@@ -195,6 +198,4 @@ def _float(text: str) -> float | None:
 
 
 def _with(reading: Reading, **changes: object) -> Reading:
-    from dataclasses import replace
-
-    return replace(reading, **changes)
+    return replace(reading, **changes)  # type: ignore[arg-type]
