@@ -17,6 +17,7 @@ from reconcile.plan.registry import (
 )
 from specs.address import Address
 from specs.diagnostics import Diagnostic, printable
+from specs.run_progress import Progress
 from specs.submission import LABEL_JOB, LABEL_WORKSPACE, RunId
 from state.observed import ACTIVE, MAYBE_RUNNING, ClusterState, ObservedState, RayJob, RunRecord, RunStatus
 
@@ -174,7 +175,15 @@ def _seen_on_ray(job: RayJob, run: RunId, cluster: str, observed: ObservedState)
                                        or observed.failures.get(job.submission_id)),
                    evidence=record.evidence if record else (), submission=record.submission if record else None,
                    bindings=record.bindings if record else {}, legacy_outputs=_legacy(record),
-                   progress=observed.progress.get(job.submission_id) or (record.progress if record else None))
+                   progress=_progress(job, record, observed))
+
+
+def _progress(job: RayJob, record: RunRecord | None, observed: ObservedState) -> Progress | None:
+    """A running run's as its log says now (a record's may be turns old: no stale ETA); an ended one's as its
+    record kept it."""
+    if job.status == RunStatus.RUNNING:
+        return observed.progress.get(job.submission_id)
+    return record.progress if record else None
 
 
 def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
