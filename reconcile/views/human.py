@@ -14,6 +14,7 @@ import typer
 from reconcile.model import Action, Change, FieldChange, Plan, RunView
 from reconcile.views.argv import argv_lines, field_argv_diff
 from reconcile.views.others import unmanaged_lines
+from reconcile.views.run_progress import with_progress_column
 from specs.diagnostics import Diagnostic, plain, printable
 from state.observed import DEADLINE, RunStatus
 
@@ -103,10 +104,11 @@ def render_status(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = No
     rows = [("JOB", "SYNC", "HEALTH", "RUN")]
     rows += [(c.address, sync_of(c, desired_jobs, unseen), health_of(c, unseen) or "-",
               c.current.submission_id if c.current else "-") for c in jobs]
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    rows = with_progress_column(rows, jobs)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = []
     for row, change in zip(rows, [None, *jobs], strict=True):
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1])
         lines += (_failure_lines(change) + _queue_lines(change) + _deadline_lines(change) + _after_lines(change)
                   + _bound_lines(change)) if change else []
     if plan.unmanaged:  # other teams' runs summed up: a shared cluster keeps thousands (reconcile.views.others)
