@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from specs.health import IdlePolicy, StallPolicy
+from specs.health import Health, IdlePolicy, StallPolicy
+from specs.models import Retry
 
 RECENT_STEPS = 5
 """Step intervals a run's "recent step time" is the median of: enough to smooth one slow step (a
@@ -36,7 +37,7 @@ def stalled(steps: Sequence[tuple[float, int]], now: float, policy: StallPolicy)
     if not advances:
         return False
     last = advances[-1][0]
-    intervals = [b[0] - a[0] for a, b in zip(advances, advances[1:]) if b[0] > a[0]]
+    intervals = [b[0] - a[0] for a, b in zip(advances, advances[1:], strict=False) if b[0] > a[0]]
     recent = sorted(intervals[-RECENT_STEPS:])
     step_time = recent[len(recent) // 2] if recent else 0.0
     return now - last > max(policy.factor * step_time, float(policy.floor))
@@ -50,3 +51,23 @@ def _advances(steps: Sequence[tuple[float, int]]) -> list[tuple[float, int]]:
         if not found or step > found[-1][1]:
             found.append((when, step))
     return found
+
+
+def next_step(kind: str, failure: str | None, attempt: int, retry: Retry | None,
+              health: Health | None) -> tuple[str, str]:
+    """What argus does about an interrupted run, as (action, words): `retry`, `stop`, `wait` or `nothing`.
+    The same rule as the loop's (reconcile.serve.events._next): a failed run is retried only when its class
+    is in the job's retry.on and attempts remain; an idle run is stopped only with `action: stop`."""
+    if kind == "idle":
+        if health is not None and health.stops_when_idle():
+            return "stop", "stops it (the job's health.idle.action is `stop`), freeing its GPUs"
+        return "wait", "nothing but tell: the job's health.idle.action is `alert`; the run goes on"
+    if kind == "stalled":
+        return "wait", "nothing but tell: a stalled run is left running (`argus apply --replace job.NAME` stops it)"
+    if retry is None:
+        return "nothing", "nothing: the job has no retry policy; fix it and push, or `argus apply --replace job.NAME`"
+    if (failure or "unknown") not in retry.on:
+        return "nothing", f"nothing: {failure or 'unknown'} is not in the job's retry.on"
+    if attempt >= retry.max_attempts:
+        return "nothing", f"nothing: attempt {attempt} of {retry.max_attempts} was the last"
+    return "retry", f"retries it as attempt {attempt + 1} of {retry.max_attempts}, from its checkpoint directory"
