@@ -58,7 +58,7 @@ def render(found: dict[str, Any]) -> str:
     lines += [f"  | {line}" for line in cause["evidence"]] or ["  (no evidence line: see the log tail in the record)"]
     if found["advice"]:
         lines.append(f"what to do:    {found['advice']}")
-    lines.append(f"argus next:    {found['next']['action']}: {found['next']['detail']}")
+    lines.append(f"argus next:    {found['next']['detail']} [{found['next']['action']}]")
     if found["checkpoint_step"] is not None:
         lines.append(f"checkpoint:    step {found['checkpoint_step']}")
     lines.append(f"stacks:        {'captured' if found['stacks_captured'] else 'not captured'}")
