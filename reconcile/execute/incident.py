@@ -83,7 +83,8 @@ def _ray_side(client: RayClient, record: RunRecord, found: dict[str, Any], live:
     found["nodes"], more = scene.nodes(client, ran_on)
     problems += more
     if live:
-        found["stacks"], more = scene.stacks(client, scene.processes(client, record.submission_id, job_id))
+        found["stacks"], more = scene.stacks(client, scene.processes(client, record.submission_id, job_id,
+                                                                  view.get("driver")))
         problems += more or ([] if found["stacks"] else ["stacks: no live process of the run was found"])
     return problems
 

@@ -14,6 +14,7 @@ yama ptrace_scope at most 1, or CAP_SYS_PTRACE); `profiling()` says whether the 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import quote
 
@@ -30,6 +31,7 @@ MAX_STACKS = 8
 """Processes whose stacks are dumped: the job's supervisor (with its children: the entrypoint) and a few actors."""
 MAX_STACK_CHARS = 24_000
 SUPERVISOR = "_ray_internal_job_actor_"
+IP = re.compile(r"[0-9a-fA-F.:]{2,45}")
 
 
 def ray_view(client: RayClient, submission_id: str) -> tuple[dict[str, Any], list[str]]:
@@ -77,36 +79,48 @@ def nodes(client: RayClient, node_ids: set[str]) -> tuple[list[dict[str, Any]], 
     return sorted(kept, key=lambda n: not n["ran_this_run"])[:MAX_ROWS], []
 
 
-def processes(client: RayClient, submission_id: str, ray_job_id: str | None) -> list[tuple[int, str, str]]:
-    """(pid, ip or node id, what it is) of the run's live processes: its supervisor (its children are the
-    entrypoint) and the job's ALIVE actors, at most MAX_STACKS; [] when the state API does not say."""
+def processes(client: RayClient, submission_id: str, ray_job_id: str | None,
+              driver: dict[str, Any] | None = None) -> list[tuple[int, str, str]]:
+    """(pid, where: `node_id=..` or `ip=..`, what it is) of the run's live processes: its driver (when it is a
+    Ray driver: verl's trainer), the job's ALIVE actors, then its supervisor (whose children are the
+    entrypoint); at most MAX_STACKS. [] when neither Ray's job row nor the state API says."""
     found: list[tuple[int, str, str]] = []
+    pid, ip = (driver or {}).get("pid"), (driver or {}).get("node_ip_address")
+    if isinstance(pid, str) and pid.isdigit():
+        pid = int(pid)
+    if isinstance(pid, int) and pid > 0 and isinstance(ip, str) and IP.fullmatch(ip):
+        found.append((pid, f"ip={ip}", "driver"))
     endpoint = f"/api/v0/actors?detail=true&limit={MAX_ROWS}" + _filters(("state", "ALIVE"))
     try:
         listing = held.listing(client.read_json(endpoint))
     except ArgusError:
-        return []
+        listing = None
     for row in listing.rows if listing else []:
         name, pid, node = str(row.get("name") or ""), row.get("pid"), row.get("node_id")
         ours = name == SUPERVISOR + submission_id or (ray_job_id and row.get("job_id") == ray_job_id)
         if ours and isinstance(pid, int) and pid > 0 and isinstance(node, str) and held.HEX_ID.fullmatch(node):
-            what = "job supervisor (and the entrypoint)" if name.startswith(SUPERVISOR) else \
+            what = "job supervisor (its children run the entrypoint)" if name.startswith(SUPERVISOR) else \
                 f"actor {_short(str(row.get('class_name') or '?'), 80)}"
-            found.append((pid, node, what))
-    return sorted(found, key=lambda p: not p[2].startswith("job"))[:MAX_STACKS]
+            found.append((pid, f"node_id={node}", what))
+    return sorted(found, key=lambda p: p[2].startswith("job"))[:MAX_STACKS]
 
 
 def stacks(client: RayClient, targets: list[tuple[int, str, str]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The Python stacks of each process (py-spy through the dashboard's reporter), its children too."""
+    """The Python stacks of each process (py-spy through the dashboard's reporter); the supervisor's children
+    too, when py-spy can follow them (it gives up on a child that is no Python, as a shell is: then without)."""
     dumps, problems = [], []
-    for pid, node, what in targets:
-        endpoint = f"/worker/traceback?pid={pid}&node_id={node}&native=0&subprocesses=1"
-        try:
-            text = client.read_text(endpoint)
-        except ArgusError as err:
-            problems.append(f"stacks of pid {pid} ({what}): {_short(str(err), 400)}")
-            continue
-        dumps.append({"pid": pid, "node_id": node, "what": what, "stacks": _short(text, MAX_STACK_CHARS)})
+    for pid, where, what in targets:
+        tries = ("1", "0") if what.startswith("job") else ("0",)
+        for subprocesses in tries:
+            try:
+                text = client.read_text(f"/worker/traceback?pid={pid}&{where}&native=0&subprocesses={subprocesses}")
+            except ArgusError as err:
+                failed = f"stacks of pid {pid} ({what}): {_short(str(err), 400)}"
+                continue
+            dumps.append({"pid": pid, "where": where, "what": what, "stacks": _short(text, MAX_STACK_CHARS)})
+            break
+        else:
+            problems.append(failed)
     return dumps, problems
 
 
@@ -116,8 +130,8 @@ def profiling(client: RayClient) -> bool | None:
         body = client.read_json("/api/profiling_enabled")
     except ArgusError:
         return None
-    enabled = body.get("data", {}).get("profiling_enabled") if isinstance(body, dict) and \
-        isinstance(body.get("data"), dict) else None
+    data = body.get("data") if isinstance(body, dict) else None
+    enabled = (data.get("profilingEnabled", data.get("profiling_enabled"))) if isinstance(data, dict) else None
     return enabled if isinstance(enabled, bool) else None
 
 
