@@ -50,6 +50,16 @@ def keep_scene(client: RayClient | None, root: str, record: RunRecord, kind: str
     return masked
 
 
+def keep_scene_once(client: RayClient | None, root: str, record: RunRecord, kind: str, **options: Any
+                    ) -> dict[str, Any] | None:
+    """keep_scene, unless the run already has a record of this kind: what the loop calls each turn a run is
+    found stalled or idle (live=True), so the scene is the one of the moment it was first found."""
+    kept = incident.read(root, record.submission_id)
+    if kept is not None and kept.get("kind") == kind:
+        return None
+    return keep_scene(client, root, record, kind, **options)
+
+
 def gather(client: RayClient | None, root: str, record: RunRecord, kind: str, *, failure: str | None = None,
            live: bool = False, detail: str = "") -> dict[str, Any]:
     """The record as plain data, secrets not yet masked: argus's side, then Ray's, then what could not be read."""
