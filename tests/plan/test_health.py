@@ -75,3 +75,13 @@ def test_stop_is_refused_for_a_protected_job_naming_the_field():
     assert "protect" in str(err.value)
     assert Job.model_validate(_job(protect=True, health={"idle": {"action": "alert"}})).health is not None
     assert Job.model_validate(_job(health={"idle": {"action": "stop"}})).health.stops_when_idle()
+
+
+def test_validate_names_the_file_and_line_of_a_stop_on_a_protected_job(tmp_path, argus):
+    from tests.support.workspace import make_workspace
+
+    ws = make_workspace(tmp_path / "ws", "health", "http://127.0.0.1:9")
+    ws.job("train", "true", extra="protect: true\nhealth:\n  idle: {below_percent: 5, for: 20m, action: stop}\n")
+    result = argus("validate", ws.root)
+    assert result.code == 1
+    assert "jobs/train.yaml:7" in result.out + result.err and "protect" in result.out + result.err
