@@ -86,7 +86,7 @@ def test_every_kind_of_problem_is_reported_together(ws: Workspace) -> None:
         "cluster, workload, code, entrypoint, model, data, trainer, entry, overrides, description, env, "
         "entrypoint_num_cpus, entrypoint_num_gpus, "
         "entrypoint_memory, entrypoint_resources, state, protect, run, retry, on_drift, priority, preemptible, demand, "
-        "max_runtime, after, rerun_with_predecessors",
+        "max_runtime, after, rerun_with_predecessors, health",
         "jobs/bad.yaml:7: protect: Input should be a valid boolean",
         "jobs/bad.yaml:11: cluster: no Cluster named 'nowhere' (known: h20)",
         "jobs/bad.yaml:15: entrypoint: `workload: command` needs an `entrypoint`",
