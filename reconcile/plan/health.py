@@ -43,6 +43,12 @@ def stalled(steps: Sequence[tuple[float, int]], now: float, policy: StallPolicy)
     return now - last > max(policy.factor * step_time, float(policy.floor))
 
 
+def last_advance(steps: Sequence[tuple[float, int]]) -> float:
+    """When the run's step last reached a new high (the first sample's time when it never moved)."""
+    advances = _advances(steps)
+    return advances[-1][0] if advances else min((t for t, _ in steps), default=0.0)
+
+
 def _advances(steps: Sequence[tuple[float, int]]) -> list[tuple[float, int]]:
     """The (time, step) points at which the step first reached a new high, in time order: a step seen
     again (a log line repeated, a run resumed from a checkpoint) is no progress."""

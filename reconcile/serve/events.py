@@ -8,15 +8,17 @@ is happening now, not about every failure of last year.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from reconcile.model import Action, Change, Plan, RunView, StopStep
+from reconcile.plan.health import last_advance, stalled
 from reconcile.plan.planner import RESTARTS_SPENT
 from reconcile.plan.runs import newest
 from reconcile.report import Event
 from specs.duration import shown
+from specs.health import StallPolicy
 from state.observed import RunStatus
 from state.runs.failures import DEADLINE, advice_for
 
@@ -26,10 +28,12 @@ RECOVERED_AFTER = 300.0
 
 @dataclass(frozen=True)
 class Policy:
-    """A job's retry policy as the events need it: which classes, how many attempts in all."""
+    """A job's retry and stall policies as the events need them: which classes, how many attempts in all, and
+    how long its step may stand still (specs.health: the job's own `health.stall`, else the defaults)."""
 
     on: tuple[str, ...] = ()
     max_attempts: int = 1
+    stall: StallPolicy = StallPolicy()
 
 
 @dataclass(frozen=True)
@@ -40,15 +44,18 @@ class Clock:
 
 
 def run_events(workspace: str, plan: Plan, runs: Mapping[str, list[RunView]], policies: Mapping[str, Policy],
-               log_changed_at: Mapping[str, float], clock: Clock) -> list[Event]:
+               log_changed_at: Mapping[str, float], clock: Clock,
+               steps: Mapping[str, Sequence[tuple[float, int]]] | None = None) -> list[Event]:
     """Failed, lost, recovered, pending too long, stalled: one per job at most, for its newest run.
-    `log_changed_at`: submission id -> when its driver.log on the shared root last grew."""
+    `log_changed_at`: submission id -> when its driver.log on the shared root last grew; `steps`: submission id
+    -> the (time, step) samples its progress showed (state.runs.progress.history)."""
+    steps = steps or {}
     retries = {c.address.removeprefix("job."): c for c in plan.changes if c.action is Action.RETRY}
     found = []
     for job, views in sorted(runs.items()):
         for run in _told_about(views):
             told = _run_event(workspace, job, run, policies.get(job, Policy()), retries.get(job),
-                              log_changed_at.get(run.submission_id), clock)
+                              log_changed_at.get(run.submission_id), clock, steps.get(run.submission_id, ()))
             if told is not None:
                 found.append(told)
     return found
@@ -155,7 +162,7 @@ def apply_failed_event(workspace: str, addresses: list[str], error: str, clock: 
 
 
 def _run_event(workspace: str, job: str, run: RunView, policy: Policy, retry: object | None,
-               log_changed_at: float | None, clock: Clock) -> Event | None:
+               log_changed_at: float | None, clock: Clock, steps: Sequence[tuple[float, int]] = ()) -> Event | None:
     common = {"job": job, "cluster": run.cluster, "submission_id": run.submission_id, "attempt": run.attempt,
               "max_attempts": policy.max_attempts if policy.on else None, "failure": run.failure,
               "evidence": tuple(getattr(run, "evidence", ())), "advice": getattr(run, "advice", None),
@@ -175,6 +182,8 @@ def _run_event(workspace: str, job: str, run: RunView, policy: Policy, retry: ob
         return event(workspace, "pending", f"pending:{sid}", clock, **common,
                       summary=f"job.{job}: pending for {age / 60:.0f} min (no room on the cluster, or a "
                               "resource no node offers)")
+    if run.status is RunStatus.RUNNING and steps:  # a run that reports steps is judged by them, not its log
+        return _step_stall(workspace, job, sid, steps, policy.stall, clock, common)
     quiet_for = clock.now - log_changed_at if log_changed_at is not None else 0.0
     if run.status is RunStatus.RUNNING and quiet_for > clock.stall_alert:
         quiet = quiet_for / 60
@@ -182,6 +191,19 @@ def _run_event(workspace: str, job: str, run: RunView, policy: Policy, retry: ob
                       summary=f"job.{job}: running, but its log has not grown for {quiet:.0f} min (a hung "
                               "collective looks like this)")
     return None
+
+
+def _step_stall(workspace: str, job: str, sid: str, steps: Sequence[tuple[float, int]], policy: StallPolicy,
+                clock: Clock, common: dict) -> Event | None:
+    """Stalled: its step has not advanced for `factor` times its own recent step time (at least the floor):
+    sooner and surer than a quiet log, which a run that prints while it hangs never has."""
+    if not stalled(steps, clock.now, policy):
+        return None
+    step, since = max(step for _, step in steps), last_advance(steps)
+    return event(workspace, "stalled", f"stalled:{sid}", clock, **common,
+                 next=f"nothing but tell: a stalled run is left running (`argus apply --replace job.{job}` stops it)",
+                 summary=f"job.{job}: running, but its step ({step}) has not advanced for "
+                         f"{(clock.now - since) / 60:.0f} min (a hung collective looks like this)")
 
 
 def _next(run: RunView, policy: Policy, retry: object | None) -> str:

@@ -124,10 +124,10 @@ def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callabl
             confirm_queue(desired, observed, plan)
     finally:  # what was seen and done is told even when carrying it out failed half-way
         observed, plan = acted or (observed, plan)
-        _tell(desired, observed, plan, out, options)
+        _tell(desired, observed, plan, out, options, ray)
 
 
-def _tell(desired: DesiredState, observed, plan: Plan, out: Outcome, options: TurnOptions) -> None:
+def _tell(desired: DesiredState, observed, plan: Plan, out: Outcome, options: TurnOptions, ray=None) -> None:
     from reconcile.plan.root import distrusted
     from reconcile.plan.runs import runs_by_job
     from reconcile.views.queue import other_runs, queues_of
@@ -140,7 +140,7 @@ def _tell(desired: DesiredState, observed, plan: Plan, out: Outcome, options: Tu
     out.others = other_runs(desired.workspace.name, observed)
     applied = set(out.applied)
     out.unapplied = [(c.address, c.action.value, _decision(c)) for c in plan.actionable if c.address not in applied]
-    out.events = _events(desired, observed, plan, out, options)
+    out.events = _events(desired, observed, plan, out, options, ray or {})
 
 
 def _decision(change: Change) -> str:
@@ -251,12 +251,12 @@ def _context(desired, ray, observed, plan_id: str, options: TurnOptions, say: Ca
                         stop_timeout=options.stop_timeout, keep_finished=options.keep_finished)
 
 
-def _events(desired: DesiredState, observed, plan: Plan, out: Outcome, options: TurnOptions) -> list[Event]:
+def _events(desired: DesiredState, observed, plan: Plan, out: Outcome, options: TurnOptions,
+            ray: dict) -> list[Event]:
     clock = _clock(options)
     ws = desired.workspace.name
-    policies = {name: ev.Policy(tuple(job.retry.on), job.retry.max_attempts) if job.retry else ev.Policy()
-                for name, job in desired.jobs.items()}
-    found = ev.run_events(ws, plan, out.runs, policies, _log_activity(desired, out.runs), clock)
+    found = ev.run_events(ws, plan, out.runs, _policies(desired), _log_activity(desired, out.runs), clock,
+                          _step_history(out.runs))
     found += ev.retried_events(ws, plan, set(out.retried), clock)
     found += ev.preempted_events(ws, out.chosen, set(out.applied), clock)
     limits = {name: job.max_runtime for name, job in desired.jobs.items() if job.max_runtime}
@@ -265,8 +265,45 @@ def _events(desired: DesiredState, observed, plan: Plan, out: Outcome, options: 
     found += after_events(ws, plan, set(out.applied), clock)
     drift = ev.drift_event(ws, out.unapplied, clock)
     found += [drift] if drift else []
+    for live in (e for e in found if e.kind in LIVE_KINDS):
+        _keep_live_scene(desired, observed, ray, live)
     return [e.model_copy(update={"commit": out.commit}) for e in (*out.events, *(_with_record(desired, observed, e)
                                                                                  for e in found))]
+
+
+LIVE_KINDS = ("stalled", "idle")
+"""Events about a run that still lives: its scene (stacks included) is kept the first turn it is found so."""
+
+
+def _policies(desired: DesiredState) -> dict[str, ev.Policy]:
+    from specs.health import StallPolicy
+
+    found = {}
+    for name, job in desired.jobs.items():
+        stall = job.health.stall if job.health is not None and job.health.stall is not None else StallPolicy()
+        retry = (tuple(job.retry.on), job.retry.max_attempts) if job.retry else ((), 1)
+        found[name] = ev.Policy(*retry, stall=stall)
+    return found
+
+
+def _step_history(runs: dict) -> dict[str, tuple[tuple[float, int], ...]]:
+    """The (time, step) samples this process saw of each running run (state.runs.progress): its stall clock."""
+    from state.runs.progress import history
+
+    running = [r.submission_id for views in runs.values() for r in views if r.status == "RUNNING"]
+    return {sid: samples for sid in running if (samples := history(sid))}
+
+
+def _keep_live_scene(desired: DesiredState, observed, ray: dict, event: Event) -> None:
+    """The scene of a run found stalled or idle, while it still lives (its processes' stacks): once per run and
+    kind (reconcile.execute.incident.keep_scene_once); the event's report is made from it."""
+    from reconcile.execute.incident import keep_scene_once
+
+    record = observed.records.get(event.submission_id)
+    if record is None or event.cluster not in desired.shared_roots:
+        return
+    keep_scene_once(ray.get(event.cluster), desired.shared_roots[event.cluster], record, event.kind, live=True,
+                    detail=event.summary)
 
 
 def _log_activity(desired: DesiredState, runs: dict) -> dict[str, float]:

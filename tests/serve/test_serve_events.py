@@ -116,3 +116,16 @@ def test_the_loop_carries_out_retries_always_and_the_rest_only_with_sync_auto():
     assert choose(plan.model_copy(update={"diagnostics": (on_a,)}), sync_auto=False) == []
     on_cluster = Diagnostic(severity="error", address="cluster.c", message="down")
     assert choose(plan.model_copy(update={"diagnostics": (on_cluster,)}), sync_auto=False) == []
+
+
+def test_a_run_that_reports_steps_is_stalled_by_its_step_not_by_its_log():
+    plan, running = Plan(workspace="ws", changes=()), run("ws.a.h.1", RunStatus.RUNNING, age=3600)
+    steady = ((NOW - 900, 10), (NOW - 840, 11), (NOW - 780, 12), (NOW - 720, 13))  # a step a minute, then none
+    [stall] = run_events("ws", plan, {"a": [running]}, {"a": Policy()}, {"ws.a.h.1": NOW}, CLOCK,
+                         {"ws.a.h.1": steady})  # its log grew just now: only the step says it
+    assert stall.kind == "stalled" and "its step (13) has not advanced for 12 min" in stall.summary
+    moving = (*steady[:-1], (NOW - 30, 13))
+    assert run_events("ws", plan, {"a": [running]}, {"a": Policy()}, {"ws.a.h.1": NOW - 3000}, CLOCK,
+                      {"ws.a.h.1": moving}) == []  # stepping: a quiet log no longer counts
+    assert [e.kind for e in run_events("ws", plan, {"a": [running]}, {"a": Policy()}, {"ws.a.h.1": NOW - 3000},
+                                       CLOCK)] == ["stalled"]  # no steps reported: the quiet log still does
