@@ -11,7 +11,7 @@
 A GPU is the run's when one of its processes (node and pid: pids repeat across nodes) is on it. Both answers
 are hostile input: rows of another shape are left out, numbers must be finite and in range (a utilisation
 outside 0..100, NaN or of the wrong type is unknown, never 0 or 100), at most MAX_NODES nodes, MAX_GPUS GPUs
-per node and MAX_PROCESSES processes per GPU are read.
+per node, MAX_ALL_GPUS in all and MAX_PROCESSES processes per GPU are read.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from state.observed import RayJob
 NODES = "/nodes?view=summary"
 MAX_NODES = 10_000
 MAX_GPUS = 64
-MAX_PROCESSES = 1024
+MAX_PROCESSES = 128
+MAX_ALL_GPUS = 8192
+"""GPUs read of one answer in all: a cluster of 1000 nodes of 8 fits; a forged answer costs a turn no more."""
 MAX_PID = 2**22
 """Linux's largest pid (pid_max's ceiling): anything beyond is not a process."""
 MIB = 2**20
@@ -118,7 +120,9 @@ def node_gpus(body: Any) -> tuple[Gpu, ...] | None:
         if not _hex(node_id) or not isinstance(gpus, list):
             continue
         found += [gpu for row in gpus[:MAX_GPUS] if (gpu := _gpu(node_id, row)) is not None]
-    return tuple(found)
+        if len(found) >= MAX_ALL_GPUS:
+            break
+    return tuple(found[:MAX_ALL_GPUS])
 
 
 def run_processes(jobs: Iterable[RayJob], actors: list[dict[str, Any]]) -> dict[str, set[tuple[str, int]]]:
