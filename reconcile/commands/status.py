@@ -77,7 +77,7 @@ def show(plan: Plan, desired_jobs: set[str], output_format: str, unseen: Unseen 
     if output_format == "json":
         from reconcile.views.machine import status_json
 
-        typer.echo(status_json(plan, desired_jobs, unseen, held))
+        typer.echo(status_json(plan, desired_jobs, unseen, held, gpu))
     elif output_format == "markdown":
         from reconcile.views.machine import fenced
 

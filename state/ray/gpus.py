@@ -143,13 +143,17 @@ def run_processes(jobs: Iterable[RayJob], actors: list[dict[str, Any]]) -> dict[
 
 def use_by_run(cluster: str, jobs: Iterable[RayJob], gpus: tuple[Gpu, ...],
                actors: list[dict[str, Any]]) -> ClusterGpus:
+    """One pass over the GPUs' processes whatever the number of runs: (node, pid) -> its run, looked up."""
     jobs = tuple(jobs)
     labels = {j.submission_id: j for j in jobs}
-    runs = {}
-    for sid, processes in run_processes(jobs, actors).items():
-        mine = tuple(g for g in gpus if any((g.node_id, pid) in processes for pid in g.pids))
-        job = labels[sid]
-        runs[sid] = RunGpus(submission_id=sid, workspace=job.workspace or "", job=job.job or "", gpus=mine)
+    processes = run_processes(jobs, actors)
+    owner = {process: sid for sid, found in processes.items() for process in found}
+    mine: dict[str, list[Gpu]] = {sid: [] for sid in processes}
+    for gpu in gpus:
+        for sid in sorted({owner[(gpu.node_id, pid)] for pid in gpu.pids if (gpu.node_id, pid) in owner}):
+            mine[sid].append(gpu)
+    runs = {sid: RunGpus(submission_id=sid, workspace=labels[sid].workspace or "", job=labels[sid].job or "",
+                         gpus=tuple(found)) for sid, found in mine.items()}
     return ClusterGpus(cluster=cluster, gpus=gpus, runs=runs)
 
 

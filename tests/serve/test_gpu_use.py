@@ -65,6 +65,9 @@ def test_a_runs_gpus_their_use_and_the_clusters_show_in_status_page_and_metrics(
             status = argus("status", ws.root)
             assert status.code == 0, status.err
             assert re.search(r"job\.trainer .*2 GPU 87% 62/160 GiB .*" + re.escape(sid), status.out), status.out
+            machine = argus("status", ws.root, "--format", "json")
+            [row] = [r for r in json.loads(machine.out)["jobs"] if r["address"] == "job.trainer"]
+            assert row["gpu"] == "2 GPU 87% 62/160 GiB"
 
             loop = serve_loop(ws, "--interval", "2", "--listen", "127.0.0.1:0")
             try:
