@@ -12,6 +12,7 @@ from specs.base import Frozen
 from specs.diagnostics import Diagnostic
 from specs.duration import MAX_SECONDS
 from specs.models import MAX_QUOTA_WORKSPACES, Name, Resources
+from specs.run_progress import Progress
 from specs.submission import SUBMISSION_ID_PATTERN, Submission
 from state.observed import ACTIVE, DEADLINE, LAYOUT, MAYBE_RUNNING, PREEMPTED, RunStatus
 from state.runs.failures import advice_for
@@ -261,6 +262,9 @@ class RunView(Frozen):
     unrecorded: bool = Field(default=False, exclude=True)
     """Known only from argus's audit log (the registry of its submissions): neither Ray nor a record
     remembers it. Never submitted again (reconcile.plan.registry)."""
+    progress: Progress | None = Field(default=None, exclude=True)
+    """Step N of M, rate and ETA: from its log while it runs (ObservedState.progress), else as its record last
+    said. Shown only (status, page, metrics), never planned from, so left out of plan JSON."""
 
     @property
     def finished(self) -> bool:

@@ -39,6 +39,7 @@ from state.ray.client import ClusterAuthFailed, ClusterRequestFailed, ClusterUnr
 from state.root.identity import observe_root
 from state.runs.index import RunsRead, keep, read_runs
 from state.runs.past import Archive
+from state.runs.progress import read_progress
 
 if TYPE_CHECKING:
     from state.verl.checks import JobCheck
@@ -182,6 +183,7 @@ def _world(desired: DesiredState, clusters: dict[str, ClusterState], absent: tup
         run_index_problems=_index_problems(desired, runs),
         registries=read_registries(desired, runs),
         past=Archive(runs, desired.workspace.name),
+        progress=read_progress(desired, clusters, records, time.time()),
         **(read_claims(desired, absent) if with_claims else {}),
     )
 

@@ -19,6 +19,7 @@ from specs.base import Frozen, TextEnum
 from specs.checkpoint_state import CheckpointState
 from specs.diagnostics import Diagnostic
 from specs.models import MAX_PRIORITY, Name
+from specs.run_progress import Progress
 from specs.submission import MAX_ATTEMPT, RunId, Submission, parse_labels
 from specs.verl_profile import VerlProfile
 
@@ -180,6 +181,9 @@ class RunRecord(Frozen):
     outputs: Literal["workspace"] | None = None
     """Where argus put the run's checkpoints and logs: "workspace" (outputs/<workspace>/); None for a run made
     before outputs were per workspace (outputs/checkpoints, outputs/logs), whose next attempts keep them."""
+    progress: Progress | None = None
+    """How far the run had come when argus last wrote its record (specs.run_progress): for people, never planned
+    from. A job can write its record: any other shape reads as unknown."""
 
     @classmethod
     def submitting(cls, run: RunId, submission: Submission, **fields: Any) -> RunRecord:
@@ -193,7 +197,7 @@ class RunRecord(Frozen):
     def _status_of_earlier_versions(cls, value: Any) -> Any:
         return _RECORDED_BEFORE.get(value, value) if isinstance(value, str) else value
 
-    @field_validator("submission", "evidence", "advice", "bindings", mode="wrap")
+    @field_validator("submission", "evidence", "advice", "bindings", "progress", mode="wrap")
     @classmethod
     def _unreadable_is_unknown(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
         """Records on NFS are hostile input: a submission, evidence or advice of another shape is
@@ -512,6 +516,9 @@ class ObservedState(Frozen):
     unread_rows: dict[str, str] = {}
     """By submission id: failed runs of this workspace whose log Ray would not give, so not classified
     (nor retried) this time, and why: reported, never the end of the command."""
+    progress: dict[str, Progress] = {}
+    """By submission id: how far each running run of this workspace has come, from its log's tail
+    (state.runs.progress): shown, never planned from."""
 
     @property
     def refused_claims(self) -> dict[str, ClaimSeen]:

@@ -165,7 +165,8 @@ def _display() -> Display | None:
 def _execute(plan: Plan, ctx: ApplyContext) -> int:
     """Apply, then bring the records up to date from the same observation and what apply did."""
     world = apply_plan(plan, ctx)
-    refresh_records(world, ctx.observed.clusters if ctx.observed else {}, ctx.keep_finished)
+    refresh_records(world, ctx.observed.clusters if ctx.observed else {}, ctx.keep_finished,
+                    ctx.observed.progress if ctx.observed else None)
     if ctx.observed is not None:
         confirm_queue(ctx.desired, ctx.observed, plan)
     if plan.actionable:

@@ -16,6 +16,7 @@ from reconcile.execute.world import Secrets, World
 from specs.address import Address
 from specs.diagnostics import printable
 from specs.errors import ArgusError
+from specs.run_progress import Progress
 from specs.submission import held_secrets
 from state.audit.events import RunFinished
 from state.observed import TERMINAL, ClusterState, RayJob, RunRecord, RunStatus
@@ -25,9 +26,11 @@ from state.runs.failures import DEADLINE, PREEMPTED, Evidence, advice_for, class
 from state.runs.settle import SECRETS_GRACE
 
 
-def refresh_records(world: World, observed: Mapping[str, ClusterState], keep_finished: int = 3) -> int:
+def refresh_records(world: World, observed: Mapping[str, ClusterState], keep_finished: int = 3,
+                    progress: Mapping[str, Progress] | None = None) -> int:
     """Copy Ray's status into argus's records, so a later head restart loses nothing; keep the driver
-    log of each run seen finished. Returns how many records changed."""
+    log of each run seen finished. Returns how many records changed. A record rewritten carries the run's
+    progress as the observation read it (`progress`, by submission id): a run seen ending keeps its last step."""
     clusters = after_apply(observed, world)
     submitted: dict[str, list[str]] = {}
     for record in world.runs.submitted:
@@ -40,7 +43,7 @@ def refresh_records(world: World, observed: Mapping[str, ClusterState], keep_fin
         for job in cluster.jobs:
             record = world.runs.get(job.submission_id)
             if record is not None and _behind(world.roots[record.cluster], record, job):
-                _record_progress(world, record, job)
+                _record_progress(world, record, job, (progress or {}).get(job.submission_id))
                 updated += 1
     drop_secrets_never_sent(world, clusters)
     return updated
@@ -108,14 +111,15 @@ def _behind(root: str, record: RunRecord, job: RayJob) -> bool:
     return record.status != job.status or unkept
 
 
-def _record_progress(world: World, record: RunRecord, job: RayJob) -> None:
+def _record_progress(world: World, record: RunRecord, job: RayJob, seen: Progress | None = None) -> None:
     """A run seen finished for the first time: keep its driver log (Ray keeps it on one node's
     disk only), classify a failure (with the lines that made its class, and what to do), and say so
     in the audit log."""
     root = world.roots[record.cluster]
     status = job.status  # Ray's word while it lists the run: an exit.json (any job writes one) never outranks it
+    stepped = {"progress": seen} if seen is not None else {}
     if status not in TERMINAL:
-        world.runs.update(record, status=status)
+        world.runs.update(record, status=status, **stepped)
         return
     run_secrets.remove(records.job_dir(root, job.submission_id))  # a run that never reached its wrapper left it
     if records.has_log(root, job.submission_id, "driver.log"):  # the run kept its own (execute.wrapper)
@@ -129,7 +133,7 @@ def _record_progress(world: World, record: RunRecord, job: RayJob) -> None:
             return
         records.write_log(root, job.submission_id, "driver.log", logs)
     explained = _explained(world, record, evidence_of(job, logs, status))
-    world.runs.update(record, status=status, **explained)
+    world.runs.update(record, status=status, **explained, **stepped)
     world.audit.append(record.cluster, RunFinished(address=Address.job(record.job), submission_id=job.submission_id,
                                                    status=status, failure=explained["failure"]))
 

@@ -17,6 +17,7 @@ from reconcile.plan.registry import (
 )
 from specs.address import Address
 from specs.diagnostics import Diagnostic, printable
+from specs.run_progress import Progress
 from specs.submission import LABEL_JOB, LABEL_WORKSPACE, RunId
 from state.observed import ACTIVE, MAYBE_RUNNING, ClusterState, ObservedState, RayJob, RunRecord, RunStatus
 
@@ -173,7 +174,16 @@ def _seen_on_ray(job: RayJob, run: RunId, cluster: str, observed: ObservedState)
                    failure=own_failure(why, (record.failure if record else None)
                                        or observed.failures.get(job.submission_id)),
                    evidence=record.evidence if record else (), submission=record.submission if record else None,
-                   bindings=record.bindings if record else {}, legacy_outputs=_legacy(record))
+                   bindings=record.bindings if record else {}, legacy_outputs=_legacy(record),
+                   progress=_progress(job, record, observed))
+
+
+def _progress(job: RayJob, record: RunRecord | None, observed: ObservedState) -> Progress | None:
+    """A running run's as its log says now (a record's may be turns old: no stale ETA); an ended one's as its
+    record kept it."""
+    if job.status == RunStatus.RUNNING:
+        return observed.progress.get(job.submission_id)
+    return record.progress if record else None
 
 
 def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
@@ -194,7 +204,8 @@ def _recorded(record: RunRecord, observed: ObservedState) -> RunView:
                                                            or observed.failures.get(record.submission_id)),
                    started_at=_epoch(record.submitted_at or record.updated_at), submission=record.submission,
                    ended_at=_epoch(record.updated_at) if (ended or record.status) not in MAYBE_RUNNING else 0.0,
-                   evidence=record.evidence, bindings=record.bindings, legacy_outputs=_legacy(record))
+                   evidence=record.evidence, bindings=record.bindings, legacy_outputs=_legacy(record),
+                   progress=record.progress)
 
 
 def _legacy(record: RunRecord | None) -> bool:

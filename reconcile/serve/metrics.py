@@ -119,11 +119,22 @@ class Turns(Collector):
             _add_queue(f, workspace, report)
             _add_deadlines(f, workspace, report)
             _add_after(f, workspace, report)
+            _add_progress(f, workspace, report)
         for cluster, by_workspace in sorted(_gpus_held(seen.values()).items()):
             for holder, gpus in sorted(by_workspace.items()):
                 f["held"].add_metric([holder, cluster], gpus)
         add_gpu(f, seen.values())
         return iter(f.values())
+
+
+PROGRESS_SERIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "step": ("argus_run_step", "The newest step each running run reported in its log (verl's step:N lines, or "
+             "argus:progress step=N).", ("workspace", "job", "submission_id")),
+    "steps_total": ("argus_run_steps_total", "The steps each running run takes (its trainer.total_training_steps, "
+                    "or what its log says), when known.", ("workspace", "job", "submission_id")),
+    "eta": ("argus_run_eta_seconds", "Seconds each running run needs to reach its total at its recent rate, when "
+            "both are known.", ("workspace", "job", "submission_id")),
+}
 
 
 SERIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
@@ -153,6 +164,7 @@ SERIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                  "max_runtime and argus stops it (epoch seconds).", ("workspace", "cluster", "job")),
     "after": ("argus_after_waiting", "1 per job of the workspace that waits on a predecessor (after:), by the "
               "predecessor and whether its failed run blocks the job.", ("workspace", "job", "predecessor", "blocked")),
+    **PROGRESS_SERIES,
 }
 """The gauges built at each scrape: name, help, labels."""
 SERIES.update(GPU_SERIES)
@@ -193,6 +205,21 @@ def _deadline_stopped(report: TurnReport) -> list[str]:
     applied = set(report.applied)
     return [change.address.removeprefix("job.") for change in (report.plan.changes if report.plan else ())
             if change.address in applied and any(getattr(s, "deadline", None) for s in change.steps)]
+
+
+def _add_progress(f: dict[str, GaugeMetricFamily], workspace: str, report: TurnReport) -> None:
+    """Step, total and ETA of each running run whose log reports its step (state.runs.progress)."""
+    for job, runs in sorted(report.runs.items()):
+        for run in runs:
+            seen = run.progress if run.status == "RUNNING" else None
+            if seen is None:
+                continue
+            labels = [workspace, job, run.submission_id]
+            f["step"].add_metric(labels, seen.step)
+            if seen.total is not None:
+                f["steps_total"].add_metric(labels, seen.total)
+            if seen.eta_seconds is not None:
+                f["eta"].add_metric(labels, seen.eta_seconds)
 
 
 def _add_after(f: dict[str, GaugeMetricFamily], workspace: str, report: TurnReport) -> None:

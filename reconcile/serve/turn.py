@@ -250,7 +250,7 @@ def _execute(desired, ray, observed, plan: Plan, chosen: list[Change], plan_id: 
         out.applied, out.chosen = tuple(sorted(done)), chosen
         out.retried = tuple(sorted(s.submission_id for c in chosen if c.action is Action.RETRY and c.address in done
                                    for s in c.steps if isinstance(s, SubmitStep)))
-    refresh_records(world, observed.clusters, options.keep_finished)
+    refresh_records(world, observed.clusters, options.keep_finished, observed.progress)
 
 
 def _context(desired, ray, observed, plan_id: str, options: TurnOptions, say: Callable[[str], None]):

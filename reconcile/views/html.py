@@ -20,6 +20,7 @@ from reconcile.views.gpu import section as gpu_section
 from reconcile.views.human import health_of, sync_of
 from reconcile.views.links import commit_url, ray_job_url, web_url
 from reconcile.views.queue import queued
+from reconcile.views.run_progress import progress_html
 from specs.diagnostics import plain
 
 REFRESH_SECONDS = 30
@@ -140,7 +141,8 @@ def _job_row(name: str, change: Change | None, desired: set[str], kept: Kept) ->
     current = change.current
     run = _log_link(current.submission_id) if current else "-"
     deadline = f"; deadline {_time(change.deadline_at)}" if change.deadline_at else ""  # its max_runtime
-    return (link, _e(sync_of(change, desired)), _e((health_of(change) or "-") + deadline), run,
+    bar = progress_html(current.progress) if current and current.status == "RUNNING" else ""
+    return (link, _e(sync_of(change, desired)), _e((health_of(change) or "-") + deadline) + bar, run,
             f"{_e(change.action.value)}: {_e(change.reason)}")
 
 
@@ -179,7 +181,8 @@ def _run_row(run: RunView, kept: Kept) -> tuple[str, ...]:
     failure = f'<span class="bad">{_e(run.failure)}</span>' if run.failure else "-"
     ended = getattr(run, "ended_at", 0.0)
     site = kept.clusters.get(run.cluster)
-    return (_log_link(run.submission_id), str(run.attempt), _e(run.health), _time(run.started_at), _time(ended),
+    bar = progress_html(run.progress) if run.status == "RUNNING" else ""
+    return (_log_link(run.submission_id), str(run.attempt), _e(run.health) + bar, _time(run.started_at), _time(ended),
             took(run.started_at, ended), ray_link(site.address if site else None, run.submission_id), failure,
             shown or "-")
 

@@ -14,6 +14,7 @@ import typer
 from reconcile.model import Action, Change, FieldChange, Plan, RunView
 from reconcile.views.argv import argv_lines, field_argv_diff
 from reconcile.views.others import unmanaged_lines
+from reconcile.views.run_progress import with_progress_column
 from specs.diagnostics import Diagnostic, plain, printable
 from state.observed import DEADLINE, RunStatus
 
@@ -106,6 +107,7 @@ def render_status(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = No
     rows = [("JOB", "SYNC", "HEALTH", *gpu_head(gpu), "RUN")]
     rows += [(c.address, sync_of(c, desired_jobs, unseen), health_of(c, unseen) or "-", *gpu_cell(c, gpu),
               c.current.submission_id if c.current else "-") for c in jobs]
+    rows = with_progress_column(rows, jobs)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = []
     for row, change in zip(rows, [None, *jobs], strict=True):

@@ -14,6 +14,7 @@ from typing import Any
 from reconcile.model import Action, Change, FieldChange, Plan
 from reconcile.views.argv import argv_lines, field_argv_diff
 from reconcile.views.human import Unseen, failed_run, health_of, shows_submission, summary, sync_of, verl_lines
+from reconcile.views.run_progress import progress_json
 from specs.diagnostics import plain
 
 JSON_FORMAT_VERSION = 1
@@ -38,7 +39,7 @@ def status_json(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None
     rows = [{"address": c.address, "sync": sync_of(c, desired_jobs, unseen), "health": health_of(c, unseen),
              "submission_id": c.current.submission_id if c.current else None, **_failure(c), **_queue(c),
              **({"deadline_at": c.deadline_at} if c.deadline_at else {}), **_after(c), **_bindings(c),
-             **({"gpu": _gpu_of(c, gpu)} if gpu is not None else {})}
+             **progress_json(c.current), **({"gpu": _gpu_of(c, gpu)} if gpu is not None else {})}
             for c in sorted(plan.changes, key=lambda c: c.address) if c.address.startswith("job.")]
     unmanaged = [j.model_dump(mode="json") for j in plan.unmanaged]
     held = {cluster: dict(by_workspace) for cluster, by_workspace in sorted((gpus_held or {}).items())}

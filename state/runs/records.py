@@ -38,7 +38,7 @@ from state.observed import RunEnd, RunRecord
 
 MAX_END_BYTES = 4096
 MAX_RECORD_BYTES = 1024 * 1024
-OMITTED_WHEN_EMPTY = ("evidence", "advice", "gpus", "stop_asked", "bindings", "outputs")
+OMITTED_WHEN_EMPTY = ("evidence", "advice", "gpus", "stop_asked", "bindings", "outputs", "progress")
 """Fields added after `failure`: left out of a record that has none, so the records of runs that did
 not fail still read in the versions before them (their models forbid unknown keys)."""
 TAIL_BYTES = 64 * 1024

@@ -206,7 +206,7 @@ def test_a_preempting_stop_is_decided_again_before_it_stops_anything(tmp_path, m
     chained: list = []  # argus's chain records each stop before Ray is asked (run.stopping)
     world = SimpleNamespace(clients={"c": client}, runs=runs, journal=SimpleNamespace(touched=set()),
                             stop_timeout=1.0, echo=lambda *_: None, roots={"c": str(tmp_path)}, workspace="team",
-                            known={}, audit=SimpleNamespace(append=lambda _c, event: chained.append(event)))
+                            known={}, admins={}, audit=SimpleNamespace(append=lambda _c, event: chained.append(event)))
     from state.queue.ledger import write_ledger
 
     write_ledger(str(tmp_path), "team", [ledger("team", "j", sid, admitted=NOW, preemptible=True, gpus=4.0)])
@@ -306,7 +306,8 @@ def test_admission_at_apply_respects_this_workspaces_own_higher_priority_waiting
     write_ledger(root, "team", [mine])
     view = cluster_of(8.0, (RayJob(submission_id="other.run.1", status="RUNNING"),), used={"GPU": 4.0})
     client = SimpleNamespace(admission_view=lambda: view)
-    world = SimpleNamespace(roots={"c": root}, clients={"c": client}, workspace="team", admissions={}, known={})
+    world = SimpleNamespace(roots={"c": root}, clients={"c": client}, workspace="team", admissions={}, known={},
+                            admins={})
     sub = Submission(workspace="team", cluster="c", shared_root=root, job="b", run=1, entrypoint="true", env_vars={},
                      entrypoint_num_cpus=None, entrypoint_num_gpus=None, entrypoint_memory=None,
                      entrypoint_resources={})

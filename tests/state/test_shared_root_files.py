@@ -36,6 +36,7 @@ from state.queue.sent_events import SentLedger, key_hash
 from state.runs import activity as run_activity
 from state.runs import index as run_index
 from state.runs import logs as run_logs
+from state.runs import progress as run_progress
 from state.runs import records
 from state.runs.past import Archive
 from tests.support.status_page import get, report, serving
@@ -115,6 +116,8 @@ READERS: dict[str, tuple[str, Callable[[Path], Any], Callable[[Any], bool]]] = {
                   lambda v: isinstance(v, bool)),
     "log activity": (f"jobs/{SID}/logs/driver.log", lambda r: run_activity.log_changed_at({"c": str(r)}, [("c", SID)]),
                      lambda v: v == {} or list(v) == [SID]),
+    "run progress": (f"jobs/{SID}/logs/driver.log", lambda r: run_progress.reading_of(str(r), SID),
+                     lambda v: v is None),
     "submit log": (f"jobs/{SID}/logs/submit.out",
                    lambda r: records._text_or_empty(str(r), f"jobs/{SID}/logs/submit.out", 1 << 20), lambda v: v == ""),
     "serve lease": (f".argus/serve/{WS}.lease", _lease, lambda v: v is None or v == {"holder": "(unreadable lease)"}),
