@@ -81,6 +81,10 @@ def test_a_runs_gpus_their_use_and_the_clusters_show_in_status_page_and_metrics(
             finally:
                 code, err = stopped(loop)
             assert code == 0, err
+            stats.without_nodes = True  # a dashboard without the endpoint: unknown, never an error
+            blind = argus("status", ws.root)
+            assert blind.code == 0, blind.err
+            assert re.search(r"job\.trainer .*RUNNING +unknown +" + re.escape(sid), blind.out), blind.out
         finally:
             stop_all(gpu_cluster.address, ws)
     assert samples[("argus_run_gpus", labels)] == 2

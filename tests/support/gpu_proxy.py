@@ -37,6 +37,8 @@ class GpuStats:
     stranger: int = 1
     """A pid put on the last GPU at 99%: a process of no run of argus (another job's, as far as argus knows)."""
     seen: list[str] = field(default_factory=list)
+    without_nodes: bool = False
+    """Answer 404 to the node summary, as a dashboard without the endpoint (or a proxy blocking it) does."""
 
 
 class GpuProxy:
@@ -64,6 +66,9 @@ class GpuProxy:
 
     def handle(self, handler: BaseHTTPRequestHandler, method: str) -> None:
         self.stats.seen.append(f"{method} {handler.path}")
+        if self.stats.without_nodes and handler.path.startswith("/nodes"):
+            handler.send_error(404, "Not Found")
+            return
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length else None
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in SKIPPED}
