@@ -250,10 +250,16 @@ def status(directories: list[Path] = DIRS, timeout: float = TIMEOUT, output_form
            as_json: bool = JSON,
            watch: float | None = typer.Option(None, "--watch", help="Refresh every SECONDS until every run "
                                                                    "has finished."),
-           all_workspaces: bool = ALL_WORKSPACES) -> int:
+           all_workspaces: bool = ALL_WORKSPACES,
+           run: str | None = typer.Option(None, "--run", metavar="SUBMISSION_ID", help="The analysis report of one "
+                                          "run's interruption, from its incident record (docs/incidents.md).")) -> int:
     """Per job: in sync / changed / missing, and the health of its run on Ray."""
     from reconcile.commands import status as command
 
+    if run is not None:
+        from reconcile.commands import incident
+
+        return incident.run((directories or [Path(".")])[0], run, "json" if as_json else output_format.value)
     return command.run_all(directories or [Path(".")], timeout, "json" if as_json else output_format.value, watch,
                            all_workspaces)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from reconcile.model import Plan, RunView
 from specs.base import Frozen
@@ -47,6 +47,9 @@ class Event(Frozen):
     exit_code: int | None = None
     """ended_at and exit_code: from the run's own exit.json (reconcile.execute.wrapper); null when the run
     has not ended or wrote none (a lost run, one killed with its node): never guessed."""
+    report: dict[str, Any] | None = None
+    """The analysis report of the run's interruption (schema/incident-report.schema.json), when argus kept an
+    incident record of it (reconcile.serve.reports): for an ops agent reading the JSON event."""
     commit_url: str | None = None
     page_url: str | None = None
     log_url: str | None = None

@@ -14,6 +14,7 @@ from specs import held_variables, secret_names
 from specs.base import Frozen
 from specs.duration import Duration
 from specs.git_urls import check_git_ref, check_git_token, check_git_url, check_source_path
+from specs.health import Health
 from specs.notifications import Notifications
 from specs.transport import AuthHeader, ClusterTls, check_cookies, check_headers
 
@@ -410,6 +411,17 @@ class Job(Spec):
     rerun_with_predecessors: bool = Field(default=False, strict=True)
     """When a predecessor runs again and ends as required, run this job again too. Default: a job that
     already ran its current spec is not run again (the plan says so); bump `run:` to ask once."""
+    health: Health | None = None
+    """When the run counts as idle or stalled, and whether argus only tells (`alert`) or also stops it
+    (`stop`, never for a `protect: true` job). Outside the spec hash (docs/incidents.md)."""
+
+    @field_validator("health")
+    @classmethod
+    def _never_stops_protected(cls, value: Health | None, info: ValidationInfo) -> Health | None:
+        if value is not None and value.stops_when_idle() and info.data.get("protect"):
+            raise ValueError("idle.action `stop` would stop a `protect: true` job, which nothing may stop: "
+                             "use `action: alert`, or drop `protect`")
+        return value
 
 
 def check_env_references(env: dict[str, str]) -> dict[str, str]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from reconcile.execute.admit import Ahead, admitted, mark_submitted, still_preempted, withdraw
+from reconcile.execute.incident import keep_scene
 from reconcile.execute.world import Done, Outcome, World
 from reconcile.execute.wrapper import wrapped
 from reconcile.model import StopStep, SubmitStep
@@ -122,6 +123,9 @@ def stop(step: StopStep, world: World) -> Done:
     # first the chain: a STOPPED run it does not name was stopped outside argus (drift); not written, not stopped
     world.audit.append(step.cluster, RunStopping(submission_id=step.submission_id, why=stop_why(step)))
     asked = world.runs.get(step.submission_id)
+    if asked is not None and step.deadline is not None:  # the scene of a run stopped at its limit, while it lives
+        keep_scene(client, world.roots[step.cluster], asked, "deadline", failure=DEADLINE, live=True,
+                   redact=world.secrets.redact, echo=world.echo)
     if asked is not None:  # the record too, as evidence for people (any job can rewrite it)
         deadline = {"failure": DEADLINE} if step.deadline is not None else {}  # whatever the run wrote there
         world.runs.update(asked, stop_asked=records.now(), **deadline)

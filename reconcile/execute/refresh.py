@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from reconcile.execute.incident import keep_scene, keep_scene_once, kind_of
 from reconcile.execute.world import Secrets, World
 from specs.address import Address
 from specs.diagnostics import printable
@@ -133,6 +134,10 @@ def _record_progress(world: World, record: RunRecord, job: RayJob, seen: Progres
             return
         records.write_log(root, job.submission_id, "driver.log", logs)
     explained = _explained(world, record, evidence_of(job, logs, status))
+    if status is RunStatus.FAILED or explained["failure"] == DEADLINE:  # the scene, before the row is pruned
+        keep = keep_scene if status is RunStatus.FAILED else keep_scene_once  # a deadline's was kept before the stop
+        keep(world.clients[record.cluster], root, record, kind_of(explained["failure"]),
+             failure=explained["failure"], redact=_secrets_of(world, record).redact, echo=world.echo)
     world.runs.update(record, status=status, **explained, **stepped)
     world.audit.append(record.cluster, RunFinished(address=Address.job(record.job), submission_id=job.submission_id,
                                                    status=status, failure=explained["failure"]))

@@ -72,6 +72,8 @@ def body(event: Event) -> str:
     if event.commit:
         lines.append(f"commit: {event.commit[:12]}" + (f" {event.commit_url}" if event.commit_url else ""))
     lines += [f"{name}: {value}" for name, value in sorted(event.details.items())]
+    if event.report and event.submission_id:
+        lines.append(f"report: `argus status --run {event.submission_id}` (the scene is kept in its run directory)")
     lines += [f"{name}: {url}" for name, url in (("log", event.log_url), ("page", event.page_url)) if url]
     lines.append(f"time: {event.time}")
     return neutral("\n".join(lines))  # an error or log line quoted from Ray: no escape reaches a chat client

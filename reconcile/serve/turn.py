@@ -293,9 +293,11 @@ def _with_record(desired: DesiredState, observed, event: Event) -> Event:
     observed it, read again only for a run whose end the observation did not hold."""
     if not event.submission_id or event.cluster not in desired.shared_roots:
         return event
+    from reconcile.serve.reports import with_report
     from state.runs.records import read_end, read_record
 
     root = desired.shared_roots[event.cluster]
+    event = with_report(event, root)
     if event.kind in ENDED_KINDS:
         end = observed.ends.get(event.submission_id) or read_end(root, event.submission_id)
         if end is not None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from specs.errors import ArgusError
 from specs.models import Cluster
-from state.doctor import verdicts
+from state.doctor import stacks, verdicts
 from state.doctor.checks import Check, ClusterExam, fail
 from state.doctor.probe import ProbeResult, delete_leftovers, run_probe
 from state.observed import Node
@@ -52,6 +52,8 @@ def _examine(cluster: Cluster, root: str, timeout: float, checks: list[Check], f
     nodes = client.alive_nodes()
     facts["gpus"] = {node.ip or node.node_id: node.resources.get("GPU", 0.0) for node in nodes}
     checks.append(verdicts.gpus(nodes))
+    stack_check, facts["stack_dumps"] = stacks.check(client)
+    checks.append(stack_check)
     blocked = _root_absent(cluster, root) or verdicts.unplaceable(nodes, cluster.job_defaults)
     if blocked is not None:
         checks.append(blocked)

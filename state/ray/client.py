@@ -281,6 +281,15 @@ class RayClient:
         with self._errors(f"read logs of {submission_id}"):
             return self._api.logs(submission_id)
 
+    def read_json(self, endpoint: str) -> Any:
+        """One GET of the dashboard answered in JSON, retried like every read (state.ray.scene's reads)."""
+        return self._get_json(endpoint)
+
+    def read_text(self, endpoint: str) -> str:
+        """One GET answered in text (the reporter's stack dump), not retried: a dump is not worth a second wait."""
+        with self._errors(f"GET {endpoint}"):
+            return self._api.get_text(endpoint)
+
     def _get_json(self, endpoint: str) -> dict[str, Any]:
         def get() -> dict[str, Any]:
             with self._errors(f"GET {endpoint}"):

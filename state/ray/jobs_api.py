@@ -132,6 +132,9 @@ class JobsApi:
     def get_json(self, endpoint: str) -> Any:
         return self._call("GET", endpoint).json()
 
+    def get_text(self, endpoint: str) -> str:
+        return str(self._call("GET", endpoint).text)
+
     async def tail(self, submission_id: str) -> AsyncIterator[str]:
         """The driver log as it grows, until the job ends (the dashboard closes the websocket). The
         handshake ends within `timeout`; the stream then lasts as long as the run does."""

@@ -203,6 +203,10 @@ def node_env(cluster: LocalCluster, role: str) -> dict[str, str]:
     env = without_keys(inherited) | _auth_env(cluster)
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     env["ARGUS_LOCAL_NODE"] = role  # inherited by everything the node runs: a job can tell where it is
+    # Stack dumps of a stalled run's processes (docs/incidents.md): the dashboard's profiling, off by default, on
+    # for this one-user loopback cluster; py-spy, which ray[default] installs beside `ray`, on the nodes' PATH.
+    env.setdefault("RAY_DASHBOARD_ENABLE_PROFILING", "1")
+    env["PATH"] = os.pathsep.join(p for p in (str(Path(sys.executable).parent), env.get("PATH", "")) if p)
     return env
 
 

@@ -14,6 +14,8 @@ from state.observed import DEADLINE, PREEMPTED  # noqa: F401  (classes argus its
 
 FAILURE_CLASSES = ("oom", "nccl_timeout", "node_lost", "config_error", "import_error", "runtime_env_setup",
                    "start_timeout", "user_code", "stopped", "unknown", "lost", "deadline")
+HEALTH_KINDS = ("idle", "stalled")
+"""What a living run can be found to be (specs.health, reconcile.plan.health): no failure class, but advice."""
 NEVER_RETRIED = frozenset({"config_error", "import_error", "user_code", "stopped"})
 """Running these again gives the same failure: a retry policy may not name them."""
 
@@ -133,8 +135,21 @@ ADVICE: dict[str, str] = {
                 "stopped here is the limit doing its work; a run that needs longer needs a larger `max_runtime`. A "
                 "verl PPO/GRPO run with trainer.save_freq > 0 saved a checkpoint shortly before, and a new attempt "
                 "(`retry: {on: [deadline]}`, or `argus apply --replace job.JOB`) resumes from it.",
+    "idle": "The run holds its GPUs but barely uses them (below the job's `health.idle.below_percent` for all of "
+            "its `for:` window): a data loader starved of CPU or I/O, a rank waiting on another, a run that finished "
+            "its work but not its process, or a debugging session left open. The incident record's stacks (when "
+            "stack dumps work: `argus doctor`) show where each process waits. Stop it and give the GPUs back, fix "
+            "the input pipeline (more dataloader workers, data on a faster disk), or set `action: stop` so argus "
+            "frees them itself next time.",
+    "stalled": "The run's step has not advanced for several times its own recent step time (`health.stall`), or "
+               "its log has not grown for the stall alert: a hung collective (NCCL) or a deadlock looks like this. "
+               "The incident record's stacks show where each process waits: all ranks in one collective but one "
+               "means that rank is the culprit. Set NCCL_DEBUG=INFO in the job's `env:`, check the nodes "
+               "(`ray status`), and stop it (`argus apply --replace job.JOB`): a new attempt resumes from the "
+               "last checkpoint.",
 }
-"""What to do about each class of FAILURE_CLASSES (a test holds every class to having advice): shown by
+"""What to do about each class of FAILURE_CLASSES, and about an `idle` or `stalled` run (health events, no failure
+class) (a test holds every class to having advice): shown by
 `argus status`, kept in the run's record, sent in notifications."""
 MAX_EVIDENCE_CHARS = 300
 _TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")

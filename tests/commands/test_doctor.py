@@ -55,6 +55,7 @@ def test_json_says_the_same_with_the_facts(workspace, argus):
     levels = {check["check"]: check["level"] for check in cluster["checks"]}
     assert levels["shared-root"] == "ok" and levels["probe"] == "ok" and levels["argus-state"] == "warn"
     assert levels["keys"] == "warn"  # the tests run argus without its keys
+    assert levels["stack-dumps"] == "ok" and cluster["facts"]["stack_dumps"]["profiling"] is True  # argus local's head
     probe = cluster["facts"]["probe"]
     assert probe["sees_argus_file"] and probe["wrote_answer"] and probe["argus_read_answer"] and probe["deleted"]
     assert probe["uid"] == str(os.geteuid()) and probe["node"] == local.WORKER_IP

@@ -26,7 +26,7 @@ def test_the_committed_schema_is_current(argus):
         assert one.code == 0 and one.out == (ROOT / "schema" / name).read_text(), \
             f"schema drifted: run `argus schema --kind {kind} > schema/{name}`"
     assert sorted(p.name for p in (ROOT / "schema").iterdir()) == sorted(
-        ["argus.schema.json", *(f"{k.lower()}.schema.json" for k in kinds)])
+        ["argus.schema.json", "incident-report.schema.json", *(f"{k.lower()}.schema.json" for k in kinds)])
 
 
 def test_every_example_names_the_schema_for_editors():

@@ -72,6 +72,7 @@ def test_the_loop_retries_notifies_once_and_shows_it(workspace, argus, hook, tmp
     assert (failed["argus_event_version"], failed["submission_id"], failed["failure"]) == (1, first, "nccl_timeout")
     assert failed["advice"] and failed["attempt"] == 1 and failed["max_attempts"] == 3
     assert failed["next"].startswith("retries it as attempt 2 of 3")
+    assert (failed["report"]["cause"]["class"], failed["report"]["next"]["action"]) == ("nccl_timeout", "retry")
     assert any("Watchdog caught collective operation timeout" in line for line in failed["evidence"])
     assert "flaky" in page and second in page and "SUCCEEDED" in page
 

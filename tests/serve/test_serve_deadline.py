@@ -84,6 +84,9 @@ def test_a_run_past_its_max_runtime_is_stopped_classed_told_once_and_not_retried
     [told] = [e for e in events if e["kind"] == "deadline"]
     assert (told["submission_id"], told["failure"]) == (first, "deadline") and "max_runtime of 12s" in told["summary"]
     assert runs_of(workspace, "hung") == [first]  # no attempt 2: retry.on does not name deadline
+    scene = json.loads((workspace.shared / "jobs" / first / "incident.json").read_text())  # docs/incidents.md
+    assert scene["kind"] == "deadline" and scene["stacks"], scene["problems"]  # kept before the stop, while it lived
+    assert (told["report"]["interruption"], told["report"]["cause"]["class"]) == ("deadline", "deadline")
     assert samples[("argus_deadline_stops_total", (("job", "hung"), ("workspace", workspace.name)))] == 1
     status = argus("status", workspace.root)
     assert "STOPPED (deadline)" in status.out and "failure: deadline" in status.out, status.out

@@ -10,6 +10,7 @@ import pytest
 from state.runs.failures import (
     ADVICE,
     FAILURE_CLASSES,
+    HEALTH_KINDS,
     MAX_EVIDENCE_CHARS,
     Evidence,
     advice_for,
@@ -52,8 +53,8 @@ def test_each_sample_shows_the_lines_that_made_its_class(sample: str):
 
 
 def test_every_failure_class_has_advice():
-    assert set(ADVICE) == set(FAILURE_CLASSES)
-    assert all(advice_for(failure) and len(advice_for(failure)) > 80 for failure in FAILURE_CLASSES)
+    assert set(ADVICE) == {*FAILURE_CLASSES, *HEALTH_KINDS}
+    assert all(advice_for(failure) and len(advice_for(failure)) > 80 for failure in (*FAILURE_CLASSES, *HEALTH_KINDS))
     assert advice_for(None) is None and advice_for("not-a-class") is None
 
 

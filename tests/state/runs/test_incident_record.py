@@ -1,0 +1,34 @@
+"""The incident record on disk: its size cap, and what is not read as one."""
+
+from __future__ import annotations
+
+import json
+
+from state.runs import incident
+
+
+def _record(**fields) -> dict:
+    return {"submission_id": "ws.train.abc.1", "workspace": "ws", "job": "train", "cluster": "local", "attempt": 2,
+            "kind": "failed", "failure": "oom", "time": "2027-01-01T00:00:00+00:00",
+            "log_tail": "step:4\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+            "ray_job": {"status": "FAILED", "driver_exit_code": 1}, "failed_tasks": [], "dead_actors": [],
+            "nodes": [], "checkpoint": {"directory": "/x", "step": 40}, "problems": [], **fields}
+
+
+def test_a_huge_record_is_cut_to_its_cap_biggest_parts_first(tmp_path):
+    huge = _record(log_tail="x" * 600_000, stacks=[{"pid": 1, "what": "driver", "stacks": "y" * 600_000}] * 20,
+                   failed_tasks=[{"error_message": "z" * 10_000}] * 50)
+    incident.write(str(tmp_path), "ws.train.abc.1", huge)
+    text = (tmp_path / "jobs" / "ws.train.abc.1" / "incident.json").read_text()
+    assert len(text.encode()) <= incident.MAX_BYTES
+    kept = incident.read(str(tmp_path), "ws.train.abc.1")
+    assert kept is not None and kept["failure"] == "oom" and "stacks" in kept["cut"]
+
+
+def test_a_record_of_another_run_or_not_json_is_not_read(tmp_path):
+    folder = tmp_path / "jobs" / "ws.train.abc.1"
+    folder.mkdir(parents=True)
+    (folder / "incident.json").write_text(json.dumps(_record(submission_id="ws.other.1")))
+    assert incident.read(str(tmp_path), "ws.train.abc.1") is None
+    (folder / "incident.json").write_text("[1, 2")
+    assert incident.read(str(tmp_path), "ws.train.abc.1") is None

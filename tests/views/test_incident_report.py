@@ -1,0 +1,45 @@
+"""The analysis report made from an incident record (reconcile.views.incident): pure, against its schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+
+from reconcile.views.incident import render, report
+
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schema" / "incident-report.schema.json").read_text())
+
+
+def _record(**fields) -> dict:
+    return {"submission_id": "ws.train.abc.1", "workspace": "ws", "job": "train", "cluster": "local", "attempt": 2,
+            "kind": "failed", "failure": "oom", "time": "2027-01-01T00:00:00+00:00",
+            "log_tail": "step:4\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+            "ray_job": {"status": "FAILED", "driver_exit_code": 1}, "failed_tasks": [], "dead_actors": [],
+            "nodes": [], "checkpoint": {"directory": "/x", "step": 40}, "problems": [], **fields}
+
+
+def test_the_report_names_the_cause_with_its_evidence_and_fits_its_schema():
+    found = report(_record(), "retry", "retries it as attempt 3 of 3, from its checkpoint directory")
+    jsonschema.validate(found, SCHEMA)
+    assert found["cause"]["class"] == "oom" and any("CUDA out of memory" in e for e in found["cause"]["evidence"])
+    assert found["advice"].startswith("Out of memory") and found["checkpoint_step"] == 40
+    assert "argus next:    retries it as attempt 3 of 3" in render(found)
+
+
+def test_a_hostile_record_still_makes_a_valid_report_with_no_escape_shown():
+    hostile = _record(kind="rm -rf", failure=["x"], attempt="two", checkpoint={"step": True}, problems=[1, "\x1b[2Jp"],
+                      ray_job={"message": "\x1b]0;owned\x07boom", "driver_exit_code": "1"},
+                      failed_tasks=["no", {"name": "t", "error_message": "E\x1b[31mrr"}], dead_actors=7)
+    found = report(hostile, "nothing", "nothing")
+    jsonschema.validate(found, SCHEMA)
+    shown = render(found)
+    assert "\x1b" not in shown and "\x07" not in shown and found["interruption"] == "failed"
+
+
+def test_idle_and_stalled_reports_carry_their_advice():
+    for kind in ("idle", "stalled"):
+        found = report(_record(kind=kind, failure=None), "wait", "nothing but tell")
+        jsonschema.validate(found, SCHEMA)
+        assert found["cause"]["class"] == kind and found["advice"] and found["cause"]["evidence"] == []
