@@ -1,9 +1,11 @@
 """The serve process's memory of GPU use: a bounded window of samples per run and per cluster, one per turn.
 
-What a turn reads (state.ray.gpu_read) is a moment; an idle detector (reconcile.plan's, pure) and the page's
-timelines want the last half hour. Samples older than WINDOW seconds are dropped, and at most MAX_SAMPLES are
-kept per series whatever the interval, so memory stays bounded; runs and clusters not seen for a window are
-forgotten. Nothing here reads Ray or the disk; a restart of serve starts the windows empty.
+What a turn reads (state.ray.gpu_read) is a moment; the idle detector (reconcile.plan.health.idle, pure) wants
+samples covering its policy's window, one at or before the window's start included, and the page's timelines the
+last half hour. So each series keeps what is newer than WINDOW seconds plus the one sample just before; when a
+series reaches MAX_SAMPLES its older half is thinned to every other sample (coverage kept, resolution halved), so
+memory stays bounded whatever the interval. Runs and clusters not seen for a window are forgotten. Nothing here
+reads Ray or the disk; a restart of serve starts the windows empty.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from dataclasses import dataclass
 
 from state.ray.gpus import ClusterGpus
 
-WINDOW = 1800.0
-"""Seconds of samples kept: the idle detector's longest window."""
+WINDOW = 7200.0
+"""Seconds of samples kept: an idle policy's `for:` longer than this never has its window covered, so never fires
+(the loop may build GpuWindows with the desired state's longest `for:` instead)."""
 MAX_SAMPLES = 720
-"""Per series: one sample every 2.5 s over the window at most (turns come every 30 s by default)."""
+"""Per series, before its older half is thinned: 6 h of turns at the default 30 s interval."""
+
 
 
 @dataclass(frozen=True)
@@ -68,15 +72,22 @@ class GpuWindows:
                           clusters={k: tuple(v) for k, v in self._clusters.items()})
 
     def _series(self, table: dict, key: str) -> deque:
-        return table.setdefault(key, deque(maxlen=self.max_samples))
+        series = table.setdefault(key, deque())
+        if len(series) >= self.max_samples:  # thin the older half: the window stays covered, more coarsely
+            half = len(series) // 2
+            older = [s for i, s in enumerate(list(series)[:half]) if i % 2 == 0]
+            table[key] = series = deque([*older, *list(series)[half:]])
+        return series
 
     def _trim(self, now: float) -> None:
+        """Drop what is older than the window, except the newest such sample (the detector's window start); forget
+        a series whose every sample is older."""
         for table in (self._runs, self._clusters):
             for key in list(table):
                 series = table[key]
-                while series and _at(series[0]) < now - self.window:
+                while len(series) > 1 and _at(series[1]) <= now - self.window:
                     series.popleft()
-                if not series:
+                if not series or _at(series[-1]) < now - self.window:
                     del table[key]
 
 

@@ -13,6 +13,8 @@ from specs.diagnostics import plain
 
 GIB = 2**30
 WIDTH, HEIGHT = 160, 28
+PAGE_WINDOW = 1800.0
+"""The timelines show the last half hour of the window serve keeps."""
 
 
 def cell(run: Any) -> str:
@@ -35,6 +37,7 @@ def cells(use: Mapping[str, Any]) -> dict[str, str]:
 
 def sparkline(points: Sequence[tuple[float, float]], title: str, top: float = 100.0) -> str:
     """An SVG polyline of (time, value) from 0 to `top`, oldest left; a lone point is a short flat line."""
+    points = [p for p in points if p[0] >= points[-1][0] - PAGE_WINDOW] if points else []
     if not points:
         return '<span class="muted">no samples yet</span>'
     first, last = points[0][0], points[-1][0]

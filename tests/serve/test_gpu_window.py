@@ -3,7 +3,9 @@ unknown moment is a gap and never a 0, and runs that ended are forgotten after t
 
 from __future__ import annotations
 
+from reconcile.plan.health import idle
 from reconcile.serve.gpu_window import GpuWindows
+from specs.health import IdlePolicy
 from state.ray.gpus import ClusterGpus, Gpu, RunGpus
 
 
@@ -13,16 +15,19 @@ def _use(util: float | None, problem: str = "") -> dict[str, ClusterGpus]:
     return {"c": ClusterGpus("c", problem=problem) if problem else ClusterGpus("c", gpus=(gpu,), runs={"r1": run})}
 
 
-def test_samples_stay_within_the_window_and_the_count():
-    windows = GpuWindows(window=100.0, max_samples=5)
-    for t in range(20):
-        history = windows.add(_use(float(t)), now=1000.0 + t * 10)
-    assert [v for _, v in history.runs["r1"]] == [15.0, 16.0, 17.0, 18.0, 19.0]  # the count bound
+def test_samples_cover_the_window_and_stay_within_the_count():
     windows = GpuWindows(window=25.0, max_samples=100)
     for t in range(10):
-        history = windows.add(_use(50.0), now=1000.0 + t * 10)
-    assert [at for at, _ in history.runs["r1"]] == [1070.0, 1080.0, 1090.0]  # the time bound
-    assert [s.busy for s in history.clusters["c"]] == [1, 1, 1]
+        history = windows.add(_use(5.0), now=1000.0 + t * 10)
+    assert [at for at, _ in history.runs["r1"]] == [1060.0, 1070.0, 1080.0, 1090.0]  # and the one before the window
+    assert [s.busy for s in history.clusters["c"]] == [1, 1, 1, 1]
+    policy = IdlePolicy(below_percent=10, window=25)
+    assert idle(history.runs["r1"], 1090.0, policy)  # the detector sees its window covered
+    windows = GpuWindows(window=1000.0, max_samples=8)
+    for t in range(200):
+        history = windows.add(_use(float(t)), now=1000.0 + t)
+    kept = history.runs["r1"]
+    assert len(kept) <= 8 and kept[0][0] == 1000.0 and kept[-1] == (1199.0, 199.0)  # thinned, still covering
 
 
 def test_an_unknown_read_is_a_gap_not_an_idle_sample_and_ended_runs_are_forgotten():

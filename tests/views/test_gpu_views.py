@@ -40,3 +40,8 @@ def test_the_page_section_escapes_what_the_cluster_and_specs_say():
     assert "<i>" not in html and "<img" not in html and "&lt;img src=x&gt;" in html
     assert html.count("<svg") == 1 and "no samples yet" in html  # the cluster's own has no sample yet
     assert "1 of 1" in html and "unknown" in html
+
+
+def test_a_timeline_shows_the_last_half_hour_of_the_longer_window_serve_keeps():
+    svg = sparkline([(0.0, 10.0), (5000.0, 20.0), (5100.0, 30.0)], "run")
+    assert len(svg.split('points="')[1].split('"')[0].split()) == 2
