@@ -22,6 +22,7 @@ from tests.support.gpu_proxy import GpuStats, gpu_proxy
 from tests.support.gpu_queue import active, stop_all, team
 from tests.support.loops import listening, stopped
 from tests.support.loops import serve as serve_loop
+from tests.support.status_page import browse_url
 
 TRAINER = textwrap.dedent("""
     import time, ray
@@ -78,6 +79,7 @@ def test_a_runs_gpus_their_use_and_the_clusters_show_in_status_page_and_metrics(
                 until(lambda: _metrics(site).get(("argus_run_gpu_utilization", labels)) == 20, "a new sample", 60)
                 samples = _metrics(site)
                 page = urllib.request.urlopen(site, timeout=10).read().decode()
+                dom = browse_url(tmp_path, site)  # what a real browser made of it
             finally:
                 code, err = stopped(loop)
             assert code == 0, err
@@ -99,6 +101,8 @@ def test_a_runs_gpus_their_use_and_the_clusters_show_in_status_page_and_metrics(
     ys = {float(p.split(",")[1]) for p in run_line.group(1).split()}
     assert len(ys) >= 2  # it drew the fall from 87% to 20%
     assert 'aria-label="cluster local' in page
+    drawn = re.findall(r"<svg[^>]*>.*?</svg>", dom, re.S)
+    assert len(drawn) >= 2 and all("<polyline" in svg for svg in drawn), dom  # one per cluster and per run
     assert any(p.startswith("GET /nodes?view=summary") for p in stats.seen)
 
 
