@@ -135,3 +135,9 @@ class TurnReport:
     incidents: tuple[Incident, ...] = ()
     """What keeps the loop from its work now, as the loop tracks it across turns (reconcile.serve.incidents):
     /healthz fails while there is one, the page and /metrics show them."""
+    gpu_use: Mapping[str, object] = field(default_factory=dict)
+    """Per cluster running something, its GPUs and which runs use them now: state.ray.gpus.ClusterGpus (read by
+    state.ray.gpu_read; `problem` says why one is unknown)."""
+    gpu_history: object | None = None
+    """The serve process's window of GPU samples per run and per cluster (reconcile.serve.gpu_window.GpuHistory):
+    the page's timelines and the idle detector read it. None outside the loop."""

@@ -70,6 +70,8 @@ class RayJob(Frozen):
     ray_job_id: str | None = None
     """Ray's own id of the job once its driver started (hex, "02000000"): what the state API names the
     job by (a placement group's creator_job_id, an actor's job_id)."""
+    driver_pid: int | None = None
+    """The pid of the job's driver once it called ray.init (its row's `driver_info.pid`), on driver_node_id."""
 
     @property
     def run_id(self) -> RunId | None:

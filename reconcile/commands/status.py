@@ -43,38 +43,44 @@ def run(directory: Path, timeout: float, output_format: str = "human", watch: fl
         all_workspaces: bool = False) -> int:
     desired = load(directory)
     while True:  # each refresh connects anew: its own --timeout budget per dashboard (state.ray.client)
-        plan, unseen, held = observe(desired, connect(desired, timeout))
+        plan, unseen, held, gpu = observe(desired, connect(desired, timeout))
         if watch and is_tty():
             typer.clear()
-        show(plan, set(desired.jobs), output_format, unseen, held, all_workspaces)
+        show(plan, set(desired.jobs), output_format, unseen, held, all_workspaces, gpu)
         if not watch or not any(c.current and c.current.on_ray and not c.current.finished for c in plan.changes):
             return EXIT_ERROR if unseen.clusters else EXIT_OK  # --watch ends when nothing is PENDING or RUNNING
         typer.echo(f"-- refreshing every {watch:g}s until every run has finished (^C to stop) --")
         time.sleep(watch)
 
 
-def observe(desired: DesiredState, ray: dict[str, RayClient]) -> tuple[Plan, Unseen, dict[str, dict[str, float]]]:
+def observe(desired: DesiredState, ray: dict[str, RayClient]) -> tuple[Plan, Unseen, dict[str, dict[str, float]],
+                                                                      dict[str, str]]:
     """A plan good for telling each job's sync state, from an observation that fetches no source and
-    checks no verl config (state.observe.observe_sync), what of the world it could not see, and the
-    GPUs each workspace holds per cluster."""
+    checks no verl config (state.observe.observe_sync), what of the world it could not see, the
+    GPUs each workspace holds per cluster, and each active run's GPU use (reconcile.views.gpu.cells: two more
+    reads per cluster that runs something, state.ray.gpu_read)."""
     from reconcile.plan.planner import plan
     from reconcile.plan.unreachable import hidden_jobs
+    from reconcile.views.gpu import cells
     from reconcile.views.queue import gpus_held
     from state.observe import observe_sync
+    from state.ray.gpu_read import gpu_use
 
     observed = observe_sync(desired, ray)
-    return plan(desired, observed), Unseen(observed.unreachable, hidden_jobs(desired, observed)), gpus_held(observed)
+    return (plan(desired, observed), Unseen(observed.unreachable, hidden_jobs(desired, observed)),
+            gpus_held(observed), cells(gpu_use(ray, observed.clusters)))
 
 
 def show(plan: Plan, desired_jobs: set[str], output_format: str, unseen: Unseen | None = None,
-         held: Mapping[str, Mapping[str, float]] | None = None, all_workspaces: bool = False) -> None:
+         held: Mapping[str, Mapping[str, float]] | None = None, all_workspaces: bool = False,
+         gpu: Mapping[str, str] | None = None) -> None:
     if output_format == "json":
         from reconcile.views.machine import status_json
 
-        typer.echo(status_json(plan, desired_jobs, unseen, held))
+        typer.echo(status_json(plan, desired_jobs, unseen, held, gpu))
     elif output_format == "markdown":
         from reconcile.views.machine import fenced
 
         typer.echo(fenced(render_status(plan, desired_jobs, unseen, all_workspaces)))
     else:
-        typer.echo(render_status(plan, desired_jobs, unseen, all_workspaces))
+        typer.echo(render_status(plan, desired_jobs, unseen, all_workspaces, gpu))

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from reconcile.report import Event, TurnReport
+from reconcile.serve.gpu_window import GpuWindows
 from reconcile.serve.incidents import Incidents
 from reconcile.serve.quiet import Quiet
 from reconcile.serve.turn import TurnOptions, turn
@@ -82,6 +83,7 @@ class Loop:
         self._due: float | None = None
         """The next deadline (epoch seconds) of a run the last turn saw active: the loop wakes for it."""
         self.incidents = Incidents(workspace)
+        self.gpu = GpuWindows()
         self.quiet = Quiet(workspace, settings.turn.drift_grace,
                            earlier=None if settings.first_start else set(), started=time.time())
         self._sent: list[str] = []
@@ -152,7 +154,7 @@ class Loop:
         if not self.active.is_set():
             report = self._standby()
         else:
-            report = self._with_incidents(self._kept(self._turn()))
+            report = self._with_incidents(self._kept(self._with_gpu_history(self._turn())))
             if early is not None:
                 report = replace(report, notes=(*report.notes, f"turn started early: {early}"))
             self._due = next_deadline(report) if report.plan is not None else self._due
@@ -197,6 +199,10 @@ class Loop:
             self.settings.admit(desired)
         if self.watch is not None:
             self.watch.follow(desired)
+
+    def _with_gpu_history(self, report: TurnReport) -> TurnReport:
+        """The report with the windows of GPU samples (reconcile.serve.gpu_window) this turn's reads added to."""
+        return replace(report, gpu_history=self.gpu.add(report.gpu_use, report.finished_at))
 
     def _kept(self, report: TurnReport) -> TurnReport:
         """A turn that failed before it could plan shows the last good turn's jobs and runs: they are

@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 
 from reconcile.model import RunView
 from reconcile.report import TurnReport
+from reconcile.serve.gpu_metrics import GPU_SERIES, add_gpu
 from reconcile.version import build
 from reconcile.views.queue import queued
 from state.observed import RunStatus
@@ -122,6 +123,7 @@ class Turns(Collector):
         for cluster, by_workspace in sorted(_gpus_held(seen.values()).items()):
             for holder, gpus in sorted(by_workspace.items()):
                 f["held"].add_metric([holder, cluster], gpus)
+        add_gpu(f, seen.values())
         return iter(f.values())
 
 
@@ -165,6 +167,7 @@ SERIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     **PROGRESS_SERIES,
 }
 """The gauges built at each scrape: name, help, labels."""
+SERIES.update(GPU_SERIES)
 
 
 def _families() -> dict[str, GaugeMetricFamily]:

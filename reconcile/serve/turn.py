@@ -53,6 +53,7 @@ class Outcome:
     retried: tuple[str, ...] = ()
     chosen: list[Change] = field(default_factory=list)
     gpus_held: dict = field(default_factory=dict)
+    gpu_use: dict = field(default_factory=dict)
     queues: tuple = ()
     others: tuple = ()
     unapplied: list[tuple[str, str, str]] = field(default_factory=list)
@@ -85,7 +86,8 @@ def turn(directory: Path, options: TurnOptions, say: Callable[[str], None],
                       plan=out.plan, runs=out.runs, drift=_drift_count(out), applied=out.applied,
                       retried=out.retried, events=tuple(out.events), notes=tuple(out.notes),
                       gpus_held=out.gpus_held, queues=out.queues, others=out.others, unreachable=out.unreachable,
-                      distrusted=out.distrusted, failed_at=out.failed_at if not ok else None, **audit_view)
+                      distrusted=out.distrusted, failed_at=out.failed_at if not ok else None, gpu_use=out.gpu_use,
+                      **audit_view)
 
 
 def _drift_count(out: Outcome) -> int:
@@ -124,6 +126,7 @@ def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callabl
             confirm_queue(desired, observed, plan)
     finally:  # what was seen and done is told even when carrying it out failed half-way
         observed, plan = acted or (observed, plan)
+        out.gpu_use = _gpu_use(ray, observed)  # before the events: an idle run is told by what its GPUs do
         _tell(desired, observed, plan, out, options, ray)
 
 
@@ -141,6 +144,14 @@ def _tell(desired: DesiredState, observed, plan: Plan, out: Outcome, options: Tu
     applied = set(out.applied)
     out.unapplied = [(c.address, c.action.value, _decision(c)) for c in plan.actionable if c.address not in applied]
     out.events = _events(desired, observed, plan, out, options, ray or {})
+
+
+def _gpu_use(ray, observed) -> dict:
+    """What each cluster's GPUs do now (state.ray.gpu_read): two reads per cluster running something, never an
+    error that ends the turn."""
+    from state.ray.gpu_read import gpu_use
+
+    return gpu_use(ray, observed.clusters)
 
 
 def _decision(change: Change) -> str:

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from reconcile.model import Change, RunView
 from reconcile.report import TurnReport
+from reconcile.views.gpu import section as gpu_section
 from reconcile.views.human import health_of, sync_of
 from reconcile.views.links import commit_url, ray_job_url, web_url
 from reconcile.views.queue import queued
@@ -65,7 +66,7 @@ def workspace_parts(report: TurnReport, now: float, kept: Kept | None = None) ->
     """A workspace's turn, notes, last apply, diagnostics, jobs, own queue and runs (no title)."""
     kept = kept or Kept(report.workspace)
     parts = [_turn(report, now, kept), _notes(report.notes), _apply(report, kept), _diagnostics(report),
-             _jobs(report, kept), _queue(report, kept)]
+             _jobs(report, kept), _queue(report, kept), gpu_section(report)]
     return parts + [_runs(job, runs, kept) for job, runs in sorted(report.runs.items()) if runs]
 
 

@@ -98,11 +98,14 @@ def render_outcomes(rows: list[tuple[str, str, str]]) -> str:
 
 
 def render_status(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None,
-                  all_workspaces: bool = False) -> str:
+                  all_workspaces: bool = False, gpu: Mapping[str, str] | None = None) -> str:
+    """`gpu`: by submission id, each active run's GPU use (reconcile.views.gpu.cells): a GPU column when given and
+    a run is active."""
     unseen = unseen or Unseen()
     jobs = [c for c in sorted(plan.changes, key=lambda c: c.address) if c.address.startswith("job.")]
-    rows = [("JOB", "SYNC", "HEALTH", "RUN")]
-    rows += [(c.address, sync_of(c, desired_jobs, unseen), health_of(c, unseen) or "-",
+    gpu = gpu if gpu is not None and any(_active(c) for c in jobs) else None
+    rows = [("JOB", "SYNC", "HEALTH", *gpu_head(gpu), "RUN")]
+    rows += [(c.address, sync_of(c, desired_jobs, unseen), health_of(c, unseen) or "-", *gpu_cell(c, gpu),
               c.current.submission_id if c.current else "-") for c in jobs]
     rows = with_progress_column(rows, jobs)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
@@ -115,6 +118,22 @@ def render_status(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = No
         lines += ["", *unmanaged_lines(plan, all_workspaces)]
     lines += _diagnostic_lines(plan.diagnostics, colour=False)
     return "\n".join(lines).rstrip()
+
+
+def gpu_head(gpu: Mapping[str, str] | None) -> tuple[str, ...]:
+    return ("GPU",) if gpu is not None else ()
+
+
+def gpu_cell(change: Change, gpu: Mapping[str, str] | None) -> tuple[str, ...]:
+    """A run argus found on Ray as active but whose GPU use was not read (its cluster's answer unknown): "unknown"."""
+    if gpu is None:
+        return ()
+    return (gpu.get(change.current.submission_id, "unknown"),) if _active(change) else ("-",)
+
+
+def _active(change: Change) -> bool:
+    run = change.current
+    return run is not None and run.on_ray and not run.finished
 
 
 def shows_submission(change: Change) -> bool:

@@ -28,22 +28,29 @@ def plan_json(plan: Plan) -> str:
 
 
 def status_json(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None,
-                gpus_held: Mapping[str, Mapping[str, float]] | None = None) -> str:
+                gpus_held: Mapping[str, Mapping[str, float]] | None = None,
+                gpu: Mapping[str, str] | None = None) -> str:
     """`unreachable` names each cluster that did not answer and why; its jobs' sync is "unknown".
     A job whose current run failed has its failure class, advice and evidence; the others null and [].
     A job that waits in the admission queue has its `queue` place; `gpus_held`: per cluster, the GPUs
-    each workspace's admitted runs hold (reconcile.views.queue.gpus_held)."""
+    each workspace's admitted runs hold (reconcile.views.queue.gpus_held). `gpu`: each active run's GPU use as
+    status shows it (reconcile.views.gpu.cells): a job's `gpu` then says it ("unknown" when not read), else null."""
     unseen = unseen or Unseen()
     rows = [{"address": c.address, "sync": sync_of(c, desired_jobs, unseen), "health": health_of(c, unseen),
              "submission_id": c.current.submission_id if c.current else None, **_failure(c), **_queue(c),
              **({"deadline_at": c.deadline_at} if c.deadline_at else {}), **_after(c), **_bindings(c),
-             **progress_json(c.current)}
+             **progress_json(c.current), **({"gpu": _gpu_of(c, gpu)} if gpu is not None else {})}
             for c in sorted(plan.changes, key=lambda c: c.address) if c.address.startswith("job.")]
     unmanaged = [j.model_dump(mode="json") for j in plan.unmanaged]
     held = {cluster: dict(by_workspace) for cluster, by_workspace in sorted((gpus_held or {}).items())}
     return json.dumps({"format_version": JSON_FORMAT_VERSION, "workspace": plan.workspace, "jobs": rows,
                        "unmanaged": unmanaged, "unreachable": dict(unseen.clusters), "gpus_held": held},
                       indent=2, sort_keys=True)
+
+
+def _gpu_of(change: Change, gpu: Mapping[str, str]) -> str | None:
+    run = change.current
+    return gpu.get(run.submission_id, "unknown") if run is not None and run.on_ray and not run.finished else None
 
 
 def plan_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:

@@ -15,6 +15,7 @@ from state.observed import TERMINAL, ClusterState, Node, RayJob
 from state.ray import holds as held
 from state.ray.answers import WrongAnswer
 from state.ray.deadline import AnswerTooLarge, Budget
+from state.ray.gpus import driver_pid
 from state.ray.jobs_api import AuthRefused, JobsApi, MalformedAnswer
 from state.ray.transport import Transport, certificate_message, certificate_problem
 from state.ray.versions import version_warning
@@ -271,6 +272,11 @@ class RayClient:
                     raise ClusterTlsFailed(certificate_message(self.name, self.address, problem)) from None
                 raise self._unreachable(f"follow the logs of {submission_id}") from err
 
+    def read_once(self, endpoint: str) -> Any:
+        """One GET, never retried (the serve loop's cheap reads: the next turn asks again); errors as all others."""
+        with self._errors(f"GET {endpoint}"):
+            return self._api.get_json(endpoint)
+
     def logs(self, submission_id: str) -> str:
         with self._errors(f"read logs of {submission_id}"):
             return self._api.logs(submission_id)
@@ -439,6 +445,7 @@ def _ray_job(details: dict[str, Any]) -> RayJob | None:
         error_type=plain(_text(details.get("error_type")), lines=False) or None,
         driver_exit_code=_whole(details.get("driver_exit_code")),
         ray_job_id=job_id if (job_id := _text(details.get("job_id"))) and held.HEX_ID.fullmatch(job_id) else None,
+        driver_pid=driver_pid(details.get("driver_info")),
     )
 
 
