@@ -54,6 +54,9 @@ class Action(str, Enum):
     """Stop a preemptible run for a higher-priority job that cannot otherwise fit; it waits in the queue again."""
     DEADLINE = "deadline", "-", 1, "red"
     """Stop an active run past its job's max_runtime (reconcile.plan.deadline); its end is classed `deadline`."""
+    IDLE = "idle", "-", 1, "red"
+    """Stop a run whose GPUs stayed under its job's health.idle threshold for the window, where the job says
+    `action: stop` (reconcile.plan.idle; only `argus serve` holds the samples); its end is classed `idle`."""
     QUEUE = "queue", "~", 2, "cyan"
     """A run that waits in the cluster's admission queue until its whole demand fits (reconcile.plan.queue)."""
     DELETE = "delete", "-", 4, "red"
@@ -149,9 +152,11 @@ class StopStep(StepModel):
     deadline: float | None = None
     """Epoch seconds of the run's deadline (its job's max_runtime) when this stop is for it: the run's
     record is marked `deadline` before the stop, so its end is classed so."""
+    idle: bool = False
+    """The stop is for GPUs left idle (the job's health.idle, `action: stop`): marked `idle` before the stop."""
 
     def describe(self) -> str:
-        why = ", past its max_runtime," if self.deadline is not None else ""
+        why = ", past its max_runtime," if self.deadline is not None else ", its GPUs idle," if self.idle else ""
         return f"stop {self.submission_id} on cluster {self.cluster}{why} and wait until it has stopped"
 
 

@@ -27,9 +27,9 @@ from pydantic import AfterValidator, Field, StringConstraints, field_validator, 
 from specs.base import Frozen
 
 EVENT_KINDS = ("failed", "retried", "recovered", "lost", "pending", "stalled", "drift", "apply_failed", "preempted",
-               "deadline", "blocked", "released", "incident", "summary")
+               "deadline", "blocked", "released", "incident", "summary", "idle")
 EventKind = Literal["failed", "retried", "recovered", "lost", "pending", "stalled", "drift", "apply_failed",
-                    "preempted", "deadline", "blocked", "released", "incident", "summary"]
+                    "preempted", "deadline", "blocked", "released", "incident", "summary", "idle"]
 
 TEMPLATE_FIELDS = ("kind", "key", "workspace", "summary", "time", "job", "cluster", "submission_id", "status",
                    "attempt", "max_attempts", "failure", "evidence", "advice", "next", "commit", "commit_url",

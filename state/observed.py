@@ -44,6 +44,9 @@ not a failure of the run; it gets a new attempt when there is room again, whatev
 DEADLINE = "deadline"
 """The failure field of a run argus stopped at its job's max_runtime (reconcile.plan.deadline): marked
 before the stop, as a preemption is, and kept by the refresh that sees the run STOPPED."""
+IDLE = "idle"
+"""The failure field of a run argus stopped because its GPUs stayed idle (a job's health.idle with `action: stop`,
+reconcile.plan.health): marked before the stop, as a deadline is."""
 TERMINAL = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.STOPPED})
 ACTIVE = frozenset({RunStatus.PENDING, RunStatus.RUNNING})
 UNCONFIRMED = frozenset({RunStatus.SUBMITTING, RunStatus.SUBMIT_FAILED})
@@ -497,6 +500,9 @@ class ObservedState(Frozen):
     """Per verl job: the latest checkpoint in its checkpoint directory (absent: none there)."""
     verl_profiles: dict[str, VerlProfile] = {}
     """Per verl job whose config composed: what its snapshot's verl will ask Ray for and do."""
+    idle: frozenset[str] = frozenset()
+    """Runs `argus serve` found idle by their GPU samples (reconcile.plan.health.idle_runs): only serve keeps the
+    samples; the planner stops those whose job's health.idle.action is `stop`."""
     queues: dict[str, ClusterQueue] = {}
     """Per cluster whose shared root is here: its admission queue across workspaces."""
     observed_at: float = 0.0

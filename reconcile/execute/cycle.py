@@ -3,6 +3,7 @@ one observation, one plan. Below both reconcile.commands and reconcile.serve, so
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from reconcile.model import Plan, PlanOptions
@@ -26,10 +27,13 @@ def connect(desired: DesiredState, timeout: float) -> dict[str, RayClient]:
 
 
 def observe_and_plan(desired: DesiredState, ray: dict[str, RayClient], options: PlanOptions | None = None,
-                     verify_snapshots: bool = False, fetch_timeout: float | None = None) -> tuple[ObservedState, Plan]:
+                     verify_snapshots: bool = False, fetch_timeout: float | None = None,
+                     judged: Callable[[ObservedState], ObservedState] | None = None) -> tuple[ObservedState, Plan]:
+    """`judged`: what the caller adds to the observation before it is planned (serve's idle verdicts)."""
     from reconcile.plan.planner import plan
     from state.code.sources import DEFAULT_FETCH_TIMEOUT
     from state.observe import observe
 
     observed = observe(desired, ray, verify_snapshots, fetch_timeout or DEFAULT_FETCH_TIMEOUT)
+    observed = judged(observed) if judged is not None else observed
     return observed, plan(desired, observed, options)

@@ -15,7 +15,7 @@ from specs.after import fill
 from specs.errors import ArgusError
 from specs.submission import expand, secret_refs
 from state.audit.events import RunRefused, RunStopping, RunSubmitting
-from state.observed import RunRecord, RunStatus
+from state.observed import IDLE, RunRecord, RunStatus
 from state.ray.client import ClusterUnreachable
 from state.runs import records
 from state.runs import secrets as run_secrets
@@ -127,7 +127,7 @@ def stop(step: StopStep, world: World) -> Done:
         keep_scene(client, world.roots[step.cluster], asked, "deadline", failure=DEADLINE, live=True,
                    redact=world.secrets.redact, echo=world.echo)
     if asked is not None:  # the record too, as evidence for people (any job can rewrite it)
-        deadline = {"failure": DEADLINE} if step.deadline is not None else {}  # whatever the run wrote there
+        deadline = {"failure": DEADLINE} if step.deadline is not None else {"failure": IDLE} if step.idle else {}
         world.runs.update(asked, stop_asked=records.now(), **deadline)
     client.stop(step.submission_id)
     world.journal.touched.add(step.cluster)
@@ -143,6 +143,8 @@ def stop_why(step: StopStep) -> str:
     """What run.stopping says of a stop: its deadline's, a preemption's, or the plan's (replace, removal...)."""
     if step.deadline is not None:
         return "deadline"
+    if step.idle:
+        return "idle"
     return "preempt" if step.preempted_for is not None else "plan"
 
 

@@ -20,7 +20,7 @@ from specs.errors import ArgusError
 from specs.run_progress import Progress
 from specs.submission import held_secrets
 from state.audit.events import RunFinished
-from state.observed import TERMINAL, ClusterState, RayJob, RunRecord, RunStatus
+from state.observed import IDLE, TERMINAL, ClusterState, RayJob, RunRecord, RunStatus
 from state.runs import debug, records
 from state.runs import secrets as run_secrets
 from state.runs.failures import DEADLINE, PREEMPTED, Evidence, advice_for, classify, evidence_of, matched_lines
@@ -147,8 +147,8 @@ def _explained(world: World, record: RunRecord, evidence: Evidence) -> dict[str,
     """The run's failure class; for a failed run also the lines that made it and what to do about it."""
     if record.failure == PREEMPTED and evidence.status != RunStatus.FAILED:
         return {"failure": PREEMPTED}  # stopped by argus itself, for a job of higher priority
-    if record.failure == DEADLINE and evidence.status == RunStatus.STOPPED:
-        return {"failure": DEADLINE, "advice": advice_for(DEADLINE)}  # stopped by argus at its max_runtime
+    if record.failure in (DEADLINE, IDLE) and evidence.status == RunStatus.STOPPED:
+        return {"failure": record.failure, "advice": advice_for(record.failure)}  # argus stopped it: limit, idle
     failure = classify(evidence)
     if evidence.status != RunStatus.FAILED:
         return {"failure": failure}

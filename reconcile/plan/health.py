@@ -5,10 +5,12 @@ samples (the GPU and progress readers gather them), so the same inputs always gi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from specs.desired import DesiredState
 from specs.health import Health, IdlePolicy, StallPolicy
 from specs.models import Retry
+from state.observed import ObservedState
 
 RECENT_STEPS = 5
 """Step intervals a run's "recent step time" is the median of: enough to smooth one slow step (a
@@ -27,6 +29,22 @@ def idle(samples: Sequence[tuple[float, float]], now: float, policy: IdlePolicy)
     last_before = max(before)
     at_start = [u for t, u in samples if t == last_before]
     return all(u < policy.below_percent for u in (*at_start, *within))
+
+
+def idle_runs(desired: DesiredState, observed: ObservedState, samples: Mapping[str, Sequence[tuple[float, float]]],
+              now: float) -> dict[str, str]:
+    """Submission id -> job of this workspace's running runs whose job has a `health.idle` policy and whose GPU
+    samples (time, mean utilisation %) say idle over its whole window."""
+    found = {}
+    for cluster in observed.clusters.values():
+        for job in cluster.jobs:
+            run, spec = job.run_id, None
+            if run is not None and run.workspace == desired.workspace.name and job.status == "RUNNING":
+                spec = desired.jobs.get(run.job)
+            policy = spec.health.idle if spec is not None and spec.health is not None else None
+            if policy is not None and idle(samples.get(job.submission_id, ()), now, policy):
+                found[job.submission_id] = run.job
+    return found
 
 
 def stalled(steps: Sequence[tuple[float, int]], now: float, policy: StallPolicy) -> bool:

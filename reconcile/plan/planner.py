@@ -13,6 +13,7 @@ from reconcile.plan.claims import claim_diagnostics
 from reconcile.plan.code import code_ref, plan_dirs, plan_prune, plan_snapshots
 from reconcile.plan.deadline import early_save_warnings, with_deadlines
 from reconcile.plan.diff import field_diff
+from reconcile.plan.idle import with_idle_stops
 from reconcile.plan.outputs import continued_outputs, foreign_outputs, legacy_steps
 from reconcile.plan.queue import plan_admission
 from reconcile.plan.quotas import migration_warnings, plan_quotas
@@ -44,6 +45,7 @@ def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | 
     broken = {d.address for d in diagnostics}
     job_changes, job_diagnostics = _plan_jobs(desired, observed, runs, options, broken)
     job_changes = with_deadlines(desired.jobs, job_changes, runs, observed.observed_at)
+    job_changes = with_idle_stops(desired.jobs, job_changes, runs, observed.idle)
     changes += job_changes
     diagnostics += job_diagnostics
     diagnostics += _world_diagnostics(desired, observed) + migration_warnings(desired, observed)

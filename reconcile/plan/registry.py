@@ -23,11 +23,11 @@ from reconcile.model import Change, RunView, SubmitStep
 from specs.address import Address
 from specs.diagnostics import Diagnostic, printable
 from specs.submission import submission_id
-from state.observed import DEADLINE, PREEMPTED, UNCONFIRMED, ObservedState, RayJob, Registry, RunRecord, RunStatus
+from state.observed import DEADLINE, IDLE, PREEMPTED, UNCONFIRMED, ObservedState, RayJob, Registry, RunRecord, RunStatus
 
 EARLIER_STOP = "stop"
 """The why of a stop an earlier version recorded only as its stop step's record (state.audit.registry)."""
-OWN_CLASSES = {"deadline": DEADLINE, "preempt": PREEMPTED}
+OWN_CLASSES = {"deadline": DEADLINE, "preempt": PREEMPTED, "idle": IDLE}
 """The failure classes only argus's own stops give a run: never taken from a record alone."""
 
 

@@ -20,7 +20,7 @@ def choose(plan: Plan, sync_auto: bool, may_retry: bool = True) -> list[Change]:
     sick = _sick_clusters(blocked)
     # a stop at max_runtime starts nothing: an error on its cluster (a file on the shared root a job can write,
     # say) never keeps a run past its deadline
-    return [c for c in plan.actionable if c.address not in blocked and (c.action is Action.DEADLINE or (
+    return [c for c in plan.actionable if c.address not in blocked and (c.action in (Action.DEADLINE, Action.IDLE) or (
         sick is not None and not _clusters(c) & sick
         and (c.action in (Action.RETRY, Action.PREEMPT) or _queued_by_apply(c) or _released(c))))]
 

@@ -18,7 +18,7 @@ from reconcile.plan.planner import RESTARTS_SPENT
 from reconcile.plan.runs import newest
 from reconcile.report import Event
 from specs.duration import shown
-from specs.health import StallPolicy
+from specs.health import IdlePolicy, StallPolicy
 from state.observed import RunStatus
 from state.runs.failures import DEADLINE, advice_for
 
@@ -73,6 +73,26 @@ def _told_about(views: list[RunView]) -> list[RunView]:
             before.status is RunStatus.FAILED or before.lost):
         return [before, latest]
     return [latest]
+
+
+def idle_events(workspace: str, runs: Mapping[str, list[RunView]], idle: Mapping[str, str],
+                policies: Mapping[str, IdlePolicy], stopped: set[str], clock: Clock) -> list[Event]:
+    """A run whose GPUs stayed under its job's health.idle threshold for the window (`idle`: submission id ->
+    job): once per run; what argus does is the policy's (`stopped`: addresses the loop stopped this turn)."""
+    found = []
+    for sid, job in sorted(idle.items()):
+        policy = policies.get(job)
+        run = next((r for r in runs.get(job, []) if r.submission_id == sid), None)
+        if policy is None or run is None:
+            continue
+        then = ("stopped it, freeing its GPUs (health.idle.action: stop)" if f"job.{job}" in stopped else
+                "stops it (health.idle.action: stop), freeing its GPUs" if policy.action == "stop" else
+                "nothing but tell: the job's health.idle.action is `alert`; the run goes on")
+        found.append(event(workspace, "idle", f"idle:{sid}", clock, job=job, cluster=run.cluster, submission_id=sid,
+                           attempt=run.attempt, next=then,
+                           summary=f"job.{job}: its GPUs stayed below {policy.below_percent:g}% for "
+                                   f"{shown(int(policy.window))}"))
+    return found
 
 
 def retried_events(workspace: str, plan: Plan, submitted: set[str], clock: Clock) -> list[Event]:

@@ -84,6 +84,7 @@ class Loop:
         """The next deadline (epoch seconds) of a run the last turn saw active: the loop wakes for it."""
         self.incidents = Incidents(workspace)
         self.gpu = GpuWindows()
+        self._gpu_seen = None
         self.quiet = Quiet(workspace, settings.turn.drift_grace,
                            earlier=None if settings.first_start else set(), started=time.time())
         self._sent: list[str] = []
@@ -172,7 +173,8 @@ class Loop:
         self.turns += 1
         try:
             loaded, self.loaded = self.loaded, None
-            report = turn(self.directory, self.settings.turn, self.say, loaded, seen=self._seen)
+            samples = self._gpu_seen.runs if self._gpu_seen is not None else {}
+            report = turn(self.directory, self.settings.turn, self.say, loaded, seen=self._seen, gpu_samples=samples)
             # a turn whose desired state did not load knows only its directory: the loop knows its workspace
             return replace(report, workspace=self.lease.workspace)
         except Exception as err:  # a bug must not end the loop: report it, try again next turn
@@ -202,7 +204,8 @@ class Loop:
 
     def _with_gpu_history(self, report: TurnReport) -> TurnReport:
         """The report with the windows of GPU samples (reconcile.serve.gpu_window) this turn's reads added to."""
-        return replace(report, gpu_history=self.gpu.add(report.gpu_use, report.finished_at))
+        self._gpu_seen = self.gpu.add(report.gpu_use, report.finished_at)  # the next turn's idle verdicts read it
+        return replace(report, gpu_history=self._gpu_seen)
 
     def _kept(self, report: TurnReport) -> TurnReport:
         """A turn that failed before it could plan shows the last good turn's jobs and runs: they are

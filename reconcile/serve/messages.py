@@ -20,7 +20,7 @@ PAYLOAD_VERSION = 1
 SEVERITY = {"failed": "failure", "lost": "failure", "apply_failed": "failure", "stalled": "warning",
             "pending": "warning", "drift": "warning", "retried": "info", "recovered": "success",
             "preempted": "warning", "deadline": "warning", "blocked": "warning", "released": "info",
-            "incident": "failure", "summary": "info"}
+            "incident": "failure", "summary": "info", "idle": "warning"}
 """Event kind -> apprise's notify type (colour and icon in chat; `type` in a JSON webhook)."""
 
 MAX_EVIDENCE_LINES = 12

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -65,10 +65,13 @@ class Outcome:
     failed_at: str | None = None
     unreachable: dict[str, str] = field(default_factory=dict)
     distrusted: dict[str, str] = field(default_factory=dict)
+    idle: dict[str, str] = field(default_factory=dict)
+    """Runs whose GPUs stayed under their job's health.idle threshold for its window: submission id -> job."""
 
 
 def turn(directory: Path, options: TurnOptions, say: Callable[[str], None],
-         loaded: DesiredState | None = None, seen: Callable[[DesiredState], None] | None = None) -> TurnReport:
+         loaded: DesiredState | None = None, seen: Callable[[DesiredState], None] | None = None,
+         gpu_samples: Mapping[str, tuple[tuple[float, float], ...]] | None = None) -> TurnReport:
     """`loaded`: the desired state just read by the caller (the loop's start-up), so the first turn
     does not read every spec file twice; ignored with --git-pull, which may change them. `seen` is
     given the desired state once loaded: the loop's watch follows its clusters."""
@@ -76,7 +79,7 @@ def turn(directory: Path, options: TurnOptions, say: Callable[[str], None],
     out = Outcome()
     ok = True
     try:
-        _reconcile(directory, options, out, say, loaded, seen)
+        _reconcile(directory, options, out, say, loaded, seen, gpu_samples or {})
     except ArgusError as err:
         ok, out.error = False, str(err)
     ws = out.desired.workspace.name if out.desired else directory.name
@@ -96,7 +99,8 @@ def _drift_count(out: Outcome) -> int:
 
 
 def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callable[[str], None],
-               loaded: DesiredState | None, seen: Callable[[DesiredState], None] | None = None) -> None:
+               loaded: DesiredState | None, seen: Callable[[DesiredState], None] | None = None,
+               gpu_samples: Mapping[str, tuple[tuple[float, float], ...]] | None = None) -> None:
     from reconcile.execute.admit import confirm_queue
     from reconcile.execute.cycle import connect, observe_and_plan
     from reconcile.plan.claims import refused
@@ -115,13 +119,14 @@ def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callabl
     may_sync = options.sync == "auto" and reviewed
     out.commit = desired_commit(desired.root).commit
     ray = connect(desired, options.timeout)
-    observed, plan = observe_and_plan(desired, ray)
+    judged = _idle_judge(desired, gpu_samples or {}, out)  # by the samples of the turns before this one
+    observed, plan = observe_and_plan(desired, ray, judged=judged)
     acted: tuple | None = None
     try:  # a checkout that is not what was merged gets records only, not even retries
         if refused(observed):  # another owns the name: its runs, records and queue are not ours to touch
             pass
         elif choose(plan, may_sync, reviewed) or _records_behind(desired, observed):
-            acted = _carry_out(desired, ray, options, may_sync, reviewed, out, say)
+            acted = _carry_out(desired, ray, options, may_sync, reviewed, out, say, judged)
         elif reviewed:  # nothing to carry out: the jobs that wait still confirm their place
             confirm_queue(desired, observed, plan)
     finally:  # what was seen and done is told even when carrying it out failed half-way
@@ -201,7 +206,7 @@ def _records_behind(desired: DesiredState, observed) -> bool:
 
 
 def _carry_out(desired: DesiredState, ray, options: TurnOptions, may_sync: bool, may_retry: bool, out: Outcome,
-               say: Callable[[str], None]):
+               say: Callable[[str], None], judged=None):
     """Under the apply lock (taken without waiting: a busy lock skips the turn and says so), plan
     again and execute what the loop may; then bring the records up to date."""
     from reconcile.execute.admit import confirm_queue
@@ -212,7 +217,7 @@ def _carry_out(desired: DesiredState, ray, options: TurnOptions, may_sync: bool,
     plan_id = uuid.uuid4().hex[:12]
     try:
         with lock.held(lockable_roots(desired), desired.workspace.name, plan_id, 0.0):
-            observed, plan = observe_and_plan(desired, ray)
+            observed, plan = observe_and_plan(desired, ray, judged=judged)
             chosen = choose(plan, may_sync, may_retry)
             _execute(desired, ray, observed, plan, chosen, plan_id, options, out, say)
             if may_retry:  # a checkout that is not what was merged does not speak for the queue
@@ -268,6 +273,7 @@ def _events(desired: DesiredState, observed, plan: Plan, out: Outcome, options: 
     ws = desired.workspace.name
     found = ev.run_events(ws, plan, out.runs, _policies(desired), _log_activity(desired, out.runs), clock,
                           _step_history(out.runs))
+    found += ev.idle_events(ws, out.runs, out.idle, _idle_policies(desired), set(out.applied), clock)
     found += ev.retried_events(ws, plan, set(out.retried), clock)
     found += ev.preempted_events(ws, out.chosen, set(out.applied), clock)
     limits = {name: job.max_runtime for name, job in desired.jobs.items() if job.max_runtime}
@@ -284,6 +290,22 @@ def _events(desired: DesiredState, observed, plan: Plan, out: Outcome, options: 
 
 LIVE_KINDS = ("stalled", "idle")
 """Events about a run that still lives: its scene (stacks included) is kept the first turn it is found so."""
+
+
+def _idle_judge(desired: DesiredState, samples: Mapping[str, tuple[tuple[float, float], ...]], out: Outcome):
+    """The observation with the runs found idle (reconcile.plan.health.idle_runs): the planner stops those whose
+    job says `action: stop`; the events tell every one."""
+    from reconcile.plan.health import idle_runs
+
+    def judged(observed):
+        out.idle = idle_runs(desired, observed, samples, time.time())
+        return observed.model_copy(update={"idle": frozenset(out.idle)}) if out.idle else observed
+
+    return judged
+
+
+def _idle_policies(desired: DesiredState) -> dict:
+    return {name: job.health.idle for name, job in desired.jobs.items() if job.health and job.health.idle}
 
 
 def _policies(desired: DesiredState) -> dict[str, ev.Policy]:

@@ -78,6 +78,7 @@ def summary(plan: Plan) -> str:
              if counts[a] or a in (Action.SUBMIT, Action.REPLACE, Action.STOP)]
     queued = f", {waiting} queued" if waiting else ""
     queued += f", {counts[Action.DEADLINE]} to stop at max_runtime" if counts[Action.DEADLINE] else ""
+    queued += f", {counts[Action.IDLE]} to stop as idle" if counts[Action.IDLE] else ""
     queued += f", {len(plan.following)} waiting on predecessors" if plan.following else ""
     return f"Plan: {', '.join(f'{counts[a]} to {a.value}' for a in shown)}{queued}.{drifted}"
 

@@ -71,7 +71,7 @@ class RunStopping(Frozen):
 
     event: Literal["run.stopping"] = "run.stopping"
     submission_id: str
-    why: Literal["deadline", "preempt", "plan"]
+    why: Literal["deadline", "preempt", "plan", "idle"]
     """deadline: past its job's max_runtime; preempt: room for a higher-priority job; plan: the plan stops it
     (replaced, removed, `state: stopped`: the `action` record that follows names the change)."""
 

@@ -15,11 +15,12 @@ def test_actions_carry_their_symbol_order_and_colour():
     assert [(a.value, a.symbol, a.colour) for a in Action] == [
         ("create", "+", "green"), ("update", "~", "yellow"), ("submit", "+", "green"), ("stop", "-", "red"),
         ("replace", "-/+", "yellow"),
-        ("retry", "+", "green"), ("preempt", "-", "red"), ("deadline", "-", "red"), ("queue", "~", "cyan"),
+        ("retry", "+", "green"), ("preempt", "-", "red"), ("deadline", "-", "red"), ("idle", "-", "red"),
+        ("queue", "~", "cyan"),
         ("delete", "-", "red"),
         ("drift", "!", "yellow"), ("no-op", " ", None), ("wait", "..", "blue")]
     assert sorted(Action, key=lambda a: a.order) == [Action.CREATE, Action.UPDATE, Action.STOP, Action.PREEMPT,
-                                                     Action.DEADLINE,
+                                                     Action.DEADLINE, Action.IDLE,
                                                      Action.REPLACE, Action.QUEUE, Action.SUBMIT, Action.RETRY,
                                                      Action.DELETE, Action.DRIFT, Action.NOOP, Action.WAIT]
     assert Action("submit") is Action.SUBMIT and json.dumps(Action.RETRY) == '"retry"'
