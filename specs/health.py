@@ -16,6 +16,9 @@ from specs.base import Frozen
 from specs.duration import Duration
 
 DEFAULT_IDLE_WINDOW = 30 * 60
+MAX_IDLE_WINDOW = 2 * 3600
+"""`argus serve` keeps two hours of GPU samples per run (reconcile.serve.gpu_window.WINDOW): a longer window could
+never be covered, so a policy with one would never fire; it is refused instead."""
 DEFAULT_STALL_FACTOR = 5.0
 DEFAULT_STALL_FLOOR = 10 * 60
 
@@ -25,8 +28,9 @@ class IdlePolicy(Frozen):
 
     below_percent: float = Field(default=10.0, ge=0, le=100)
     """Utilisation (0-100) every sample of the window must stay under for the run to count as idle."""
-    window: Duration = Field(default=DEFAULT_IDLE_WINDOW, alias="for")
-    """How long the GPUs must stay under the threshold ("30m", "1h"): the samples must cover all of it."""
+    window: Duration = Field(default=DEFAULT_IDLE_WINDOW, alias="for", le=MAX_IDLE_WINDOW)
+    """How long the GPUs must stay under the threshold ("30m", "1h"; at most 2h, the samples `argus serve` keeps):
+    the samples must cover all of it."""
     action: Literal["alert", "stop"] = "alert"
     """`alert`: an `idle` event and an incident record. `stop`: also stop the run (never a `protect: true` job)."""
 

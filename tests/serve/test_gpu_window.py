@@ -39,3 +39,15 @@ def test_an_unknown_read_is_a_gap_not_an_idle_sample_and_ended_runs_are_forgotte
     assert history.runs["r1"] == ((1000.0, 90.0),) and len(history.clusters["c"]) == 2
     history = windows.add({}, now=1100.0)
     assert history.runs == {} and history.clusters == {}
+
+
+def test_the_window_kept_covers_the_longest_idle_policy_the_spec_accepts():
+    import pytest
+    from pydantic import ValidationError
+
+    from reconcile.serve.gpu_window import WINDOW
+    from specs.health import MAX_IDLE_WINDOW, IdlePolicy
+
+    assert WINDOW >= MAX_IDLE_WINDOW  # else an accepted `for:` could never be covered, and never fire
+    with pytest.raises(ValidationError):
+        IdlePolicy.model_validate({"for": "3h"})

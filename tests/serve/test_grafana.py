@@ -37,3 +37,10 @@ def test_it_is_an_importable_dashboard_with_unique_panels_and_a_datasource_choic
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
     assert variables["datasource"]["type"] == "datasource"  # no datasource uid of ours baked in
     assert all(panel["datasource"]["uid"] == "${datasource}" for panel in dashboard["panels"])
+
+
+def test_the_committed_dashboard_is_what_grafana_build_makes():
+    import runpy
+
+    built = runpy.run_path(str(DASHBOARD.with_name("build.py")))["dash"]
+    assert json.loads(DASHBOARD.read_text()) == built, "stale: run `python grafana/build.py`"
