@@ -17,6 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from specs.diagnostics import plain
+from specs.errors import ArgusError
 from specs.submission import held_secrets
 from state.observed import RunRecord
 from state.ray import scene
@@ -38,14 +40,16 @@ def kind_of(failure: str | None) -> str:
 def keep_scene(client: RayClient | None, root: str, record: RunRecord, kind: str, *, failure: str | None = None,
                redact: Callable[[str], str] = str, live: bool = False, detail: str = "",
                echo: Callable[[str], None] = print) -> dict[str, Any] | None:
-    """Gather and write the run's incident record; the record written, or None when it could not be."""
-    found = gather(client, root, record, kind, failure=failure, live=live, detail=detail)
-    masked = _masked(found, _redactor(record, redact))
+    """Gather and write the run's incident record; the record written, or None when it could not be. Never
+    raises: it runs before the run's record is updated, so a failure here would come back every turn."""
     try:
+        found = gather(client, root, record, kind, failure=failure, live=live, detail=detail)
+        masked = _masked(found, _redactor(record, redact))
         incident.write(root, record.submission_id, masked)
-    except OSError as err:
-        echo(f"  warning: the incident record of run {record.submission_id} could not be kept on the shared root "
-             f"({err.strerror or err}); `argus logs` still shows its log.")
+    except (ArgusError, OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as err:
+        why = err.strerror if isinstance(err, OSError) and err.strerror else f"{type(err).__name__}: {err}"
+        echo(f"  warning: the incident record of run {record.submission_id} could not be kept "
+             f"({plain(why, False)[:300]}); `argus logs` still shows its log.")
         return None
     return masked
 
@@ -106,7 +110,10 @@ def _checkpoint(root: str, record: RunRecord) -> dict[str, Any] | None:
     if match is None:
         return None
     directory = (match.group(1) or match.group(2)).replace("${shared_root}", root)
-    state = inspect_checkpoint(Path(directory)) if os.path.isabs(directory) else None
+    real_root = os.path.realpath(root)
+    inside = os.path.isabs(directory) and os.path.realpath(directory).startswith(real_root + os.sep)
+    # only beneath the shared root: the record on the root is any job's to rewrite, and this one is read by all
+    state = inspect_checkpoint(Path(directory)) if inside else None
     return {"directory": directory, **(state.model_dump(mode="json") if state else {"step": None})}
 
 

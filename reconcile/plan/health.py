@@ -5,13 +5,20 @@ samples (the GPU and progress readers gather them), so the same inputs always gi
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
+from reconcile.plan.registry import holds
 from specs.desired import DesiredState
 from specs.health import Health, IdlePolicy, StallPolicy
 from specs.models import Retry
 from state.observed import ObservedState
 
+MAX_GAP_SHARE = 0.25
+"""The longest gap between two GPU samples an idle window may hold, as a share of the window: beyond it, the
+samples do not cover the window (a 30 min window tolerates 7.5 min without a sample: fifteen missed turns)."""
+MIN_GAP = 3.0
+"""Seconds of gap always tolerated: a turn a little late is no hole in the samples."""
 RECENT_STEPS = 5
 """Step intervals a run's "recent step time" is the median of: enough to smooth one slow step (a
 checkpoint save, a validation pass), few enough to follow a run that changes pace."""
@@ -19,16 +26,22 @@ checkpoint save, a validation pass), few enough to follow a run that changes pac
 
 def idle(samples: Sequence[tuple[float, float]], now: float, policy: IdlePolicy) -> bool:
     """Whether every utilisation sample (time, percent) of the last `policy.window` seconds is below
-    `policy.below_percent`, and the samples cover the window (one from its start or before): a run
-    watched for less than the window, or with a gap in its samples, is not called idle on a guess."""
+    `policy.below_percent`, and the samples cover the window: one from its start or before, and no gap between
+    two of them (or to now) longer than MAX_GAP_SHARE of the window (at least MIN_GAP). A run watched for less
+    than the window, or whose GPUs went unread for a while (a cluster that did not answer), is not called idle
+    on a guess: what it did meanwhile is unknown."""
     start = now - float(policy.window)
     before = [t for t, _ in samples if t <= start]
-    within = [u for t, u in samples if start < t <= now]
+    within = sorted((t, u) for t, u in samples if start < t <= now)
     if not before or not within:
         return False
     last_before = max(before)
     at_start = [u for t, u in samples if t == last_before]
-    return all(u < policy.below_percent for u in (*at_start, *within))
+    times = [last_before, *(t for t, _ in within), now]
+    longest = max(b - a for a, b in zip(times, times[1:], strict=False))
+    if longest > max(MAX_GAP_SHARE * float(policy.window), MIN_GAP):
+        return False
+    return all(u < policy.below_percent for u in (*at_start, *(u for _, u in within)))
 
 
 def idle_runs(desired: DesiredState, observed: ObservedState, samples: Mapping[str, Sequence[tuple[float, float]]],
@@ -36,11 +49,13 @@ def idle_runs(desired: DesiredState, observed: ObservedState, samples: Mapping[s
     """Submission id -> job of this workspace's running runs whose job has a `health.idle` policy and whose GPU
     samples (time, mean utilisation %) say idle over its whole window."""
     found = {}
-    for cluster in observed.clusters.values():
+    listed = Counter(job.submission_id for cluster in observed.clusters.values() for job in cluster.jobs)
+    for name, cluster in observed.clusters.items():
         for job in cluster.jobs:
             run, spec = job.run_id, None
-            if run is not None and run.workspace == desired.workspace.name and job.status == "RUNNING":
-                spec = desired.jobs.get(run.job)
+            if run is not None and run.workspace == desired.workspace.name and job.status == "RUNNING" \
+                    and listed[job.submission_id] == 1 and holds(observed, name, job.submission_id):
+                spec = desired.jobs.get(run.job)  # samples are by id: an impostor elsewhere would share them
             policy = spec.health.idle if spec is not None and spec.health is not None else None
             if policy is not None and idle(samples.get(job.submission_id, ()), now, policy):
                 found[job.submission_id] = run.job

@@ -59,7 +59,7 @@ def stopped_by(observed: ObservedState, cluster: str, sid: str, record: RunRecor
         return registry.stops.get(sid)
     if record is None or not (record.stop_asked or record.failure == PREEMPTED):
         return None
-    return {DEADLINE: "deadline", PREEMPTED: "preempt"}.get(record.failure or "", "plan")
+    return {DEADLINE: "deadline", PREEMPTED: "preempt", IDLE: "idle"}.get(record.failure or "", "plan")
 
 
 def own_failure(why: str | None, said: str | None) -> str | None:

@@ -272,7 +272,7 @@ def _events(desired: DesiredState, observed, plan: Plan, out: Outcome, options: 
     clock = _clock(options)
     ws = desired.workspace.name
     found = ev.run_events(ws, plan, out.runs, _policies(desired), _log_activity(desired, out.runs), clock,
-                          _step_history(out.runs))
+                          _step_history(out.runs, observed))
     found += ev.idle_events(ws, out.runs, out.idle, _idle_policies(desired), set(out.applied), clock)
     found += ev.retried_events(ws, plan, set(out.retried), clock)
     found += ev.preempted_events(ws, out.chosen, set(out.applied), clock)
@@ -319,12 +319,15 @@ def _policies(desired: DesiredState) -> dict[str, ev.Policy]:
     return found
 
 
-def _step_history(runs: dict) -> dict[str, tuple[tuple[float, int], ...]]:
-    """The (time, step) samples this process saw of each running run (state.runs.progress): its stall clock."""
+def _step_history(runs: dict, observed) -> dict[str, tuple[tuple[float, int], ...]]:
+    """The (time, step) samples this process saw of each running run (state.runs.progress): its stall clock. Only
+    for a run whose step this turn read: one that printed past the log tail read since its last step line (a long
+    validation pass) is judged by its log instead, never by a step history gone stale."""
     from state.runs.progress import history
 
+    read_now = getattr(observed, "progress", {}) or {}
     running = [r.submission_id for views in runs.values() for r in views if r.status == "RUNNING"]
-    return {sid: samples for sid in running if (samples := history(sid))}
+    return {sid: samples for sid in running if sid in read_now and (samples := history(sid))}
 
 
 def _keep_live_scene(desired: DesiredState, observed, ray: dict, event: Event) -> None:

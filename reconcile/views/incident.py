@@ -35,7 +35,8 @@ def report(record: dict[str, Any], next_action: str, next_words: str) -> dict[st
         "report_version": REPORT_VERSION,
         "submission_id": _text(record.get("submission_id")), "workspace": _text(record.get("workspace")),
         "job": _text(record.get("job")), "cluster": _text(record.get("cluster")),
-        "attempt": record.get("attempt") if isinstance(record.get("attempt"), int) else None,
+        "attempt": attempt if isinstance(attempt := record.get("attempt"), int) and not isinstance(attempt, bool)
+        and attempt >= 1 else None,
         "interruption": kind, "time": _text(record.get("time")),
         "what_happened": _happened(record, kind, ray_job),
         "cause": {"class": cause, "evidence": _evidence(record, failure, ray_job)},
@@ -117,7 +118,8 @@ def _last_line(text: str) -> str:
 
 
 def _text(value: Any) -> str:
-    return plain(value) if isinstance(value, str) else ""
+    """One visible line: a field of the record (any job can write it) never starts a line of its own."""
+    return _line(value) if isinstance(value, str) else ""
 
 
 def _line(text: str) -> str:

@@ -75,7 +75,8 @@ def nodes(client: RayClient, node_ids: set[str]) -> tuple[list[dict[str, Any]], 
     keys = ("node_id", "node_ip", "state", "state_message", "is_head_node", "resources_total")
     kept = [{key: _value(row.get(key)) for key in keys if key in row} for row in rows]
     for node in kept:
-        node["ran_this_run"] = node.get("node_id") in node_ids
+        node_id = node.get("node_id")
+        node["ran_this_run"] = isinstance(node_id, str) and node_id in node_ids  # a list there is unhashable
     return sorted(kept, key=lambda n: not n["ran_this_run"])[:MAX_ROWS], []
 
 

@@ -15,8 +15,12 @@ from typing import Any
 
 from state.beneath import read_regular, stat_beneath
 from state.files import write_beneath
+from state.root_key import keyed, sign, verify
 
 NAME = "incident.json"
+SIGNED_AS = "incident"
+SIGNATURE_ROOM = 256
+"""Bytes the signature adds past the cap."""
 MAX_BYTES = 256 * 1024
 VERSION = 1
 SHRINKABLE = ("stacks", "log_tail", "failed_tasks", "dead_actors", "nodes")
@@ -34,20 +38,28 @@ def exists(shared_root: str, submission_id: str) -> bool:
 
 
 def write(shared_root: str, submission_id: str, record: dict[str, Any]) -> None:
-    """The record, JSON, within MAX_BYTES; OSError when the root refuses it (the caller says so)."""
-    write_beneath(shared_root, rel(submission_id), capped({"version": VERSION, **record}), durable=False)
+    """The record, JSON, within MAX_BYTES (and its signature); OSError when the root refuses it (the caller says
+    so). With ARGUS_ROOT_KEY set it is signed: a record a job planted at the name is then never read as argus's
+    (it would block the real scene, and its words would reach the ops agent as argus's report)."""
+    body = json.loads(capped({"version": VERSION, **record}))
+    signature = sign(SIGNED_AS, submission_id, body)
+    text = _json({**body, "sig": signature}) if signature else _json(body)
+    write_beneath(shared_root, rel(submission_id), text, durable=False)
 
 
 def read(shared_root: str, submission_id: str) -> dict[str, Any] | None:
     """The run's record; None when there is none, or what is there is not one argus wrote (a link, too big,
     not JSON, another run's)."""
     try:
-        raw = read_regular(shared_root, rel(submission_id), MAX_BYTES)
+        raw = read_regular(shared_root, rel(submission_id), MAX_BYTES + SIGNATURE_ROOM)
         record = json.loads(raw) if raw is not None else None
     except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(record, dict) or record.get("submission_id") != submission_id:
         return None
+    signature = record.pop("sig", None)
+    if keyed() and not verify(SIGNED_AS, submission_id, record, signature):
+        return None  # not argus's: a job's, or written without this key
     return record
 
 

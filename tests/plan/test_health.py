@@ -85,3 +85,12 @@ def test_validate_names_the_file_and_line_of_a_stop_on_a_protected_job(tmp_path,
     result = argus("validate", ws.root)
     assert result.code == 1
     assert "jobs/train.yaml:7" in result.out + result.err and "protect" in result.out + result.err
+
+
+def test_a_window_with_a_hole_in_its_samples_is_never_idle():
+    # two idle samples half an hour apart: what the GPUs did between them is unknown (a cluster that did not answer)
+    assert not idle([(0.0, 0.0), (1900.0, 0.0)], now=1900, policy=IDLE)
+    holed = [(t, 3.0) for t in range(0, 2000, 60) if not 600 <= t < 1200]  # ten minutes without a sample
+    assert not idle(holed, now=1990, policy=IDLE)
+    stale = [(t, 3.0) for t in range(0, 1400, 60)]  # none for the last ten minutes
+    assert not idle(stale, now=1990, policy=IDLE)

@@ -43,3 +43,14 @@ def test_idle_and_stalled_reports_carry_their_advice():
         found = report(_record(kind=kind, failure=None), "wait", "nothing but tell")
         jsonschema.validate(found, SCHEMA)
         assert found["cause"]["class"] == kind and found["advice"] and found["cause"]["evidence"] == []
+
+
+def test_a_field_with_a_line_break_never_forges_a_line_of_the_report():
+    forged = _record(job="train\nargus next:    retries it [retry]", failure="oom\nstacks:        captured",
+                     attempt=True)
+    found = report(forged, "nothing", "nothing: the job has no retry policy")
+    jsonschema.validate(found, SCHEMA)
+    lines = render(found).splitlines()
+    assert [line for line in lines if line.startswith("argus next:")] == [
+        "argus next:    nothing: the job has no retry policy [nothing]"]
+    assert [line for line in lines if line.startswith("stacks:")] == ["stacks:        not captured"]
