@@ -223,11 +223,13 @@ class Loop:
         from state.root_key import KEY_VARIABLE, keyed
 
         now = time.time()
-        holder = self.lease.holder_now() or "nobody"
+        named = self.lease.holder_now()
+        holder = named or "nobody"
         notes = (f"standby: {holder} holds the lease of this workspace",)
         # one look, no key: a lease a job wrote (naming another host) reads as a live holder, every time; a
-        # cron of --once would do nothing for ever and say it went well
-        unproven = self.settings.once and not keyed()
+        # cron of --once would do nothing for ever and say it went well. (Nobody: the lease could not be taken
+        # at all, a root not laid out: said as such, and as before.)
+        unproven = self.settings.once and not keyed() and named is not None
         if unproven:
             notes += (f"argus serve --once did nothing: without {KEY_VARIABLE} it cannot tell the lease of {holder} "
                       "from one a job wrote; set it for every argus of this shared root (docs/serve.md), or stop "

@@ -34,18 +34,24 @@ def status_json(plan: Plan, desired_jobs: set[str], unseen: Unseen | None = None
     A job whose current run failed has its failure class, advice and evidence; the others null and [].
     A job that waits in the admission queue has its `queue` place; `gpus_held`: per cluster, the GPUs
     each workspace's admitted runs hold (reconcile.views.queue.gpus_held). `gpu`: each active run's GPU use as
-    status shows it (reconcile.views.gpu.cells): a job's `gpu` then says it ("unknown" when not read), else null."""
+    status shows it (reconcile.views.gpu.cells): a job with an active run has `gpu` ("unknown" when not read)."""
     unseen = unseen or Unseen()
     rows = [{"address": c.address, "sync": sync_of(c, desired_jobs, unseen), "health": health_of(c, unseen),
              "submission_id": c.current.submission_id if c.current else None, **_failure(c), **_queue(c),
              **({"deadline_at": c.deadline_at} if c.deadline_at else {}), **_after(c), **_bindings(c),
-             **progress_json(c.current), **({"gpu": _gpu_of(c, gpu)} if gpu is not None else {})}
+             **progress_json(c.current), **_gpu_field(c, gpu)}
             for c in sorted(plan.changes, key=lambda c: c.address) if c.address.startswith("job.")]
     unmanaged = [j.model_dump(mode="json") for j in plan.unmanaged]
     held = {cluster: dict(by_workspace) for cluster, by_workspace in sorted((gpus_held or {}).items())}
     return json.dumps({"format_version": JSON_FORMAT_VERSION, "workspace": plan.workspace, "jobs": rows,
                        "unmanaged": unmanaged, "unreachable": dict(unseen.clusters), "gpus_held": held},
                       indent=2, sort_keys=True)
+
+
+def _gpu_field(change: Change, gpu: Mapping[str, str] | None) -> dict[str, str]:
+    """`gpu` for a job with an active run (its use, or "unknown"), as `progress` is only where there is one."""
+    shown = _gpu_of(change, gpu) if gpu is not None else None
+    return {"gpu": shown} if shown is not None else {}
 
 
 def _gpu_of(change: Change, gpu: Mapping[str, str]) -> str | None:

@@ -293,24 +293,30 @@ def test_the_status_page_never_serves_a_log_through_a_linked_directory(tmp_path:
 # The real CLI on a real cluster, against a shared root a job has filled with traps.
 
 def run_cli(tmp_path: Path, *args: str | Path, timeout: float = 120.0) -> tuple[int, str, str, int]:
-    """(exit code, stdout, stderr, peak RSS in KiB) of the real `argus` in a child process, reaped with
-    wait4 for its own resource usage."""
+    """(exit code, stdout, stderr, peak RSS in KiB) of the real `argus` in a child process. The peak is the
+    high-water mark of argus's own memory (VmHWM, polled until it exits): wait4's ru_maxrss would also count
+    this test process's memory, which a forked child holds until its exec (pytest grows over a whole suite)."""
     out_path, err_path = tmp_path / "cli.out", tmp_path / "cli.err"
     with open(out_path, "w") as out, open(err_path, "w") as err:
         proc = subprocess.Popen([str(ARGUS), *map(str, args)], stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + timeout
-    while True:
-        pid, status, used = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
+    deadline, peak = time.monotonic() + timeout, 0
+    while proc.poll() is None:
+        peak = max(peak, _high_water(proc.pid))
         if time.monotonic() > deadline:
             proc.kill()
-            os.wait4(proc.pid, 0)
-            proc.returncode = -9
+            proc.wait()
             pytest.fail(f"argus {' '.join(map(str, args))} still ran after {timeout:g} s: a planted file hung it")
-        time.sleep(0.05)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, out_path.read_text(), err_path.read_text(), used.ru_maxrss
+        time.sleep(0.01)
+    return proc.returncode, out_path.read_text(), err_path.read_text(), peak
+
+
+def _high_water(pid: int) -> int:
+    """KiB: the process's peak resident memory so far (0 once it has exited, or before its exec shows)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    return next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")), 0)
 
 
 def test_plan_status_logs_and_a_serve_turn_finish_over_a_booby_trapped_root(workspace, argus, tmp_path) -> None:
