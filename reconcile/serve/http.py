@@ -26,6 +26,7 @@ from reconcile.report import TurnReport
 from reconcile.serve.metrics import CONTENT_TYPE, Metrics
 from reconcile.views.cluster_html import Shown, cluster_pages, render_cluster, render_index, state_of
 from reconcile.views.html import Kept, render_page
+from reconcile.views.incident import render as render_analysis
 from specs.diagnostics import plain
 from specs.errors import ArgusError
 from specs.submission import SUBMISSION_ID_PATTERN
@@ -36,6 +37,8 @@ HEALTHY_INTERVALS = 3
 LOG_BYTES = 256 * 1024
 """How much of a driver log's end /logs/<submission_id> shows."""
 REQUEST_TIMEOUT = 10.0
+MAX_ANALYSES = 512
+"""Analysis reports /report/<id> keeps: the newest runs' (each a few KiB)."""
 """A client that sends nothing for this long is dropped, so slow clients can't pile up threads."""
 HEADERS = (("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer"),
            ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"))
@@ -63,6 +66,9 @@ class StatusServer:
         self._reports: dict[str, TurnReport] = {}
         self._last_ok: dict[str, TurnReport] = {}
         self._crashed: dict[str, str] = {}
+        self._analyses: dict[str, dict] = {}
+        """Submission id -> the analysis report its newest event carried, oldest first (at most MAX_ANALYSES)."""
+        self._analyses_lock = threading.Lock()
         try:
             self._httpd = (_Server6 if ":" in host else _Server)((host, port), _handler(self))
         except OSError as err:
@@ -77,6 +83,12 @@ class StatusServer:
         if report.ok:
             self._last_ok[report.workspace] = report
         self._reports[report.workspace] = report
+        with self._analyses_lock:  # the analysis each event carried: /report/<submission_id> shows it
+            for told in (e for e in report.events if e.report and e.submission_id):
+                self._analyses.pop(told.submission_id, None)
+                self._analyses[told.submission_id] = told.report
+            while len(self._analyses) > MAX_ANALYSES:
+                self._analyses.pop(next(iter(self._analyses)))
 
     def crashed(self, workspace: str, reason: str) -> None:
         """A loop that died (reconcile.serve.loops): /healthz names it until the process ends."""
@@ -98,6 +110,8 @@ class StatusServer:
             return self._healthz(time.time())
         if path.startswith("/logs/"):
             return self._log(unquote(path.removeprefix("/logs/")))
+        if path.startswith("/report/"):
+            return self._analysis(unquote(path.removeprefix("/report/")))
         return _text(404, "not found: try /, /metrics or /healthz\n")
 
     def _shown(self) -> list[Shown]:
@@ -163,6 +177,16 @@ class StatusServer:
             return _text(404, "no run of a kept workspace has that submission id\n")
         text = run_logs.tail(root, run.submission_id, LOG_BYTES)
         return _text(200, text or f"{run.submission_id} has no driver log on the shared root of {run.cluster}\n")
+
+    def _analysis(self, submission_id: str) -> Reply:
+        """The analysis report of a run's interruption as the loop's event carried it (what argus does next
+        included), as `argus status --run` prints it."""
+        with self._analyses_lock:
+            found = self._analyses.get(submission_id)
+        if found is None:
+            return _text(404, "this serve told no interruption of that run since it started: "
+                              f"`argus status DIR --run {plain(submission_id, lines=False)[:200]}` reads its record\n")
+        return _text(200, render_analysis(found) + "\n")
 
     def _run(self, submission_id: str) -> tuple[str, RunView] | None:
         """Looked up among the kept workspaces' runs, never joined to a path."""

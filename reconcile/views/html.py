@@ -179,6 +179,8 @@ def _run_row(run: RunView, kept: Kept) -> tuple[str, ...]:
     lines = [*evidence[:MAX_EVIDENCE_LINES], *([f"... {more} more line(s): see the log"] if more > 0 else [])]
     shown = (f"<p>{_e(advice)}</p>" if advice else "") + (f"<pre>{_e(chr(10).join(lines))}</pre>" if lines else "")
     failure = f'<span class="bad">{_e(run.failure)}</span>' if run.failure else "-"
+    if run.failure:  # what happened, why, and what argus does next: the analysis the loop's event carried
+        failure += f' (<a href="/report/{_e(quote(run.submission_id, safe=""))}">report</a>)'
     ended = getattr(run, "ended_at", 0.0)
     site = kept.clusters.get(run.cluster)
     bar = progress_html(run.progress) if run.status == "RUNNING" else ""

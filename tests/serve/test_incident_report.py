@@ -64,3 +64,26 @@ def test_a_failed_run_leaves_its_scene_and_a_report(workspace, argus, hook, monk
 def test_status_run_without_a_record_says_so(workspace, argus):
     shown = argus("status", workspace.root, "--run", f"{workspace.name}.nothing.0000.1")
     assert shown.code == 1 and "has no incident record" in shown.err
+
+
+def test_the_page_links_a_failed_run_to_the_report_its_event_carried():
+    from reconcile.report import Event
+    from reconcile.views.incident import report as analysed
+    from tests.support.status_page import get, serving
+    from tests.support.status_page import report as turn_report
+
+    record = {"submission_id": "ppo-a1", "workspace": "llm-rl", "job": "ppo", "cluster": "gpu", "attempt": 1,
+              "kind": "failed", "failure": "oom", "time": "2027-01-01T00:00:00+00:00",
+              "log_tail": "torch.OutOfMemoryError: CUDA out of memory\n\x1b[2Jcleared", "problems": []}
+    told = Event(kind="failed", key="failed:ppo-a1", workspace="llm-rl", summary="job.ppo: attempt 1 failed (oom)",
+                 time="2027-01-01T00:00:00+00:00", submission_id="ppo-a1",
+                 report=analysed(record, "nothing", "nothing: the job has no retry policy"))
+    with serving() as (server, publish):
+        publish(turn_report(events=(told,)))
+        page = get(server, "/")[1]
+        status, text = get(server, "/report/ppo-a1")
+        missing = get(server, "/report/ppo-a3")
+    assert 'href="/report/ppo-a1">report</a>' in page
+    assert status == 200 and "likely cause:  oom" in text and "argus next:    nothing: the job has no retry" in text
+    assert "\x1b" not in text
+    assert missing[0] == 404 and "argus status DIR --run ppo-a3" in missing[1]
