@@ -26,8 +26,9 @@ checkpoint save, a validation pass), few enough to follow a run that changes pac
 
 def idle(samples: Sequence[tuple[float, float]], now: float, policy: IdlePolicy) -> bool:
     """Whether every utilisation sample (time, percent) of the last `policy.window` seconds is below
-    `policy.below_percent`, and the samples cover the window: one from its start or before, and no gap between
-    two of them (or to now) longer than MAX_GAP_SHARE of the window (at least MIN_GAP). A run watched for less
+    `policy.below_percent`, and the samples cover the window: one from its start or before, two or more within it,
+    and no gap between two of them (or to now) longer than MAX_GAP_SHARE of the window or twice the samples' own
+    pace (at least MIN_GAP). A run watched for less
     than the window, or whose GPUs went unread for a while (a cluster that did not answer), is not called idle
     on a guess: what it did meanwhile is unknown."""
     start = now - float(policy.window)
@@ -38,8 +39,9 @@ def idle(samples: Sequence[tuple[float, float]], now: float, policy: IdlePolicy)
     last_before = max(before)
     at_start = [u for t, u in samples if t == last_before]
     times = [last_before, *(t for t, _ in within), now]
-    longest = max(b - a for a, b in zip(times, times[1:], strict=False))
-    if longest > max(MAX_GAP_SHARE * float(policy.window), MIN_GAP):
+    gaps = sorted(b - a for a, b in zip(times, times[1:], strict=False))
+    cadence = gaps[len(gaps) // 2]  # the loop's own pace: a gap well beyond it is a hole, however long the window
+    if len(within) < 2 or gaps[-1] > max(MAX_GAP_SHARE * float(policy.window), 2 * cadence, MIN_GAP):
         return False
     return all(u < policy.below_percent for u in (*at_start, *(u for _, u in within)))
 

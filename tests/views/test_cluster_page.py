@@ -86,7 +86,7 @@ def test_hostile_addresses_names_and_reasons_never_become_markup_or_links():
     assert "javascript:" in html, "the address is shown, as text"
     assert not re.search(r'href="\s*javascript', html, re.I) and "<img" not in html and "<script" not in html
     assert set(re.findall(r'href="([^"]*)"', html)) <= {*(f"#{a}" for a in re.findall(r'id="([^"]*)"', html)),
-                                                        "/logs/train-a1", "/clusters/local"}
+                                                        "/logs/train-a1", "/report/train-a1", "/clusters/local"}
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
 
 
