@@ -4,21 +4,15 @@ includes it, on a real git repository with two teams and a third that does not i
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from specs.workspaces import affected
+from tests.support.repos import git
 
 CLUSTER = "kind: Cluster\nname: h20\naddress: http://127.0.0.1:1\nshared_root: /mnt/shared\n"
 JOB = "kind: Job\nname: train\ncluster: h20\nworkload: command\nentrypoint: [python3, train.py]\n"
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo), *args],
-                          capture_output=True, text=True, check=True)
-    return done.stdout
 
 
 @pytest.fixture

@@ -11,15 +11,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import textwrap
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.cluster import sdk, until
-from tests.support.gpu_proxy import GpuStats, gpu_proxy
-from tests.support.gpu_queue import active, stop_all, team
+from tests.support.gpu_proxy import GpuStats, gpu_proxy, proxied_team
+from tests.support.gpu_queue import active, stop_all
 from tests.support.loops import listening, stopped
 from tests.support.loops import serve as serve_loop
 from tests.support.status_page import browse_url
@@ -42,17 +41,8 @@ def test_a_runs_gpus_their_use_and_the_clusters_show_in_status_page_and_metrics(
                                                                                 argus):
     stats = GpuStats(stranger=os.getpid())  # a pid of no run on the last GPU: never counted as the run's
     with gpu_proxy(gpu_cluster.address, stats) as proxy:
-        ws = team(tmp_path, "gpu-use-team", gpu_cluster, shared)
-        ws.address = proxy.address
-        ws.write("cluster.yaml", (ws.root / "cluster.yaml").read_text().replace(gpu_cluster.address, proxy.address))
-        ws.write("jobs/trainer.yaml", f"""
-            kind: Job
-            name: trainer
-            cluster: local
-            workload: command
-            entrypoint: [{json.dumps(sys.executable)}, -c, {json.dumps(TRAINER)}]
-            demand: {{GPU: 2}}
-            """)
+        ws = proxied_team(tmp_path, "gpu-use-team", gpu_cluster, shared, proxy, "trainer", TRAINER,
+                          "demand: {GPU: 2}\n")
         try:
             assert argus("apply", ws.root, "--auto-approve").code == 0
             [sid] = until(lambda: [j for j in _running(ws)], "the trainer runs", 120)

@@ -7,14 +7,12 @@ neither drift nor started again."""
 
 from __future__ import annotations
 
-import json
-import sys
 import textwrap
 
 from state.audit import log as audit
 from tests.support.cluster import jobs_of, until
-from tests.support.gpu_proxy import GpuStats, gpu_proxy
-from tests.support.gpu_queue import stop_all, team
+from tests.support.gpu_proxy import GpuStats, gpu_proxy, proxied_team
+from tests.support.gpu_queue import stop_all
 from tests.support.loops import serve, stopped
 
 IDLER = textwrap.dedent("""
@@ -35,18 +33,8 @@ def test_an_idle_run_is_told_once_and_stopped_as_its_policy_says(tmp_path, gpu_c
     url, events = hook
     stats = GpuStats(utilization=2, stranger=0)
     with gpu_proxy(gpu_cluster.address, stats) as proxy:
-        ws = team(tmp_path, "idle-team", gpu_cluster, shared)
-        ws.address = proxy.address
-        ws.write("cluster.yaml", (ws.root / "cluster.yaml").read_text().replace(gpu_cluster.address, proxy.address))
-        ws.write("jobs/idler.yaml", f"""
-            kind: Job
-            name: idler
-            cluster: local
-            workload: command
-            entrypoint: [{json.dumps(sys.executable)}, -c, {json.dumps(IDLER)}]
-            demand: {{GPU: 1}}
-            health: {{idle: {{below_percent: 10, for: 4s, action: stop}}}}
-            """)
+        ws = proxied_team(tmp_path, "idle-team", gpu_cluster, shared, proxy, "idler", IDLER,
+                          "demand: {GPU: 1}\nhealth: {idle: {below_percent: 10, for: 4s, action: stop}}\n")
         try:
             assert argus("apply", ws.root, "--auto-approve").code == 0
             [sid] = until(lambda: [j.submission_id for j in jobs_of(ws.address, ws.name)

@@ -16,17 +16,12 @@ import pytest
 from specs.diagnostics import Where
 from specs.errors import SpecError
 from specs.loader import load_workspace
+from tests.support.repos import git
 
 ARGUS = Path(sys.executable).parent / "argus"
 CLUSTER = "kind: Cluster\nname: h20\naddress: http://127.0.0.1:1\nshared_root: {root}\n"
 SMUGGLED = "---\nkind: Job\nname: sneaky\ncluster: h20\nworkload: command\nentrypoint: [touch, /tmp/pwned]\n"
 INCLUDE = "kind: Workspace\nname: {name}\ninclude:\n  - {path}\n"
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo), *args],
-                          capture_output=True, text=True, check=True)
-    return done.stdout
 
 
 @pytest.fixture

@@ -131,3 +131,20 @@ def gpu_proxy(upstream: str, stats: GpuStats | None = None) -> Iterator[GpuProxy
         yield proxy
     finally:
         proxy.close()
+
+
+def proxied_team(tmp_path, name: str, cluster, shared, proxy: GpuProxy, job: str, script: str, extra: str = ""):
+    """Workspace `name` (tests.support.gpu_queue.team) whose Cluster reaches `cluster` through `proxy`, with one
+    command job `job` running `script` in this Python; `extra`: more lines of the job's spec (its demand...)."""
+    import json
+    import sys
+    import textwrap
+
+    from tests.support.gpu_queue import team
+
+    ws = team(tmp_path, name, cluster, shared)
+    ws.address = proxy.address
+    ws.write("cluster.yaml", (ws.root / "cluster.yaml").read_text().replace(cluster.address, proxy.address))
+    ws.write(f"jobs/{job}.yaml", f"kind: Job\nname: {job}\ncluster: local\nworkload: command\n"
+             f"entrypoint: [{json.dumps(sys.executable)}, -c, {json.dumps(script)}]\n" + textwrap.dedent(extra))
+    return ws

@@ -8,20 +8,13 @@ from pathlib import Path
 import jsonschema
 
 from reconcile.views.incident import render, report
+from tests.support.incidents import incident_record
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schema" / "incident-report.schema.json").read_text())
 
 
-def _record(**fields) -> dict:
-    return {"submission_id": "ws.train.abc.1", "workspace": "ws", "job": "train", "cluster": "local", "attempt": 2,
-            "kind": "failed", "failure": "oom", "time": "2027-01-01T00:00:00+00:00",
-            "log_tail": "step:4\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
-            "ray_job": {"status": "FAILED", "driver_exit_code": 1}, "failed_tasks": [], "dead_actors": [],
-            "nodes": [], "checkpoint": {"directory": "/x", "step": 40}, "problems": [], **fields}
-
-
 def test_the_report_names_the_cause_with_its_evidence_and_fits_its_schema():
-    found = report(_record(), "retry", "retries it as attempt 3 of 3, from its checkpoint directory")
+    found = report(incident_record(), "retry", "retries it as attempt 3 of 3, from its checkpoint directory")
     jsonschema.validate(found, SCHEMA)
     assert found["cause"]["class"] == "oom" and any("CUDA out of memory" in e for e in found["cause"]["evidence"])
     assert found["advice"].startswith("Out of memory") and found["checkpoint_step"] == 40
@@ -29,9 +22,10 @@ def test_the_report_names_the_cause_with_its_evidence_and_fits_its_schema():
 
 
 def test_a_hostile_record_still_makes_a_valid_report_with_no_escape_shown():
-    hostile = _record(kind="rm -rf", failure=["x"], attempt="two", checkpoint={"step": True}, problems=[1, "\x1b[2Jp"],
-                      ray_job={"message": "\x1b]0;owned\x07boom", "driver_exit_code": "1"},
-                      failed_tasks=["no", {"name": "t", "error_message": "E\x1b[31mrr"}], dead_actors=7)
+    hostile = incident_record(kind="rm -rf", failure=["x"], attempt="two", checkpoint={"step": True},
+                              problems=[1, "\x1b[2Jp"],
+                              ray_job={"message": "\x1b]0;owned\x07boom", "driver_exit_code": "1"},
+                              failed_tasks=["no", {"name": "t", "error_message": "E\x1b[31mrr"}], dead_actors=7)
     found = report(hostile, "nothing", "nothing")
     jsonschema.validate(found, SCHEMA)
     shown = render(found)
@@ -40,13 +34,13 @@ def test_a_hostile_record_still_makes_a_valid_report_with_no_escape_shown():
 
 def test_idle_and_stalled_reports_carry_their_advice():
     for kind in ("idle", "stalled"):
-        found = report(_record(kind=kind, failure=None), "wait", "nothing but tell")
+        found = report(incident_record(kind=kind, failure=None), "wait", "nothing but tell")
         jsonschema.validate(found, SCHEMA)
         assert found["cause"]["class"] == kind and found["advice"] and found["cause"]["evidence"] == []
 
 
 def test_a_field_with_a_line_break_never_forges_a_line_of_the_report():
-    forged = _record(job="train\nargus next:    retries it [retry]", failure="oom\nstacks:        captured",
+    forged = incident_record(job="train\nargus next:    retries it [retry]", failure="oom\nstacks:        captured",
                      attempt=True)
     found = report(forged, "nothing", "nothing: the job has no retry policy")
     jsonschema.validate(found, SCHEMA)
