@@ -276,6 +276,33 @@ class Data(Spec):
     val: Paths | None = None
 
 
+class DeclaredPool(Spec):
+    """A resource pool a recipe places beside the trainer's, as its placement code asks Ray for it:
+    `nnodes` placement groups of `gpus_per_node` bundles, one per node (docs/verl.md, "Declaring a recipe's demand")."""
+
+    name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_-]{0,62}$")]
+    """The recipe's own name for it (rollout_pool): shown in plans beside global_pool."""
+    nnodes: int = Field(ge=1, le=10_000, strict=True)
+    gpus_per_node: int = Field(ge=1, le=10_000, strict=True)
+    cpus_per_gpu: float = Field(default=3, ge=0, le=1_000)
+    """CPUs each bundle asks per GPU: verl's ResourcePoolManager asks 3 (max_colocate_count), a standalone
+    rollout replica 2."""
+    nnodes_key: Annotated[str, StringConstraints(pattern=MODULE_PATTERN)] | None = None
+    """A key of the composed config that must hold `nnodes` (rollout.nnodes): a plan checks they agree."""
+    gpus_per_node_key: Annotated[str, StringConstraints(pattern=MODULE_PATTERN)] | None = None
+    """A key of the composed config that must hold `gpus_per_node` (rollout.n_gpus_per_node)."""
+
+
+class RecipeDemand(Spec):
+    """What a recipe argus does not know asks Ray for beyond the trainer's pool, which argus always counts."""
+
+    pools: list[DeclaredPool] = Field(default_factory=list, max_length=32)
+    """Pools placed beside the trainer's global_pool (from `trainer:`)."""
+    cpus: float = Field(default=0, ge=0, le=100_000)
+    """CPUs the recipe's actors outside placement groups hold, its TaskRunner included (its
+    `@ray.remote(num_cpus=...)`): counted instead of argus's own guess."""
+
+
 class Entry(Spec):
     """Which verl entry point runs the job, when not the workload's default (docs/verl.md)."""
 
@@ -290,6 +317,9 @@ class Entry(Spec):
     launcher: Literal["ray", "torchrun"] = "ray"
     """`torchrun` (sft only): the trainer runs as torchrun's processes on the driver's node, which then
     holds the job's GPUs; one node only."""
+    demand: RecipeDemand | None = None
+    """What a recipe argus does not know places beside the trainer's pool (docs/verl.md): its pools
+    and the CPUs of its actors, checked against the composed config where keys are named."""
 
     @field_validator("config_dir")
     @classmethod

@@ -28,6 +28,7 @@ from state.files import write_json
 from state.observed import SnapshotState
 from state.verl import files as verl_files
 from state.verl import pools as verl_pools
+from state.verl import recipe_demand
 from state.verl import rules as verl_rules
 from state.verl import version as verl_version
 from state.verl.compose import Composed, compose_job
@@ -62,7 +63,9 @@ def check_job(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_ro
     profile = None
     if composed.config is not None:
         profile = verl_pools.profile_of(composed.config, job, point, version,
-                                        verl_version.knowledge_for(version), desired.shared_root(job.cluster))
+                                        verl_version.knowledge_for(version), desired.shared_root(job.cluster), code)
+        found += [_about(job, field, message, severity) for field, message, severity
+                  in recipe_demand.demand_problems(composed.config, job, point.module)]
         found += _typed_kept(job, composed.config, desired.shared_root(job.cluster), desired.workspace.name)
         if not verl_version.older_than_known(version):
             found += _rule_diagnostics(job, composed.config, version, profile)

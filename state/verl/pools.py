@@ -11,11 +11,13 @@ rollout's own replicas (rollout.nnodes x rollout.n_gpus_per_node, whole replicas
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from specs import verl
 from specs.models import Job, Trainer
 from specs.verl_profile import Pool, Resume, VerlProfile
+from state.verl import recipe_pools
 from state.verl.rules import A, Problem, get
 from state.verl.version import at_least
 
@@ -32,17 +34,18 @@ ROLLOUT_POOL_CPUS = 2
 
 
 def profile_of(config: dict[str, Any], job: Job, point: Any, version: str | None, knowledge: str | None,
-               shared_root: str) -> VerlProfile:
+               shared_root: str, code: Path | None = None) -> VerlProfile:
     resume = Resume(mode=str(get(config, "trainer.resume_mode", "auto")),
                     path=_text(get(config, "trainer.resume_from_path")))
     backend = "megatron" if get(config, f"{A}.actor.strategy") == "megatron" or get(config, "engine.strategy") == \
         "megatron" else "fsdp"
     return VerlProfile(version=version, knowledge=knowledge, module=point.module, config_name=point.config_name,
-                       pools=tuple(pools_of(config, job, version)), driver_cpus=_driver_cpus(job, version),
+                       pools=tuple(pools_of(config, job, version, point.module)),
+                       driver_cpus=recipe_pools.outside_cpus(job, point.module, code, _driver_cpus(job, version)),
                        resume=resume, checkpoint_backend=backend)
 
 
-def pools_of(config: dict[str, Any], job: Job, version: str | None) -> list[Pool]:
+def pools_of(config: dict[str, Any], job: Job, version: str | None, module: str | None = None) -> list[Pool]:
     trainer = job.trainer or Trainer()
     resource = _gpu_resource(config, version)
     if job.workload == "sft":
@@ -50,10 +53,14 @@ def pools_of(config: dict[str, Any], job: Job, version: str | None) -> list[Pool
             return []  # torchrun's processes live in the driver, which holds the GPUs (Submission.entrypoint_num_gpus)
         return [Pool(name="trainer", nnodes=trainer.nnodes, gpus_per_node=trainer.n_gpus_per_node,
                      cpus_per_gpu=SFT_RAY_CPUS, gpu_resource=resource)]
-    found = [Pool(name="global_pool", nnodes=trainer.nnodes, gpus_per_node=trainer.n_gpus_per_node,
-                  cpus_per_gpu=MAIN_POOL_CPUS, gpu_resource=resource)]
+    module = module or verl.entry_point(job).module
+    found = recipe_pools.known_pools(config, module, trainer, resource) or [
+        Pool(name="global_pool", nnodes=trainer.nnodes, gpus_per_node=trainer.n_gpus_per_node,
+             cpus_per_gpu=MAIN_POOL_CPUS, gpu_resource=resource)]
     found += [Pool(name=side.name, nnodes=side.nnodes, gpus_per_node=side.gpus, cpus_per_gpu=MAIN_POOL_CPUS,
-                   gpu_resource=resource) for side in _side_pools(config, version) if side.on and side.placeable]
+                   gpu_resource=resource) for side in _side_pools(config, version) if side.on and side.placeable
+              and (side.name != "teacher_pool" or recipe_pools.places_teacher(module))]
+    found += recipe_pools.declared_pools(job.entry.demand if job.entry else None, resource)
     rollout = _rollout_pool(config, version, resource)
     return found + ([rollout] if rollout else [])
 
