@@ -8,6 +8,7 @@ from reconcile.model import Action, Change, VerlNote
 from reconcile.plan.admission import never_fits
 from reconcile.plan.checkpoints import judge, resume_note
 from reconcile.plan.demand import demand_of, describe, unoffered
+from reconcile.plan.driver_room import crowded_out
 from reconcile.plan.placement import Demand
 from specs import verl
 from specs.address import Address
@@ -65,6 +66,8 @@ def _capacity(desired: DesiredState, observed: ObservedState, job: Job, cluster:
                            message=f"{address} can never fit on cluster {cluster.name!r}: verl asks for "
                                    f"{describe(pools)} at once, each node's share on one node; the "
                                    f"{len(cluster.nodes)} alive node(s) do not have that").located(source)]
+    if crowded := crowded_out(job, demand, [n.resources for n in cluster.nodes], cluster.name):
+        return [Diagnostic(severity="error", address=address, field="trainer", message=crowded).located(source)]
     driver = driver_needs(sub)
     if not any(all(n.resources.get(k, 0) >= v for k, v in driver.items()) for n in cluster.nodes):
         missing = unoffered(Demand(driver=driver), (k for n in cluster.nodes for k in n.resources))
