@@ -6,6 +6,7 @@ makes one STRICT_PACK placement group per node and pool, each bundle {CPU: 3, GP
 take 2. Pools beside the trainer's global_pool: reward.reward_model (enable_resource_pool), the
 distillation teacher (distillation.enabled) and, in 0.9's `trainer.v1.trainer_mode=separate_async`, the
 rollout's own replicas (rollout.nnodes x rollout.n_gpus_per_node, whole replicas only).
+The async trainers' pools and the CPUs of actors outside placement groups: state/verl/recipe_pools.py.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ MAX_NODES = 10_000
 """Nodes (and GPUs per node) of one pool at most: more than any cluster, and a plan lists a bundle per node."""
 MAIN_POOL_CPUS = 3
 SFT_RAY_CPUS = 10
-ROLLOUT_POOL_CPUS = 2
 
 
 def profile_of(config: dict[str, Any], job: Job, point: Any, version: str | None, knowledge: str | None,
@@ -144,19 +144,9 @@ def _sizes_ok(nnodes: Any, gpus: Any) -> bool:
 
 def _rollout_pool(config: dict[str, Any], version: str | None, resource: str) -> Pool | None:
     """0.9's separate_async rollout: whole replicas of tp x dp x pp GPUs, each split into nodes."""
-    if not _separate_rollout(config, version) or not _positive(config, f"{A}.rollout"):
+    if not _separate_rollout(config, version):
         return None
-    replica = 1
-    for part in ("tensor_model", "data", "pipeline_model"):
-        value = get(config, f"{A}.rollout.{part}_parallel_size", 1)
-        replica *= value if isinstance(value, int) and value > 0 else 1
-    per_node = get(config, f"{A}.rollout.n_gpus_per_node")
-    replicas = (per_node * get(config, f"{A}.rollout.nnodes")) // replica
-    node_gpus = min(per_node, replica)
-    if not replicas:
-        return None
-    return Pool(name="rollout_pool", nnodes=replicas * (replica // node_gpus), gpus_per_node=node_gpus,
-                cpus_per_gpu=ROLLOUT_POOL_CPUS, gpu_resource=resource)
+    return recipe_pools.rollout_replicas(config, f"{A}.rollout", resource)
 
 
 def _separate_rollout(config: dict[str, Any], version: str | None) -> bool:

@@ -24,6 +24,8 @@ from state.verl.rules import get
 FULLY_ASYNC = "verl.experimental.fully_async_policy.fully_async_main"
 ONE_STEP_OFF = "verl.experimental.one_step_off_policy.main_ppo"
 MAX_MODULE_BYTES = 1_000_000
+MAX_NODES = 10_000
+"""As state/verl/pools.py: more than any cluster has."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ def rollout_replicas(config: dict[str, Any], sizes: str, resource: str) -> Pool 
     nodes of at most n_gpus_per_node (LLMServerManager: num_replicas = world_size // rollout_world_size;
     RolloutReplica: gpus_per_replica_node = min(gpus_per_node, world_size))."""
     per_node, nnodes = get(config, f"{sizes}.n_gpus_per_node"), get(config, f"{sizes}.nnodes")
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (per_node, nnodes)):
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_NODES for v in (per_node, nnodes)):
         return None
     replica = 1
     for part in ("tensor_model", "data", "pipeline_model"):

@@ -1,4 +1,3 @@
-# ruff: noqa: F811 (the fixtures are imported from test_verl_scripts and taken as arguments)
 """A recipe argus has not read: the CPUs its entry module's TaskRunner holds (read with ast), a warning that
 only the trainer's pool is counted, and `entry.demand` declaring the rest, checked against the composed config.
 Composed against the real verl 0.8.0 and 0.9.1 wheels, with verl-recipe's partial_rollout/main_ppo.py (a
@@ -16,13 +15,7 @@ from specs.submission import resolve
 from state.code.sources import resolve_source
 from state.observed import SnapshotState
 from state.verl.checks import check_job
-from tests.state.verl.test_verl_scripts import (  # noqa: F401 (fixtures)
-    SCRIPTS,
-    VERSIONS,
-    scripts_cache,
-    scripts_repo,
-    scripts_ws,
-)
+from tests.support.verl_scripts import SCRIPTS, VERSIONS
 
 RECIPE = ("entry: {module: recipe.partial_rollout.main_ppo, config_dir: verl/trainer/config, "
           "config_name: ppo_trainer}\n")

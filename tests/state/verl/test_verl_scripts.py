@@ -7,8 +7,6 @@ placement group per node of {CPU: 3, GPU: 1} bundles; sft_trainer_ray's pool of 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,10 +17,8 @@ from specs.submission import driver_needs, resolve
 from state.code.sources import resolve_source
 from state.observed import SnapshotState
 from state.verl.checks import JobCheck, check_job
-from tests.support.workspace import make_workspace
+from tests.support.verl_scripts import SCRIPTS, VERSIONS
 
-SCRIPTS = Path(__file__).resolve().parent / "verl_scripts"
-VERSIONS = ("0.8.0", "0.9.1")
 PPO = 3
 """CPUs per GPU of main_ppo's pools (max_colocate_count=3)."""
 
@@ -56,38 +52,6 @@ OUTSIDE_CPUS = {"fully-async-dapo-fsdp2-8-8": 23.0, "one-step-off-policy-fsdp2":
 """CPUs of actors outside placement groups: fully-async's TaskRunner 1 + rollouter 10 + trainer 10 + message
 queue 2; one-step-off's TaskRunner 10 (their @ray.remote(num_cpus=...), 0.8.0 and 0.9.1 alike)."""
 CASES = [(name, version) for name, by_version in SHAPES.items() for version in by_version]
-
-
-@pytest.fixture(scope="session")
-def scripts_repo(verl_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The verl repository with a recipe beside verl (as verl-recipe is checked out): tags v<version>-recipe."""
-    repo = tmp_path_factory.mktemp("verl-scripts") / "verl"
-    subprocess.run(["git", "clone", "-q", str(verl_repo), str(repo)], check=True)
-    for version in VERSIONS:
-        git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@localhost"]
-        subprocess.run([*git, "checkout", "-q", f"v{version}"], check=True)
-        shutil.rmtree(repo / "recipe", ignore_errors=True)
-        shutil.copytree(SCRIPTS / "recipe", repo / "recipe")
-        subprocess.run([*git, "add", "-A"], check=True)
-        subprocess.run([*git, "commit", "-qm", f"verl {version} with a recipe"], check=True)
-        subprocess.run([*git, "tag", f"v{version}-recipe"], check=True)
-    return repo
-
-
-@pytest.fixture(scope="module")
-def scripts_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """One cache for the module: each snapshot is extracted once, as one argus process would."""
-    return str(tmp_path_factory.mktemp("verl-scripts-cache"))
-
-
-@pytest.fixture
-def scripts_ws(tmp_path: Path, scripts_repo: Path, scripts_cache: str, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("ARGUS_CACHE_DIR", scripts_cache)
-    ws = make_workspace(tmp_path / "ws", "verl-scripts", "http://127.0.0.1:9")
-    for version in VERSIONS:
-        ws.write(f"code-{version}.yaml", f"kind: CodeSnapshot\nname: verl-{version.replace('.', '')}\n"
-                                         f"cluster: local\ngit: {{url: {scripts_repo}, ref: v{version}-recipe}}\n")
-    return ws
 
 
 def checked(ws, name: str, version: str) -> tuple[JobCheck, object]:
