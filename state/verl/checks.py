@@ -65,7 +65,7 @@ def check_job(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_ro
         profile = verl_pools.profile_of(composed.config, job, point, version,
                                         verl_version.knowledge_for(version), desired.shared_root(job.cluster), code)
         found += [_about(job, field, message, severity) for field, message, severity
-                  in recipe_demand.demand_problems(composed.config, job, point.module)]
+                  in recipe_demand.demand_problems(composed.config, job, point.module, version)]
         found += _typed_kept(job, composed.config, desired.shared_root(job.cluster), desired.workspace.name)
         if not verl_version.older_than_known(version):
             found += _rule_diagnostics(job, composed.config, version, profile)

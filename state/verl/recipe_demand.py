@@ -13,8 +13,9 @@ from typing import Any
 from specs import verl
 from specs.diagnostics import Severity
 from specs.models import DeclaredPool, Job
-from state.verl.recipe_pools import KNOWN, STANDARD
+from state.verl.recipe_pools import FULLY_ASYNC, KNOWN, STANDARD
 from state.verl.rules import get
+from state.verl.version import at_least
 
 Found = tuple[str, str, Severity]
 """(field of the spec, message, severity)."""
@@ -22,10 +23,10 @@ MISSING = object()
 DOCS = "docs/verl.md, \"Declaring a recipe's demand\""
 
 
-def demand_problems(config: dict[str, Any], job: Job, module: str) -> list[Found]:
+def demand_problems(config: dict[str, Any], job: Job, module: str, version: str | None) -> list[Found]:
     demand = job.entry.demand if job.entry is not None else None
     if module in KNOWN:
-        return _known(config, job, module, demand is not None)
+        return _known(config, job, module, demand is not None, _only_hybrid(config, module, version))
     if demand is None:
         return [] if module.startswith("verl.") or module in STANDARD else [_undeclared(job, module)]
     if job.workload == "sft":
@@ -34,13 +35,15 @@ def demand_problems(config: dict[str, Any], job: Job, module: str) -> list[Found
     return [found for index, pool in enumerate(demand.pools) for found in _disagreements(config, index, pool)]
 
 
-def _known(config: dict[str, Any], job: Job, module: str, declared: bool) -> list[Found]:
+def _known(config: dict[str, Any], job: Job, module: str, declared: bool, only_hybrid: bool) -> list[Found]:
     found: list[Found] = []
     if declared:
         found.append(("entry.demand", f"argus counts {module}'s pools and actors itself (read from verl's "
                                       f"placement code, {DOCS}): remove entry.demand, or it would be counted twice",
                       "error"))
     sizes = [get(config, key) for key in ("rollout.nnodes", "rollout.n_gpus_per_node")]
+    if only_hybrid and sizes[0] == 0:
+        return found
     if not all(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 10_000 for v in sizes):
         index = verl.last_override(job, ("rollout.nnodes", "rollout.n_gpus_per_node"))
         field = f"overrides.{index}" if index is not None else "entry"
@@ -48,6 +51,13 @@ def _known(config: dict[str, Any], job: Job, module: str, declared: bool) -> lis
                              f"rollout.n_gpus_per_node={sizes[1]!r}): set both to whole numbers above 0 (at most "
                              "10000) so argus can count them", "error"))
     return found
+
+
+def _only_hybrid(config: dict[str, Any], module: str, version: str | None) -> bool:
+    """0.9's fully-async may roll out on the trainer's GPUs only: rollout.nnodes=0 with dynamic resource
+    scheduling (fully_async_trainer.py:189 and :205, 0.9.1) places no rollout pool."""
+    return module == FULLY_ASYNC and at_least(version, (0, 9)) and \
+        get(config, "async_training.use_dynamic_resource_scheduling") is True
 
 
 def _undeclared(job: Job, module: str) -> Found:
