@@ -44,9 +44,12 @@ KNOWN: dict[str, Known] = {
     # OneStepTaskRunner: @ray.remote(num_cpus=10, max_concurrency=100) (0.8.0 and 0.9.1)
     ONE_STEP_OFF: Known(cpus=10.0, teacher=False),
 }
-STANDARD = frozenset({"verl.trainer.main_ppo", "recipe.dapo.main_dapo"})
-"""Modules that place only main_ppo's pools (verl-recipe's dapo/main_dapo.py runs run_ppo with its own
-TaskRunner): no declaration needed."""
+STANDARD = frozenset({"verl.trainer.main_ppo", "recipe.dapo.main_dapo", "recipe.prime.main_prime",
+                      "recipe.entropy.main_entropy", "recipe.flowrl.main_flowrl", "recipe.sppo.main_sppo"})
+"""Modules that place only main_ppo's pools, read in verl-recipe at 48ea0a7: dapo/main_dapo.py runs run_ppo with
+its own TaskRunner; prime, entropy, flowrl and sppo build one global_pool of [trainer.n_gpus_per_node] x
+trainer.nnodes (main_prime.py:99, main_entropy.py:123, main_flowrl.py:122, main_sppo.py:101), the reward model in
+it. No declaration needed."""
 TRAINER_CPUS = 3
 ROLLOUT_CPUS = 2
 
