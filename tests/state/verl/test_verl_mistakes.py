@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cluster import sdk
+from tests.support.verl_inputs import write_inputs
 from tests.support.workspace import Workspace, make_workspace
 
 WORKSPACE = "verl-mistakes"
@@ -142,7 +143,8 @@ def test_apply_refuses_the_plan_and_nothing_reaches_ray_or_the_shared_root(mista
     paths = [p.relative_to(mistakes.shared).as_posix() for p in mistakes.shared.rglob("*")]
     assert not [p for p in paths if any(sid in p for sid in planned)]  # no run directory, record or queue entry
     written = sorted(p for p in paths if (mistakes.shared / p).is_file() and not p.startswith(".argus/"))
-    assert written == ["datasets/gsm8k/train.parquet", "models/qwen/config.json"]  # nor a code snapshot
+    assert written == ["datasets/gsm8k/train.parquet", "models/qwen/config.json",
+                       "models/qwen/tokenizer_config.json"]  # nor a code snapshot
     assert not (mistakes.shared / "jobs").exists()
 
 
@@ -201,9 +203,7 @@ def gpu_workspace(tmp_path: Path, verl_repo: Path, address: str, name: str) -> W
     ws.write("code.yaml", "".join(f"---\nkind: CodeSnapshot\nname: {snapshot}\ncluster: local\n"
                                   f"git: {{url: {verl_repo}, ref: {ref}}}\n"
                                   for snapshot, ref in (("verl", "v0.9.1"), ("verl-080", "v0.8.0"))))
-    for rel in ("datasets/gsm8k/train.parquet", "models/qwen/config.json"):
-        (ws.shared / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws.shared / rel).write_text("x")
+    write_inputs(ws.shared, "datasets/gsm8k/train.parquet", "models/qwen")
     return ws
 
 
