@@ -73,7 +73,8 @@ def _open(path: Path, roots: list[Path]) -> int | Unread:
         if not os.path.lexists(path):
             return Unread("does not exist", "error", missing=True)
         if real != Path(os.path.abspath(path)) and not any(_inside(real, root) for root in roots):
-            return Unread("is a symlink that leaves the shared root: argus does not follow it, so did not check it")
+            return Unread("is a symlink that leads outside the shared root and the model's own directory: argus "
+                          "does not follow it, so did not check it")
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except (OSError, ValueError) as err:
         return Unread(f"cannot be opened ({getattr(err, 'strerror', None) or type(err).__name__})")

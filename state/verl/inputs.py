@@ -19,6 +19,8 @@ from state.verl.rules import A, get
 
 Finding = tuple[tuple[str, ...], str, str]
 
+DATA = (".parquet", ".json", ".jsonl")
+"""What verl's datasets read (files.py says so of any other suffix)."""
 JSON_HEAD = 256 * 1024
 """How much of a json/jsonl data file argus reads for its columns."""
 JSON_RECORDS = 50
@@ -44,10 +46,12 @@ def _columns(job: Job, config: dict[str, Any], roots: list[Path]) -> list[Findin
     key = "data.messages_key" if job.workload == "sft" else "data.prompt_key"
     column = get(config, key, "messages" if job.workload == "sft" else "prompt")
     found: list[Finding] = []
+    seen: set[str] = set()  # a file named by both train_files and val_files is read and said once
     for files_key in ("data.train_files", "data.val_files"):
         value = get(config, files_key)
         for path in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
-            if isinstance(path, str) and path.startswith("/") and path.endswith((".parquet", ".json", ".jsonl")):
+            if isinstance(path, str) and path.startswith("/") and path.endswith(DATA) and path not in seen:
+                seen.add(path)
                 found += _file_columns(Path(path), key, column, files_key, roots)
     return found
 
@@ -85,7 +89,7 @@ def _records(text: str) -> list[dict[str, Any]]:
             at += 1
         try:
             record, at = decoder.raw_decode(text, at)
-        except ValueError:
+        except (ValueError, RecursionError):  # garbage, a record cut by the head, or bottomless nesting
             break
         if not isinstance(record, dict):
             break
@@ -94,13 +98,14 @@ def _records(text: str) -> list[dict[str, Any]]:
 
 
 def _model(job: Job, config: dict[str, Any], key: str, model: Path, roots: list[Path]) -> list[Finding]:
-    roots = [*roots, model]
+    # Hugging Face's cache links snapshots/<revision>/config.json to ../../blobs: the model's repository is the root
+    roots = [*roots, model.parent.parent if model.parent.name == "snapshots" else model]
     hf_config = read_head(model / "config.json", roots, CONFIG_LIMIT, whole=True)
     if isinstance(hf_config, Unread):
-        why = "has no config.json" if hf_config.missing else f"config.json: {hf_config.why}"
+        why = "has no config.json" if hf_config.missing else f"config.json {hf_config.why}"
         return [((key,), f"model directory {model} {why}: verl's HFModelConfig loads it with "
                          "transformers' AutoConfig.from_pretrained once the GPUs are held "
-                         "(verl/workers/config/model.py)", "error")]
+                         "(verl/workers/config/model.py)", hf_config.severity)]
     found = _tokenizer(config, key, model, roots)
     try:
         parsed = json.loads(hf_config)
