@@ -414,6 +414,9 @@ IMPORT_DIR = typer.Option(Path("."), "--dir", help="The workspace directory.")
 IMPORT_NAME = typer.Option(None, "--name", help="The job's name (default: from the script's file name).")
 IMPORT_CLUSTER = typer.Option(None, "--cluster", help="The Cluster (default: the workspace's only one).")
 IMPORT_CODE = typer.Option(None, "--code", help="The CodeSnapshot (default: the cluster's only one).")
+IMPORT_ENV = typer.Option([], "--env", metavar="NAME=VALUE", help="A variable the script finds in its environment "
+                          "(as `NAME=VALUE bash FILE` would), e.g. for a value it would take from a command's "
+                          "output. Repeatable. For the script only: not written to the job.")
 IMPORT_OUTPUT = typer.Option(None, "--output", help="Where to write the spec (default: jobs/NAME.yaml in the "
                              "workspace); never overwritten.")
 
@@ -421,14 +424,15 @@ IMPORT_OUTPUT = typer.Option(None, "--output", help="Where to write the spec (de
 @import_app.command("verl-script", context_settings={"allow_interspersed_args": False})
 def import_verl_script(script: Path = SCRIPT, args: list[str] = SCRIPT_ARGS, directory: Path = IMPORT_DIR,
                        name: str | None = IMPORT_NAME, cluster: str | None = IMPORT_CLUSTER,
-                       code: str | None = IMPORT_CODE, output: Path | None = IMPORT_OUTPUT) -> int:
+                       code: str | None = IMPORT_CODE, output: Path | None = IMPORT_OUTPUT,
+                       variables: list[str] = IMPORT_ENV) -> int:
     """Turn a verl launch script into a Job spec. The script's commands are never run: bash reads it with
     every command replaced by a stand-in that only records it (no PATH, restricted mode, no output
     redirection, no inherited variables), so its variables, arrays, `${VAR:-default}` and `$@` expand as
     bash would; then the launch found is mapped as docs/verl.md maps one."""
     from reconcile.commands import import_verl_script as command
 
-    return command.run(directory, script, args or [], name, cluster, code, output)
+    return command.run(directory, script, args or [], name, cluster, code, output, variables)
 
 
 @local_app.command("up")

@@ -24,19 +24,21 @@ MAX_SCRIPT = 1024 * 1024
 
 
 def run(directory: Path, script: Path, args: list[str], name: str | None, cluster: str | None, code: str | None,
-        output: Path | None) -> int:
+        output: Path | None, variables: list[str] | None = None) -> int:
     desired = load(directory)
     text = _read(script)
     job_name = name or _name(script)
     if job_name in desired.jobs:
         raise ArgusError(f"a Job named {job_name!r} exists already ({_where(desired, job_name)}): pass --name")
     on = _cluster(desired, cluster)
-    imported = import_script(evaluate(text, args), str(script), job_name, on, _code(desired, on, code))
+    given = _variables(variables or [])
+    imported = import_script(evaluate(text, args, given), str(script), job_name, on, _code(desired, on, code),
+                             frozenset(given))
     target = output or directory / "jobs" / f"{job_name}.yaml"
     if target.exists():
         raise ArgusError(f"{target} exists: argus import never overwrites a file; pass --output or --name")
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(_header(script, text, imported, args) + yaml.safe_dump(imported.spec, sort_keys=False,
+    target.write_text(_header(script, text, imported, args, given) + yaml.safe_dump(imported.spec, sort_keys=False,
                                                                              allow_unicode=True, width=1 << 20))
     _report(target, imported)
     return 0
@@ -47,6 +49,17 @@ def _where(desired: DesiredState, job: str) -> str:
 
     source = desired.source(Address.job(job))
     return f"{source.file}:{source.line}"
+
+
+def _variables(pairs: list[str]) -> dict[str, str]:
+    """`--env NAME=VALUE`: what the script finds in its environment (for the script, not the job)."""
+    given = {}
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ArgusError(f"--env {pair!r}: write NAME=VALUE")
+        given[name] = value
+    return given
 
 
 def _read(script: Path) -> str:
@@ -81,10 +94,11 @@ def _code(desired: DesiredState, cluster: str, code: str | None) -> str | None:
     return code or (on[0] if on else None)
 
 
-def _header(script: Path, text: str, imported: Imported, args: list[str]) -> str:
+def _header(script: Path, text: str, imported: Imported, args: list[str], given: dict[str, str]) -> str:
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     lines = [f"# imported by `argus import verl-script` from {script.name} (sha256 {digest}), line {imported.line}"
-             + (f", with arguments {' '.join(args)}" if args else ""),
+             + (f", with arguments {' '.join(args)}" if args else "")
+             + (f", with {', '.join(given)} set" if given else ""),
              "# review it (docs/import.md), then `argus plan`; left out of the script:"]
     lines += [f"#   - {note}" for note in imported.left_out] or ["#   (nothing)"]
     return "\n".join(line.replace("\n", " ") for line in lines) + "\n"

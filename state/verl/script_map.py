@@ -51,8 +51,9 @@ class Imported:
     left_out: list[str] = field(default_factory=list)
 
 
-def import_script(found: Evaluated, path: str, name: str, cluster: str, code: str | None) -> Imported:
-    """The Job spec of the script's verl launch."""
+def import_script(found: Evaluated, path: str, name: str, cluster: str, code: str | None,
+                  given: frozenset[str] = frozenset()) -> Imported:
+    """The Job spec of the script's verl launch; `given`: the variables set for the script (--env), not the job's."""
     launches = [(call, argv) for call in found.calls if (argv := _launch_argv(call.argv)) is not None]
     if not launches:
         ran = ", ".join(sorted({c.argv[0] for c in found.calls if c.argv})) or "no command"
@@ -67,7 +68,7 @@ def import_script(found: Evaluated, path: str, name: str, cluster: str, code: st
                         for c, _ in launches[1:]]
     if found.error:
         result.left_out.append(found.error)
-    _map_launch(call, argv, found, result)
+    _map_launch(call, argv, found, result, given)
     return result
 
 
@@ -87,7 +88,7 @@ def _launch_argv(argv: tuple[str, ...]) -> list[str] | None:
     return None
 
 
-def _map_launch(call: Call, argv: list[str], found: Evaluated, result: Imported) -> None:
+def _map_launch(call: Call, argv: list[str], found: Evaluated, result: Imported, given: frozenset[str]) -> None:
     if argv[0] == "ray":
         cut = argv.index("--")
         wrapper = ' '.join(argv[3:cut]).replace(found.workdir, '$PWD') or 'no options'
@@ -107,7 +108,7 @@ def _map_launch(call: Call, argv: list[str], found: Evaluated, result: Imported)
     if entry:
         result.spec["entry"] = entry
     _overrides(values, workload, result)
-    env = _env(call.env, found, result)
+    env = _env({k: v for k, v in call.env.items() if k not in given}, found, result)
     if env:
         result.spec["env"] = env
 
@@ -229,8 +230,8 @@ def _mapped_text(value: str, found: Evaluated, result: Imported) -> str:
     command = nested_record(value, found.marker)
     if command is not None:
         raise ImportRefused(f"a value of the launch comes from the output of `{command}`, which argus does not run: "
-                            "pass the value as an argument (`argus import verl-script FILE KEY=VALUE`) or edit the "
-                            "script")
+                            "set the variable that holds it with `--env NAME=VALUE` (as `NAME=VALUE bash FILE` "
+                            "would), or edit the script")
     for sub, to in (("/data/", "/datasets/"), ("/models/", "/models/"), ("/", "/")):
         value = value.replace(found.home + sub, verl.SHARED_ROOT + to)
     if found.home in value:

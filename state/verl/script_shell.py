@@ -58,13 +58,14 @@ class Evaluated:
     marker: str = ""
 
 
-def evaluate(text: str, args: list[str]) -> Evaluated:
-    """The commands `text` would run with positional arguments `args`, none of them run."""
+def evaluate(text: str, args: list[str], variables: dict[str, str] | None = None) -> Evaluated:
+    """The commands `text` would run with positional arguments `args` and `variables` in its environment (as
+    `NAME=VALUE bash FILE ARGS` would), none of them run."""
     marker = secrets.token_hex(8)
     home = f"/argus-import-home-{marker}"
     with tempfile.TemporaryDirectory(prefix="argus-import-") as empty:
         script = _prelude(marker) + "\n" + text
-        env = {"PATH": f"/argus-import-no-commands-{marker}", "HOME": home, "LANG": "C.UTF-8"}
+        env = {**(variables or {}), "PATH": f"/argus-import-no-commands-{marker}", "HOME": home, "LANG": "C.UTF-8"}
         proc = subprocess.Popen(["/bin/bash", "--noprofile", "--norc", "-c", script, "script", *args],
                                 cwd=empty, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
