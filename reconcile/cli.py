@@ -435,6 +435,19 @@ def import_verl_script(script: Path = SCRIPT, args: list[str] = SCRIPT_ARGS, dir
     return command.run(directory, script, args or [], name, cluster, code, output, variables)
 
 
+@import_app.command("ray-job")
+def import_ray_job(submission_id: str = typer.Argument(..., help="The Ray job's submission id."),
+                   directory: Path = IMPORT_DIR, name: str | None = IMPORT_NAME,
+                   cluster: str | None = IMPORT_CLUSTER, timeout: float = TIMEOUT) -> int:
+    """Adopt a job already running on Ray (submitted by hand) as a run of this workspace: a spec that reproduces
+    its submission, and an audit record that makes it this workspace's run, so the next plan shows it in sync.
+    The job is never stopped or submitted; a finished job, one argus submitted, or one a workspace already
+    holds is refused."""
+    from reconcile.commands import import_ray_job as command
+
+    return command.run(directory, submission_id, name, cluster, timeout)
+
+
 @local_app.command("up")
 def local_up(state_dir: Path = LOCAL_DIR,
              dashboard_port: int = typer.Option(8265, "--dashboard-port", envvar="ARGUS_LOCAL_PORT", min=0,
