@@ -412,6 +412,7 @@ SCRIPT = typer.Argument(..., help="The verl launch script (bash).")
 SCRIPT_ARGS = typer.Argument(None, help="Arguments the script gets (its $@).", show_default=False)
 IMPORT_DIR = typer.Option(Path("."), "--dir", help="The workspace directory.")
 IMPORT_NAME = typer.Option(None, "--name", help="The job's name (default: from the script's file name).")
+RAY_JOB_NAME = typer.Option(None, "--name", help="The job's name (default: from the submission id).")
 IMPORT_CLUSTER = typer.Option(None, "--cluster", help="The Cluster (default: the workspace's only one).")
 IMPORT_CODE = typer.Option(None, "--code", help="The CodeSnapshot (default: the cluster's only one).")
 IMPORT_ENV = typer.Option([], "--env", metavar="NAME=VALUE", help="A variable the script finds in its environment "
@@ -429,7 +430,8 @@ def import_verl_script(script: Path = SCRIPT, args: list[str] = SCRIPT_ARGS, dir
     """Turn a verl launch script into a Job spec. The script's commands are never run: bash reads it with
     every command replaced by a stand-in that only records it (no PATH, restricted mode, no output
     redirection, no inherited variables), so its variables, arrays, `${VAR:-default}` and `$@` expand as
-    bash would; then the launch found is mapped as docs/verl.md maps one."""
+    bash would; then the launch found is mapped as docs/verl.md maps one. Options go before SCRIPT: what follows
+    it is the script's own arguments."""
     from reconcile.commands import import_verl_script as command
 
     return command.run(directory, script, args or [], name, cluster, code, output, variables)
@@ -437,7 +439,7 @@ def import_verl_script(script: Path = SCRIPT, args: list[str] = SCRIPT_ARGS, dir
 
 @import_app.command("ray-job")
 def import_ray_job(submission_id: str = typer.Argument(..., help="The Ray job's submission id."),
-                   directory: Path = IMPORT_DIR, name: str | None = IMPORT_NAME,
+                   directory: Path = IMPORT_DIR, name: str | None = RAY_JOB_NAME,
                    cluster: str | None = IMPORT_CLUSTER, timeout: float = TIMEOUT) -> int:
     """Adopt a job already running on Ray (submitted by hand) as a run of this workspace: a spec that reproduces
     its submission, and an audit record that makes it this workspace's run, so the next plan shows it in sync.

@@ -101,7 +101,7 @@ def _header(script: Path, text: str, imported: Imported, args: list[str], given:
              + (f", with {', '.join(given)} set" if given else ""),
              "# review it (docs/import.md), then `argus plan`; left out of the script:"]
     lines += [f"#   - {note}" for note in imported.left_out] or ["#   (nothing)"]
-    return "\n".join(line.replace("\n", " ") for line in lines) + "\n"
+    return "\n".join(re.sub(r"[\r\n]", " ", line) for line in lines) + "\n"
 
 
 def _report(target: Path, imported: Imported) -> None:
