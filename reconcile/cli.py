@@ -26,6 +26,9 @@ local_app = typer.Typer(help="The embedded dev cluster: a Ray head plus a worker
 app.add_typer(local_app, name="local")
 audit_app = typer.Typer(help="The workspace's tamper-evident audit log.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
+import_app = typer.Typer(help="Bring work made outside argus into the workspace as specs to review and commit "
+                         "(docs/import.md).", no_args_is_help=True)
+app.add_typer(import_app, name="import")
 
 DIR = typer.Argument(Path("."), help="The workspace directory (holding argus.yaml).")
 DIRS = typer.Argument(None, help="Workspace directories (holding argus.yaml; default: the current one). A directory "
@@ -403,6 +406,48 @@ def audit_show(directory: Path = DIR, as_json: bool = typer.Option(False, "--jso
     from reconcile.commands import audit as command
 
     return command.show(directory, as_json, job, since)
+
+
+SCRIPT = typer.Argument(..., help="The verl launch script (bash).")
+SCRIPT_ARGS = typer.Argument(None, help="Arguments the script gets (its $@).", show_default=False)
+IMPORT_DIR = typer.Option(Path("."), "--dir", help="The workspace directory.")
+IMPORT_NAME = typer.Option(None, "--name", help="The job's name (default: from the script's file name).")
+RAY_JOB_NAME = typer.Option(None, "--name", help="The job's name (default: from the submission id).")
+IMPORT_CLUSTER = typer.Option(None, "--cluster", help="The Cluster (default: the workspace's only one).")
+IMPORT_CODE = typer.Option(None, "--code", help="The CodeSnapshot (default: the cluster's only one).")
+IMPORT_ENV = typer.Option([], "--env", metavar="NAME=VALUE", help="A variable the script finds in its environment "
+                          "(as `NAME=VALUE bash FILE` would), e.g. for a value it would take from a command's "
+                          "output. Repeatable. For the script only: not written to the job.")
+IMPORT_OUTPUT = typer.Option(None, "--output", help="Where to write the spec (default: jobs/NAME.yaml in the "
+                             "workspace); never overwritten.")
+
+
+@import_app.command("verl-script", context_settings={"allow_interspersed_args": False})
+def import_verl_script(script: Path = SCRIPT, args: list[str] = SCRIPT_ARGS, directory: Path = IMPORT_DIR,
+                       name: str | None = IMPORT_NAME, cluster: str | None = IMPORT_CLUSTER,
+                       code: str | None = IMPORT_CODE, output: Path | None = IMPORT_OUTPUT,
+                       variables: list[str] = IMPORT_ENV) -> int:
+    """Turn a verl launch script into a Job spec. The script's commands are never run: bash reads it with
+    every command replaced by a stand-in that only records it (no PATH, restricted mode, no output
+    redirection, no inherited variables), so its variables, arrays, `${VAR:-default}` and `$@` expand as
+    bash would; then the launch found is mapped as docs/verl.md maps one. Options go before SCRIPT: what follows
+    it is the script's own arguments."""
+    from reconcile.commands import import_verl_script as command
+
+    return command.run(directory, script, args or [], name, cluster, code, output, variables)
+
+
+@import_app.command("ray-job")
+def import_ray_job(submission_id: str = typer.Argument(..., help="The Ray job's submission id."),
+                   directory: Path = IMPORT_DIR, name: str | None = RAY_JOB_NAME,
+                   cluster: str | None = IMPORT_CLUSTER, timeout: float = TIMEOUT) -> int:
+    """Adopt a job already running on Ray (submitted by hand) as a run of this workspace: a spec that reproduces
+    its submission, and an audit record that makes it this workspace's run, so the next plan shows it in sync.
+    The job is never stopped or submitted; a finished job, one argus submitted, or one a workspace already
+    holds is refused."""
+    from reconcile.commands import import_ray_job as command
+
+    return command.run(directory, submission_id, name, cluster, timeout)
 
 
 @local_app.command("up")

@@ -448,6 +448,10 @@ class Registry(Frozen):
     quotas: dict[str, str] = {}
     """Cluster -> digest of the quotas this workspace last applied there as its admin (quotas.applied): what the
     quota record on the shared root must match (state.queue.applied_quotas)."""
+    imported: dict[str, str] = {}
+    """Submission id -> "<job>:<spec hash>": jobs submitted outside argus that `argus import ray-job` adopted
+    (run.imported). Their labels say nothing (a hand-submitted job has none, and any job can set some): the
+    chain alone makes them this workspace's runs."""
     problems: tuple[str, ...] = ()
     """Why the log does not verify: then nobody can tell which runs argus submitted there."""
 

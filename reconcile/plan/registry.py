@@ -51,6 +51,16 @@ def holds(observed: ObservedState, cluster: str, sid: str) -> bool:
     return registry is not None and registry.adopted and not registry.problems and sid in registry.submitted
 
 
+def imported_run(observed: ObservedState, cluster: str, sid: str) -> tuple[str, str] | None:
+    """(job, spec hash) of a job submitted outside argus that `argus import ray-job` adopted, when the chain,
+    verified, says so; None otherwise. Never from the job's metadata: any job can set that."""
+    registry = observed.registries.get(cluster)
+    if registry is None or registry.problems or sid not in registry.imported:
+        return None
+    job, _, digest = registry.imported[sid].partition(":")
+    return job, digest
+
+
 def stopped_by(observed: ObservedState, cluster: str, sid: str, record: RunRecord | None) -> str | None:
     """Why argus stopped this run (deadline, preempt, plan, or EARLIER_STOP), None when it did not: from the
     chain. Only where no registry was read (nothing to ask) does the run's record say, as before the chain."""

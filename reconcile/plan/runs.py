@@ -11,6 +11,7 @@ from reconcile.plan.registry import (
     forged_row,
     forged_row_warning,
     holds,
+    imported_run,
     own_failure,
     registered,
     stopped_by,
@@ -113,7 +114,11 @@ def ours(job: RayJob, workspace: str, cluster: str, observed: ObservedState) -> 
     registers every submit before Ray is asked: reconcile.plan.registry), and argus's record of that run
     on this cluster exists (argus writes it before every submit) unless the adopted chain holds the id (a job
     can delete the record: the run stays argus's, its deadline holds). Anything else is never stopped or
-    planned on: labels are metadata anyone can submit."""
+    planned on: labels are metadata anyone can submit. A job submitted outside argus is a run of this workspace
+    only when its verified chain records importing it (`argus import ray-job`), as a run of that job and spec."""
+    adopted = imported_run(observed, cluster, job.submission_id)
+    if adopted is not None:
+        return RunId(workspace=workspace, job=adopted[0], spec_hash=adopted[1], attempt=1)
     run = job.run_id
     if run is None or run.workspace != workspace or job.submission_id != run.submission_id:
         return None

@@ -12,6 +12,7 @@ from reconcile.plan.driver_room import crowded_out
 from reconcile.plan.placement import Demand
 from specs import verl
 from specs.address import Address
+from specs.command_verl import command_verl_diagnostics
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
 from specs.models import Cluster, Job
@@ -24,7 +25,7 @@ STARTING = (Action.SUBMIT, Action.REPLACE, Action.RETRY, Action.QUEUE)
 def verl_diagnostics(desired: DesiredState, observed: ObservedState) -> list[Diagnostic]:
     """Whether each job fits *now* is admission's (reconcile.plan.queue): here, whether it can ever fit."""
     found = [d for _, checked in sorted(observed.workload_checks.items()) for d in checked]  # located already
-    found += _checkpoint_clashes(desired)
+    found += _checkpoint_clashes(desired) + command_verl_diagnostics(desired)
     for _, job in sorted(desired.jobs.items()):
         cluster = observed.clusters.get(job.cluster)
         if job.workload != "command" and cluster is not None and job.state == "running":

@@ -56,6 +56,20 @@ class RunSubmitting(Frozen):
     cluster: str
 
 
+class RunImported(Frozen):
+    """`argus import ray-job` adopted a job submitted outside argus as a run of `job` at `spec_hash` (the spec it
+    wrote): from this record on the chain, not the job's metadata, makes it this workspace's run."""
+
+    event: Literal["run.imported"] = "run.imported"
+    submission_id: str
+    address: str
+    job: str
+    spec_hash: str
+    cluster: str
+    status: str
+    """The job's status on Ray when it was imported."""
+
+
 class RunRefused(Frozen):
     """Ray answered that it did not take the run (not an answer lost on the way): the id is free again."""
 
@@ -134,4 +148,4 @@ class NameClaimed(Frozen):
 
 
 AuditEvent = (ApplyStarted | ApplyEnded | StepCarriedOut | RunFinished | LockBroken | Recovered | AnchorMismatch
-              | NameClaimed | RunSubmitting | RunRefused | RunStopping | RegistryAdopted | QuotasApplied)
+              | NameClaimed | RunSubmitting | RunRefused | RunStopping | RegistryAdopted | QuotasApplied | RunImported)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -38,12 +39,16 @@ from state.observed import Registry
 
 SUBMITTING, REFUSED, ADOPTED, STEP = "run.submitting", "run.refused", "registry.adopted", "action"
 QUOTAS = "quotas.applied"
+IMPORTED = "run.imported"
+"""A job submitted outside argus that `argus import ray-job` adopted: the chain names its job and spec hash."""
 STOPPING = "run.stopping"
 EARLIER_STOP = "stop"
 """Why of a stop an earlier version recorded only as its step's record (`action`, step stop, outcome stopped)."""
 SUBMITTED_OUTCOMES = frozenset({"submitted", "exists"})
 """A submit step's outcome that says Ray took the run (records of earlier versions carry the id)."""
-CACHE_VERSION = 3
+CACHE_VERSION = 4
+NAME, HASH = re.compile(r"[a-z0-9][a-z0-9-]{0,62}"), re.compile(r"[0-9a-f]{64}")
+"""A job name as specs allow it, a spec hash as argus makes it: an imported run's, before the plan builds on it."""
 
 
 @dataclass
@@ -56,6 +61,8 @@ class _Read:
     """Submission id -> why argus stopped it (run.stopping's `why`; EARLIER_STOP for an earlier version's)."""
     quotas: dict[str, str] = field(default_factory=dict)
     """Cluster -> digest of the quotas this workspace applied last there (quotas.applied), as its admin."""
+    imported: dict[str, str] = field(default_factory=dict)
+    """Submission id -> "<job>:<spec hash>" of a run adopted by `argus import ray-job` (run.imported)."""
     identity: tuple[int, int] = (0, 0)
     end: int = 0
     """Byte offset just past the last whole record read."""
@@ -79,20 +86,25 @@ def read(shared_root: str, workspace: str, cache_dir: str | None = None) -> Regi
             found.submitted = {**cached.submitted, **found.submitted}
             found.stops = {**cached.stops, **found.stops}
             found.quotas = {**cached.quotas, **found.quotas}  # quotas once vouched for stay owed a record
+            found.imported = {**cached.imported, **found.imported}
         if problems:
             return Registry(log=log, adopted=found.adopted, submitted=found.submitted, stops=found.stops,
-                            quotas=found.quotas, problems=problems)
+                            quotas=found.quotas, imported=found.imported, problems=problems)
     if where is not None and found != cached:
         _save(where, found)
-    return Registry(log=log, adopted=found.adopted, submitted=found.submitted, stops=found.stops, quotas=found.quotas)
+    return Registry(log=log, adopted=found.adopted, submitted=found.submitted, stops=found.stops, quotas=found.quotas,
+                    imported=found.imported)
 
 
 def fold(entries: Iterable[dict[str, Any]], adopted: bool, submitted: dict[str, str],
-         stops: dict[str, str] | None = None, quotas: dict[str, str] | None = None) -> bool:
-    """The records' registrations added to `submitted`, argus's stops to `stops` and the quotas applied to
-    `quotas` (all in place), in order; whether the log is adopted."""
+         stops: dict[str, str] | None = None, quotas: dict[str, str] | None = None,
+         imported: dict[str, str] | None = None) -> bool:
+    """The records' registrations added to `submitted`, argus's stops to `stops`, the quotas applied to
+    `quotas` and the runs imported to `imported` (all in place), in order; whether the log is adopted."""
     for entry in entries:
         kind, sid = entry.get("event"), entry.get("submission_id")
+        if imported is not None and kind == IMPORTED and isinstance(sid, str):
+            _fold_import(entry, sid, submitted, imported)
         if quotas is not None and kind == QUOTAS and isinstance(entry.get("cluster"), str) \
                 and isinstance(entry.get("digest"), str):
             quotas[entry["cluster"]] = entry["digest"]
@@ -111,6 +123,14 @@ def fold(entries: Iterable[dict[str, Any]], adopted: bool, submitted: dict[str, 
                 if isinstance(one, str):
                     submitted.setdefault(one, str(entry.get("time", "")))
     return adopted
+
+
+def _fold_import(entry: dict[str, Any], sid: str, submitted: dict[str, str], imported: dict[str, str]) -> None:
+    """An adopted run is registered like a submitted one (never sent again) and names what it is a run of."""
+    job, digest = entry.get("job"), entry.get("spec_hash")
+    if isinstance(job, str) and isinstance(digest, str) and NAME.fullmatch(job) and HASH.fullmatch(digest):
+        submitted.setdefault(sid, str(entry.get("time", "")))
+        imported[sid] = f"{job}:{digest}"
 
 
 def _fold_stop(entry: dict[str, Any], kind: object, sid: str, stops: dict[str, str]) -> None:
@@ -146,7 +166,7 @@ def _onward(shared_root: str, workspace: str, cached: _Read) -> _Read | None:
     if found.bad or chain.segment_problems(found, cached.prev, workspace, key):
         return None
     moved = _advanced(replace(cached, submitted=dict(cached.submitted), stops=dict(cached.stops),
-                              quotas=dict(cached.quotas)), found, segment)
+                              quotas=dict(cached.quotas), imported=dict(cached.imported)), found, segment)
     return moved if _anchored(shared_root, workspace, moved, key) else None
 
 
@@ -158,7 +178,7 @@ def _advanced(read_so_far: _Read, found: Layout, data: bytes) -> _Read:
     consumed = sum(len(part) + 1 for part in data.split(b"\n")[:newest.number])
     line = newest.raw + b"\n"
     adopted = fold((r.entry for r in found.records), read_so_far.adopted, read_so_far.submitted, read_so_far.stops,
-                   read_so_far.quotas)
+                   read_so_far.quotas, read_so_far.imported)
     return replace(read_so_far, adopted=adopted, end=read_so_far.end + consumed, seam=_sha(line),
                    seam_length=len(line), records=read_so_far.records + len(found.records),
                    prev=chain.continues(newest.entry))
@@ -199,7 +219,8 @@ def _load(where: Path) -> _Read | None:
         found = _Read(**data)
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
-    return found if all(isinstance(x, dict) for x in (found.submitted, found.stops, found.quotas)) else None
+    kept = (found.submitted, found.stops, found.quotas, found.imported)
+    return found if all(isinstance(x, dict) for x in kept) else None
 
 
 def _save(where: Path, found: _Read) -> None:

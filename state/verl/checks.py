@@ -30,6 +30,7 @@ from state.verl import files as verl_files
 from state.verl import pools as verl_pools
 from state.verl import recipe_demand
 from state.verl import rules as verl_rules
+from state.verl import rules_limits as verl_limits
 from state.verl import version as verl_version
 from state.verl.compose import Composed, compose_job
 from state.verl.entry import EntryProblem, resolve_entry
@@ -129,7 +130,10 @@ def _rule_diagnostics(job: Job, config: dict[str, Any], version: str | None, pro
     problems += verl_pools.pool_problems(config, profile, version)
     # outside argus's knowledge the rules may not hold: what they find is said, but does not block
     severity: Severity = "error" if profile.knowledge else "warning"
-    return [_about(job, _field_of(job, keys), message, severity) for keys, message in problems]
+    limits = verl_limits.limit_findings(config, n_gpus, job.workload)
+    return [_about(job, _field_of(job, keys), message, severity) for keys, message in problems] + [
+        _about(job, _field_of(job, keys), message, said if profile.knowledge else "warning")  # type: ignore[arg-type]
+        for keys, message, said in limits]
 
 
 def _field_of(job: Job, keys: tuple[str, ...]) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from specs.models import Job
+from state.verl.inputs import input_findings
 from state.verl.rules import A, get
 
 DATA_KEYS = ("data.train_files", "data.val_files")
@@ -52,7 +53,7 @@ def missing_files(job: Job, config: dict[str, Any], shared_root: str, code: Path
     model = get(config, model_key) or get(config, "model.partial_pretrain")
     if isinstance(model, str):
         found += _model(model_key, model, shared_root)
-    return found
+    return found + input_findings(job, config, shared_root)  # what is inside them: columns, config.json, tokenizer
 
 
 def _data_files(key: str, value: Any) -> list[Finding]:

@@ -17,6 +17,7 @@ import pytest
 from state.ray import local
 from state.ray.client import RayClient
 from tests.support.cluster import SLEEP, jobs_of, wait_for
+from tests.support.verl_inputs import write_inputs
 from tests.support.workspace import make_workspace
 
 
@@ -120,9 +121,7 @@ def _verl_jobs_queue_by_shape(tmp_path, argus, address: str, verl_repo) -> None:
     ws.write("cluster.yaml", f"kind: Cluster\nname: local\naddress: {address}\nshared_root: .shared\n"
                              "job_defaults: {entrypoint_num_cpus: 1, entrypoint_resources: {worker_node: 1}}\n")
     ws.write("code.yaml", f"kind: CodeSnapshot\nname: verl\ncluster: local\ngit: {{url: {verl_repo}, ref: v0.9.1}}\n")
-    for rel in ("datasets/train.parquet", "models/qwen/config.json"):
-        (ws.shared / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws.shared / rel).write_text("x")
+    write_inputs(ws.shared, "datasets/train.parquet", "models/qwen")
     ws.write("jobs/whole.yaml", VERL_JOB.format(name="whole", trainer="{nnodes: 1, n_gpus_per_node: 4}") +
              "priority: 10\n")
     ws.write("jobs/wait.yaml", VERL_JOB.format(name="wait", trainer="{nnodes: 1, n_gpus_per_node: 2}"))

@@ -16,6 +16,7 @@ from ruamel.yaml import YAML
 from specs.loader import load_workspace
 from specs.submission import expand, resolve
 from state.runs.failures import ADVICE
+from tests.support.verl_inputs import write_inputs
 from tests.support.workspace import make_workspace
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -148,9 +149,7 @@ def gpu_workspace(tmp_path: Path, verl_repo: Path, address: str):
           entrypoint_resources: {{worker_node: 1}}
         """)
     ws.write("code.yaml", f"kind: CodeSnapshot\nname: verl\ncluster: local\ngit: {{url: {verl_repo}, ref: v0.9.1}}\n")
-    for rel in ("datasets/gsm8k/train.parquet", "models/qwen/config.json"):
-        (ws.shared / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws.shared / rel).write_text("x")
+    write_inputs(ws.shared, "datasets/gsm8k/train.parquet", "models/qwen")
     return ws
 
 
@@ -199,7 +198,8 @@ def test_plan_checks_files_capacity_and_checkpoints_on_a_cluster_with_gpus(tmp_p
     assert "job.fits can never fit" not in plan.out and "jobs/fits.yaml:9" not in plan.out
     written = sorted(p.relative_to(ws.shared).as_posix() for p in ws.shared.rglob("*")
                      if p.is_file() and not p.relative_to(ws.shared).as_posix().startswith(".argus/runs/"))
-    assert written == ["datasets/gsm8k/train.parquet", "models/qwen/config.json"]  # only its run index
+    assert written == ["datasets/gsm8k/train.parquet", "models/qwen/config.json",
+                       "models/qwen/tokenizer_config.json"]  # only its run index
 
 
 def test_hydra_settings_and_search_paths_are_never_composed(h20: Path, argus):

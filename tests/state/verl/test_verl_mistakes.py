@@ -1,7 +1,8 @@
 """Every class of GPU-burning verl mistake is a plan error at the line that made it, found before any submit
 (issue 24): one job holds one mistake per override line, so one plan must report them all; a second job
 on verl 0.8.0 names a device no node offers; `apply` refuses the plan and nothing reaches Ray or the
-shared root. On the real 3-GPU cluster, with verl's real wheels."""
+shared root. A job breaking verl's limits and naming a data column its file does not have is refused
+the same way (issue 39). On the real 3-GPU cluster, with verl's real wheels."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cluster import sdk
+from tests.support.verl_inputs import write_inputs
 from tests.support.workspace import Workspace, make_workspace
 
 WORKSPACE = "verl-mistakes"
@@ -142,7 +144,8 @@ def test_apply_refuses_the_plan_and_nothing_reaches_ray_or_the_shared_root(mista
     paths = [p.relative_to(mistakes.shared).as_posix() for p in mistakes.shared.rglob("*")]
     assert not [p for p in paths if any(sid in p for sid in planned)]  # no run directory, record or queue entry
     written = sorted(p for p in paths if (mistakes.shared / p).is_file() and not p.startswith(".argus/"))
-    assert written == ["datasets/gsm8k/train.parquet", "models/qwen/config.json"]  # nor a code snapshot
+    assert written == ["datasets/gsm8k/train.parquet", "models/qwen/config.json",
+                       "models/qwen/tokenizer_config.json"]  # nor a code snapshot
     assert not (mistakes.shared / "jobs").exists()
 
 
@@ -194,6 +197,34 @@ def test_a_resume_path_finding_is_located_at_the_override_that_named_the_path(tm
     assert f"{error.where.file}:{error.where.line}: " == at(ws, "jobs/resumes.yaml", "trainer.resume_from_path=")
 
 
+LIMITS_WORKSPACE = "verl-limits-cli"
+LIMITS = [*RUNNABLE, "actor_rollout_ref.rollout.gpu_memory_utilization=1.5", "data.prompt_key=question",
+            "actor_rollout_ref.rollout.n=2.5", "actor_rollout_ref.model.lora_rank=1024"]
+
+
+def test_limits_and_columns_refuse_the_plan_and_nothing_reaches_ray(tmp_path: Path, verl_repo: Path, gpu_cluster,
+                                                                     argus, monkeypatch):
+    monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path / "cache"))
+    ws = gpu_workspace(tmp_path, verl_repo, gpu_cluster.address, LIMITS_WORKSPACE)
+    write_job(ws, "limits", "verl", LIMITS)
+    data = f"{ws.shared}/datasets/gsm8k/train.parquet"
+    expected = [
+        ("gpu_memory_utilization=1.5", "actor_rollout_ref.rollout.gpu_memory_utilization=1.5: vLLM takes a fraction"),
+        ("data.prompt_key=question", f"data.prompt_key='question' is not a column of {data} (it has data_source, "
+                                     "prompt, reward_model)"),
+        ("rollout.n=2.5", "actor_rollout_ref.rollout.n=2.5: verl's RolloutConfig.n is a whole number"),
+        ("lora_rank=1024", "actor_rollout_ref.model.lora_rank=1024: verl passes the LoRA rank to vLLM"),
+    ]
+    for command in (["plan"], ["apply", "--auto-approve"]):
+        result = argus(*command, ws.root)
+        assert result.code == 1, result.out + result.err
+        for line, message in expected:  # every one of the job's mistakes, in one run
+            assert f"Error: {at(ws, 'jobs/limits.yaml', line)}{message}" in result.out, (message, result.out)
+    on_ray = sdk(ws.address).list_jobs()
+    assert [j.submission_id for j in on_ray if (j.metadata or {}).get("argus.workspace") == LIMITS_WORKSPACE] == []
+    assert not (ws.shared / "jobs").exists()
+
+
 def gpu_workspace(tmp_path: Path, verl_repo: Path, address: str, name: str) -> Workspace:
     """The 3-GPU cluster, verl 0.9.1 and 0.8.0, and the data and model the jobs name."""
     ws = make_workspace(tmp_path / "ws", name, address)
@@ -201,9 +232,7 @@ def gpu_workspace(tmp_path: Path, verl_repo: Path, address: str, name: str) -> W
     ws.write("code.yaml", "".join(f"---\nkind: CodeSnapshot\nname: {snapshot}\ncluster: local\n"
                                   f"git: {{url: {verl_repo}, ref: {ref}}}\n"
                                   for snapshot, ref in (("verl", "v0.9.1"), ("verl-080", "v0.8.0"))))
-    for rel in ("datasets/gsm8k/train.parquet", "models/qwen/config.json"):
-        (ws.shared / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws.shared / rel).write_text("x")
+    write_inputs(ws.shared, "datasets/gsm8k/train.parquet", "models/qwen")
     return ws
 
 

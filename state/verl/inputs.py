@@ -1,0 +1,172 @@
+"""What is inside the data files and the model directory a verl job names, read bounded: the columns its
+dataset reads, the model's config.json and tokenizer, and the model's context length against the job's.
+
+verl reads them only once its workers hold their GPUs (RLHFDataset and MultiTurnSFTDataset in the trainer,
+HFModelConfig in every worker). Every file here is hostile: read with a byte limit, never a FIFO or a device,
+never through a symlink that leaves the shared root or the model directory, and a file argus cannot read is
+said, not a crash. docs/verl.md cites verl's code for each finding.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from specs.models import Job
+from state.verl.bounded import Unread, read_head, read_parquet_columns
+from state.verl.rules import A, get
+
+Finding = tuple[tuple[str, ...], str, str]
+
+DATA = (".parquet", ".json", ".jsonl")
+"""What verl's datasets read (files.py says so of any other suffix)."""
+JSON_HEAD = 256 * 1024
+"""How much of a json/jsonl data file argus reads for its columns."""
+JSON_RECORDS = 50
+CONFIG_LIMIT = 4 * 1024 * 1024
+"""A model's config.json is a few KiB; anything past this is not one argus reads."""
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt",
+                   "spiece.model")
+"""What transformers' AutoTokenizer.from_pretrained loads a tokenizer from (one is enough for argus)."""
+
+
+def input_findings(job: Job, config: dict[str, Any], shared_root: str) -> list[Finding]:
+    roots = [Path(shared_root)]
+    found = _columns(job, config, roots) if get(config, "data.custom_cls.path") in (None, "") else []
+    model_key = "model.path" if job.workload == "sft" else f"{A}.model.path"
+    model = get(config, model_key)
+    if isinstance(model, str) and model.startswith("/") and _is_dir(Path(model)):
+        found += _model(job, config, model_key, Path(model), roots)
+    return found
+
+
+def _columns(job: Job, config: dict[str, Any], roots: list[Path]) -> list[Finding]:
+    """The column verl's dataset takes each row's prompt (or SFT messages) from must be in every file."""
+    key = "data.messages_key" if job.workload == "sft" else "data.prompt_key"
+    column = get(config, key, "messages" if job.workload == "sft" else "prompt")
+    found: list[Finding] = []
+    seen: set[str] = set()  # a file named by both train_files and val_files is read and said once
+    for files_key in ("data.train_files", "data.val_files"):
+        value = get(config, files_key)
+        for path in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
+            if isinstance(path, str) and path.startswith("/") and path.endswith(DATA) and path not in seen:
+                seen.add(path)
+                found += _file_columns(Path(path), key, column, files_key, roots)
+    return found
+
+
+def _file_columns(path: Path, key: str, column: Any, files_key: str, roots: list[Path]) -> list[Finding]:
+    columns = read_parquet_columns(path, roots) if path.suffix == ".parquet" else _json_columns(path, roots)
+    if isinstance(columns, Unread):
+        return [] if columns.missing else [((files_key,), f"{path}: {columns.why}", columns.severity)]
+    if column in columns:
+        return []
+    return [((key, files_key), f"{key}={column!r} is not a column of {path} (it has {', '.join(sorted(columns)[:12])})"
+                               ": verl's dataset reads each row's prompt from that column and fails with a KeyError "
+                               "once the GPUs are held (verl/utils/dataset/rl_dataset.py, multiturn_sft_dataset.py)",
+             "error")]
+
+
+def _json_columns(path: Path, roots: list[Path]) -> set[str] | Unread:
+    head = read_head(path, roots, JSON_HEAD)
+    if isinstance(head, Unread):
+        return head
+    records = _records(head.decode("utf-8", errors="replace"))
+    if not records:
+        return Unread(f"argus read no JSON record in its first {JSON_HEAD // 1024} KiB: verl's json reader "
+                      "(datasets.load_dataset('json')) would fail on it too", "error")
+    return {name for record in records for name in record}
+
+
+def _records(text: str) -> list[dict[str, Any]]:
+    """The first records of a JSON array or of JSON lines, as far as the head holds whole ones."""
+    decoder, records, at = json.JSONDecoder(), [], 0
+    text = text.lstrip()
+    at = 1 if text.startswith("[") else 0
+    while len(records) < JSON_RECORDS:
+        while at < len(text) and text[at] in " \t\r\n,":
+            at += 1
+        try:
+            record, at = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):  # garbage, a record cut by the head, or bottomless nesting
+            break
+        if not isinstance(record, dict):
+            break
+        records.append(record)
+    return records
+
+
+def _model(job: Job, config: dict[str, Any], key: str, model: Path, roots: list[Path]) -> list[Finding]:
+    # Hugging Face's cache links snapshots/<revision>/config.json to ../../blobs: the model's repository is the root
+    roots = [*roots, model.parent.parent if model.parent.name == "snapshots" else model]
+    hf_config = read_head(model / "config.json", roots, CONFIG_LIMIT, whole=True)
+    if isinstance(hf_config, Unread):
+        why = "has no config.json" if hf_config.missing else f"config.json {hf_config.why}"
+        return [((key,), f"model directory {model} {why}: verl's HFModelConfig loads it with "
+                         "transformers' AutoConfig.from_pretrained once the GPUs are held "
+                         "(verl/workers/config/model.py)", hf_config.severity)]
+    found = _tokenizer(config, key, model, roots)
+    try:
+        parsed = json.loads(hf_config)
+    except (ValueError, RecursionError):
+        return [*found, ((key,), f"{model}/config.json is not JSON: transformers' AutoConfig cannot load it once the "
+                                 "GPUs are held (verl/workers/config/model.py)", "error")]
+    if not isinstance(parsed, dict):
+        return [*found, ((key,), f"{model}/config.json is not a JSON object: AutoConfig cannot load it", "error")]
+    return found + _context(job, config, key, model, parsed)
+
+
+def _tokenizer(config: dict[str, Any], key: str, model: Path, roots: list[Path]) -> list[Finding]:
+    named = get(config, f"{A}.model.tokenizer_path") if key.startswith(A) else get(config, "model.tokenizer_path")
+    where = Path(named) if isinstance(named, str) and named.startswith("/") else model
+    if not isinstance(named, (str, type(None))) or (named and not named.startswith("/")):
+        return []  # a hub id or a remote path: not argus's to look into
+    if any(not isinstance(read_head(where / name, [*roots, where], 0), Unread) for name in TOKENIZER_FILES):
+        return []
+    return [((key,), f"{where} has no tokenizer files ({', '.join(TOKENIZER_FILES)}): verl loads the tokenizer with "
+                     "transformers' AutoTokenizer.from_pretrained (verl/utils/tokenizer.py hf_tokenizer, called by "
+                     "verl/workers/config/model.py) once the GPUs are held", "error")]
+
+
+def _context(job: Job, config: dict[str, Any], key: str, model: Path, hf: dict[str, Any]) -> list[Finding]:
+    """vLLM's context is the model's max_position_embeddings unless rollout.max_model_len says less
+    (verl/workers/rollout/vllm_rollout/vllm_async_server.py _validate_configs)."""
+    if job.workload == "sft" or get(config, f"{A}.rollout.name") not in ("vllm", "sglang"):
+        return []
+    limit = hf.get("max_position_embeddings")
+    if limit is None and isinstance(hf.get("text_config"), dict):
+        limit = hf["text_config"].get("max_position_embeddings")
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+        return [((key,), f"{model}/config.json has no max_position_embeddings: verl's rollout server raises "
+                         "'max_position_embeddings not found' (verl/workers/rollout/utils.py)", "error")]
+    asked = get(config, f"{A}.rollout.max_model_len")
+    if isinstance(asked, int) and not isinstance(asked, bool) and asked > limit:
+        return [((f"{A}.rollout.max_model_len",), f"{A}.rollout.max_model_len={asked} is above the model's "
+                                                  f"max_position_embeddings ({limit}, {model}/config.json): verl's "
+                                                  "rollout server raises 'max_model_len ... should be less than or "
+                                                  "equal to max_position_embeddings'", "error")]
+    return _lengths(config, key, model, limit) if asked is None else []
+
+
+def _lengths(config: dict[str, Any], key: str, model: Path, limit: int) -> list[Finding]:
+    prompt, response = get(config, "data.max_prompt_length"), get(config, "data.max_response_length")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (prompt, response)):
+        return []
+    keys = (key, "data.max_prompt_length", "data.max_response_length")
+    if limit <= prompt:
+        return [(keys, f"the model's max_position_embeddings ({limit}, {model}/config.json) leaves no room to "
+                       f"generate after a prompt of data.max_prompt_length={prompt} tokens: verl's vLLM server raises "
+                       "'Prompt length ... leaves no room to generate' on such a prompt", "error")]
+    if limit < prompt + response:
+        return [(keys, f"the model's max_position_embeddings ({limit}, {model}/config.json) is below "
+                       f"max_prompt_length + max_response_length ({prompt} + {response}): verl caps each response "
+                       "at what is left of the context, so long prompts get short responses", "warning")]
+    return []
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False

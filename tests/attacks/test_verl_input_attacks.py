@@ -1,0 +1,134 @@
+"""A job's data file or model directory is anyone's: a plan reads them to find what verl would fail on, so
+none may hang it (a FIFO), make it read gigabytes (a huge or sparse file), read a file outside the shared root
+through a symlink (to /etc), or crash it (garbage parquet, malformed or bottomless JSON). Each test asserts the
+harm never happens: bounded time, nothing outside read, no exception; and what was found is said."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from state.verl import bounded
+from state.verl.inputs import input_findings
+from tests.support.verl_inputs import write_model, write_parquet
+
+A = "actor_rollout_ref"
+HUGE = 20 * 1024 ** 3
+"""A 20 GiB sparse file: reading it whole would take minutes and all the memory there is."""
+
+
+@pytest.fixture(autouse=True)
+def bounded_time() -> Iterator[None]:
+    """A plan that blocks (on a FIFO) or reads gigabytes fails the test instead of hanging it."""
+    def hung(*_):
+        raise TimeoutError("the plan blocked on a hostile file")
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    started = time.monotonic()
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 10
+
+
+def findings(shared: Path, data: list[str], model: Path) -> list[tuple[tuple[str, ...], str, str]]:
+    config = {"data": {"train_files": data, "max_prompt_length": 512, "max_response_length": 512},
+              A: {"model": {"path": str(model)}, "rollout": {"name": "vllm"}}}
+    return input_findings(SimpleNamespace(workload="ppo"), config, str(shared))
+
+
+def sparse(path: Path, size: int, head: bytes = b"", tail: bytes = b"") -> Path:
+    with path.open("wb") as file:
+        file.write(head)
+        file.truncate(size)
+        file.seek(size - len(tail))
+        file.write(tail)
+    return path
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    return write_model(tmp_path / "shared" / "model")
+
+
+def test_a_fifo_never_blocks_the_plan(tmp_path: Path, model: Path):
+    for name in ("train.parquet", "train.jsonl"):
+        os.mkfifo(tmp_path / "shared" / name)
+    os.unlink(model / "config.json")
+    os.mkfifo(model / "config.json")
+    found = findings(tmp_path / "shared", [str(tmp_path / "shared" / n) for n in ("train.parquet", "train.jsonl")],
+                     model)
+    assert sum("is not a regular file (a FIFO" in message for _, message, _ in found) == 3, found
+
+
+def test_a_huge_file_is_never_read_whole(tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch):
+    shared = tmp_path / "shared"
+    footer = sparse(shared / "footer.parquet", HUGE, bounded.MAGIC, (0xFFFFFFF0).to_bytes(4, "little") + bounded.MAGIC)
+    lines = sparse(shared / "zeros.jsonl", HUGE)
+    os.unlink(model / "config.json")
+    sparse(model / "config.json", HUGE, b"{")
+    read: list[int] = []
+    real_read = os.read
+    monkeypatch.setattr(bounded.os, "read", lambda fd, n: read.append(n) or real_read(fd, n))
+    found = {message for _, message, _ in findings(shared, [str(footer), str(lines)], model)}
+    assert f"{footer}: has a parquet footer of {0xFFFFFFF0} bytes, more than argus reads (16 MiB) or than the file " \
+           "holds" in found
+    assert f"{lines}: argus read no JSON record in its first 256 KiB: verl's json reader " \
+           "(datasets.load_dataset('json')) would fail on it too" in found
+    assert any(f"model directory {model} config.json is larger than the 4096 KiB" in m for m in found), found
+    assert sum(read) <= 256 * 1024  # the head of the jsonl file only
+
+
+def test_a_symlink_out_of_the_shared_root_is_never_followed(tmp_path: Path, model: Path,
+                                                             monkeypatch: pytest.MonkeyPatch):
+    shared = tmp_path / "shared"
+    (shared / "train.jsonl").symlink_to("/etc/passwd")
+    (shared / "train.parquet").symlink_to("/etc/hostname")
+    os.unlink(model / "config.json")
+    (model / "config.json").symlink_to("/etc/passwd")
+    opened: list[str] = []
+    real_open = os.open
+    monkeypatch.setattr(bounded.os, "open", lambda path, *a, **k: opened.append(str(path)) or real_open(path, *a, **k))
+    found = findings(shared, [str(shared / "train.jsonl"), str(shared / "train.parquet")], model)
+    assert [p for p in opened if p.startswith("/etc")] == []  # nothing outside was even opened
+    symlinks = [m for _, m, severity in found if "is a symlink that leads outside the shared root" in m]
+    assert len(symlinks) == 3, found
+    assert "root:" not in repr(found)
+    # a link that stays inside (Hugging Face's snapshot -> blob) is followed
+    repo = shared / "hub" / "models--q"
+    write_model(repo / "blobs")
+    (repo / "snapshots" / "abc").mkdir(parents=True)
+    for name in ("config.json", "tokenizer_config.json"):
+        (repo / "snapshots" / "abc" / name).symlink_to(repo / "blobs" / name)
+    assert findings(shared, [], repo / "snapshots" / "abc") == []
+
+
+def test_garbage_and_malformed_files_are_findings_not_crashes(tmp_path: Path, model: Path):
+    shared = tmp_path / "shared"
+    garbage = shared / "garbage.parquet"
+    garbage.write_bytes(bounded.MAGIC + os.urandom(200) + (100).to_bytes(4, "little") + bounded.MAGIC)
+    text = shared / "text.parquet"
+    text.write_text("x")
+    bottomless = shared / "deep.json"
+    bottomless.write_text("[" * 200_000)
+    for name, data in (("malformed", "{not json"), ("deep", "[" * 200_000), ("list", "[1, 2]")):
+        write_model(shared / name)
+        (shared / name / "config.json").write_text(data)
+    found = {message for _, message, _ in findings(shared, [str(garbage), str(text), str(bottomless)], model)}
+    assert f"{garbage}: is not a parquet file pyarrow can read" in " ".join(found)
+    assert f"{text}: is not a parquet file (no PAR1 magic): verl's parquet reader fails on it" in found
+    assert f"{bottomless}: argus read no JSON record" in " ".join(found)
+    for name, said in (("malformed", "is not JSON"), ("deep", "is not JSON"), ("list", "is not a JSON object")):
+        [(_, message, severity)] = findings(shared, [], shared / name)
+        assert said in message and severity == "error"
+
+
+def test_a_valid_parquet_file_is_read_from_its_footer(tmp_path: Path, model: Path):
+    data = write_parquet(tmp_path / "shared" / "ok.parquet")
+    assert findings(tmp_path / "shared", [str(data)], model) == []

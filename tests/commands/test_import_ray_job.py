@@ -1,0 +1,108 @@
+"""`argus import ray-job`: a job submitted by hand (as `ray job submit` does, through Ray's job API), adopted into the
+workspace on a real Ray cluster: then in sync, still running, never submitted twice, and audited; and refusals."""
+
+from __future__ import annotations
+
+import json
+import secrets
+
+import pytest
+
+from specs.loader import load_workspace
+from specs.submission import resolve, spec_hash
+from state.observed import RunRecord, RunStatus
+from state.runs import records
+from tests.support.cluster import sdk, wait_for
+
+KEY = "wandb-" + "0123456789abcdef" * 3
+"""A secret the hand-submitted job carries in its env: it must reach no spec, output or record."""
+
+
+@pytest.fixture
+def by_hand(workspace):
+    """A job submitted by hand (no argus labels), stopped when the test ends: argus must never stop it."""
+    client, made = sdk(workspace.address), []
+
+    def submit(entrypoint: str = "sleep 600", **fields) -> str:
+        sid = f"hand-{secrets.token_hex(4)}"
+        client.submit_job(entrypoint=entrypoint, submission_id=sid, entrypoint_num_cpus=0.5,
+                          entrypoint_resources={"worker_node": 1}, **fields)
+        made.append(sid)
+        return sid
+
+    yield submit
+    for sid in made:
+        if client.get_job_info(sid).status.value in ("PENDING", "RUNNING"):
+            client.stop_job(sid)
+
+
+def test_an_imported_job_is_in_sync_still_running_and_never_submitted_twice(workspace, argus, by_hand):
+    sid = by_hand(runtime_env={"env_vars": {"MODE": "fast", "WANDB_API_KEY": KEY}})
+    wait_for(workspace.address, sid, {"RUNNING"})
+    assert argus("apply", workspace.root, "--auto-approve").code == 0  # the workspace's layout, as any has
+    assert sid in _unmanaged(argus("plan", workspace.root, "--json").out)  # foreign until imported
+
+    done = argus("import", "ray-job", sid, "--dir", workspace.root, "--name", "trainer")
+    assert done.code == 0, done.err
+    text = (workspace.root / "jobs" / "trainer.yaml").read_text()
+    assert "workload: command" in text and "entrypoint: sleep 600" in text and "MODE: fast" in text
+    assert KEY not in text + done.out + done.err and "WANDB_API_KEY" in done.out
+
+    plan = argus("plan", workspace.root, "--detailed-exitcode")
+    assert plan.code == 0, plan.out + plan.err
+    assert "job.trainer: " + sid + " is RUNNING" in plan.out
+    assert sid not in _unmanaged(argus("plan", workspace.root, "--json").out)
+    applied = argus("apply", workspace.root, "--auto-approve")
+    assert applied.code == 0, applied.err
+    rows = [j for j in sdk(workspace.address).list_jobs() if j.entrypoint == "sleep 600"
+            and (j.submission_id == sid or (j.metadata or {}).get("argus.workspace") == workspace.name)]
+    assert [j.submission_id for j in rows] == [sid]
+    assert sdk(workspace.address).get_job_info(sid).status.value == "RUNNING"
+
+    shown = argus("audit", "show", workspace.root, "--json")
+    events = [json.loads(line) for line in shown.out.splitlines() if line.strip()]
+    imported = [e for e in events if e.get("event") == "run.imported"]
+    assert len(imported) == 1 and imported[0]["submission_id"] == sid and imported[0]["job"] == "trainer"
+    assert imported[0].get("commit") and imported[0].get("user", imported[0].get("actor"))
+    assert KEY not in shown.out
+
+    again = argus("import", "ray-job", sid, "--dir", workspace.root, "--name", "other")
+    assert again.code == 1 and "already a run of workspace" in again.err
+    assert not (workspace.root / "jobs" / "other.yaml").exists()
+
+
+def test_a_finished_job_an_unknown_one_and_one_argus_submitted_are_refused(workspace, argus, by_hand):
+    done = by_hand(entrypoint="true")
+    wait_for(workspace.address, done, {"SUCCEEDED"})
+    refused = argus("import", "ray-job", done, "--dir", workspace.root, "--name", "a")
+    assert refused.code == 1 and "is SUCCEEDED" in refused.err
+
+    unknown = argus("import", "ray-job", "nobody-submitted-this", "--dir", workspace.root, "--name", "b")
+    assert unknown.code == 1 and "has no job nobody-submitted-this" in unknown.err
+
+    labelled = by_hand(metadata={"argus.workspace": "someone-else", "argus.job": "x"})
+    refused = argus("import", "ray-job", labelled, "--dir", workspace.root, "--name", "c")
+    assert refused.code == 1 and "argus's labels" in refused.err
+    assert not list(workspace.root.glob("jobs/*.yaml"))
+    assert not (workspace.shared / ".argus" / "audit" / f"{workspace.name}.jsonl").exists()
+
+
+def test_a_record_on_the_shared_root_does_not_adopt_a_job_without_the_chain(workspace, argus, by_hand):
+    """The chain, not the shared root, makes an imported run: a record naming a hand-made job as the spec's run
+    (any job can write one there) leaves it foreign, and the job is still submitted as the spec says."""
+    sid = by_hand()
+    wait_for(workspace.address, sid, {"RUNNING", "PENDING"})
+    workspace.write("jobs/trainer.yaml", "kind: Job\nname: trainer\ncluster: local\nworkload: command\n"
+                                         "entrypoint: sleep 600\n")
+    desired = load_workspace(workspace.root)
+    sub = resolve(desired.workspace, desired.clusters["local"], desired.jobs["trainer"])
+    records.write_status(desired.shared_root("local"), RunRecord(
+        submission_id=sid, workspace=workspace.name, job="trainer", cluster="local", spec_hash=spec_hash(sub),
+        attempt=1, status=RunStatus.RUNNING, updated_at=records.now(), plan_id="import", commit="x", submission=sub))
+    plan = argus("plan", workspace.root, "--detailed-exitcode")
+    assert plan.code == 2 and "+ job.trainer" in plan.out, plan.out
+    assert sid in _unmanaged(argus("plan", workspace.root, "--json").out)
+
+
+def _unmanaged(plan_json: str) -> list[str]:
+    return [job["submission_id"] for job in json.loads(plan_json)["unmanaged"]]

@@ -1,0 +1,33 @@
+"""The data file and model directory a verl job names, as small as verl would accept them: a parquet file
+with the columns verl's datasets read, a model directory with config.json and a tokenizer file. argus reads
+their columns, config and tokenizer before a plan may submit (state/verl/inputs.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+MODEL_CONFIG = {"model_type": "qwen2", "max_position_embeddings": 32768}
+TOKENIZER = "tokenizer_config.json"
+
+
+def write_parquet(path: Path, columns: tuple[str, ...] = ("prompt", "data_source", "reward_model")) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({name: ["x"] for name in columns}), path)
+    return path
+
+
+def write_model(model: Path, config: dict | None = None) -> Path:
+    model.mkdir(parents=True, exist_ok=True)
+    (model / "config.json").write_text(json.dumps(MODEL_CONFIG if config is None else config))
+    (model / TOKENIZER).write_text("{}")
+    return model
+
+
+def write_inputs(shared: Path, data: str, model: str) -> None:
+    """`data` (a .parquet path) and `model` (a directory), relative to the shared root."""
+    write_parquet(shared / data)
+    write_model(shared / model)
