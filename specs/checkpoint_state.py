@@ -79,6 +79,9 @@ class CheckpointState(Frozen):
     """When this step is not usable: how many earlier global_step_<K>/ folders the directory holds."""
     checked: int = 0
     """How many of those (newest first) were judged for `previous`: the count is capped."""
+    absent: bool = False
+    """The tracker names a step folder that is not there: verl's find_latest_ckpt_path then finds nothing
+    and the run trains from step 0 (0.8.0 and 0.9.1 checkpoint_manager.py)."""
 
     @property
     def reshards(self) -> bool:

@@ -150,6 +150,8 @@ def _from_directory(start: _Start) -> Resumption:
         return Resumption(f"cannot tell where it resumes ({TRACKER} unusable)", errors=(
             f"{start.address}'s checkpoint directory has an unusable {TRACKER} ({state.problem}): verl would fail "
             f"or resume from something else; {_fallback(start, state)}",))
+    if state.absent:
+        return _missing_step(start, state)
     folder = step_folder(state.step)
     errors, warnings = _loadable(start, state, f"{start.address}'s latest checkpoint {folder}")
     lineage = _lineage(start, folder)
@@ -157,6 +159,18 @@ def _from_directory(start: _Start) -> Resumption:
         (errors if lineage[0] == "error" else warnings).append(lineage[1])
     newest = start.writers[0].submission_id if start.writers else None
     return _resumption(f"{folder} of {newest}" if newest else folder, state, errors, warnings)
+
+
+def _missing_step(start: _Start, state: CheckpointState) -> Resumption:
+    """verl's find_latest_ckpt_path returns None for a tracker naming a folder that is not there: the run
+    trains from step 0 in the same directory, and never loads an earlier step on its own."""
+    folder = step_folder(state.step or 0)
+    back = "" if state.previous is None else (
+        f"; to resume from {step_folder(state.previous)} instead, point {TRACKER} at it (`echo {state.previous} > "
+        f"{start.directory}/{TRACKER}`)")
+    return Resumption(f"starts from step 0 ({TRACKER} names {folder}, which is not there)", warnings=(
+        f"{start.address}'s {TRACKER} names {folder}, which is not in {start.directory}: verl finds no checkpoint "
+        f"and trains from step 0{back}",))
 
 
 def _from_path(start: _Start) -> Resumption:

@@ -83,7 +83,22 @@ def _inspect(root: int) -> CheckpointState | None:
     match = STEP.fullmatch(text)
     if match is None:
         return _fallback(root, _unusable(None, f"{TRACKER} does not hold a step number ({text[:32]!r})"))
-    return _judged(root, int(match.group(1)))
+    step = int(match.group(1))
+    if _absent(root, step_folder(step)):
+        return _fallback(root, _unusable(step, f"{step_folder(step)}/ does not exist").model_copy(
+            update={"absent": True}))
+    return _judged(root, step)
+
+
+def _absent(root: int, name: str) -> bool:
+    """Nothing at all by that name: verl's os.path.exists says no, and it trains from step 0."""
+    try:
+        os.lstat(name, dir_fd=root)
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
 
 
 def _judged(root: int, step: int, fallback: bool = True) -> CheckpointState:
