@@ -60,6 +60,15 @@ def older_than_known(version: str | None) -> bool:
     return found is not None and oldest is not None and found < oldest
 
 
+def checked_words(version: str | None) -> str:
+    """What was applied to the snapshot, as check_job applies it: the plan says the same."""
+    if knowledge := knowledge_for(version):
+        return f"argus's verl {knowledge} rules"
+    if older_than_known(version):
+        return "outside argus's verl knowledge: composed only"
+    return f"outside argus's verl knowledge: composed and checked with its {SUPPORTED[-1]}.x rules, as warnings"
+
+
 def outside_warning(version: str | None) -> str:
     known = " and ".join(f"{v}.x" for v in SUPPORTED)
     shown = f"verl {version}" if version else f"a verl without {VERSION_FILE}"

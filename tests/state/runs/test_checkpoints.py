@@ -97,7 +97,8 @@ def test_a_tracker_pointing_at_a_missing_step(tmp_path: Path) -> None:
     assert errors_for(state) == []
     job = ppo()
     found = judged(job, observed(state, record(job)))
-    assert found.note == "starts from step 0 (latest_checkpointed_iteration.txt names global_step_40, which is not there)"
+    assert found.note == ("starts from step 0 (latest_checkpointed_iteration.txt names global_step_40, which is not "
+                          "there)")
     [warning] = found.warnings
     assert warning == ("job.ppo's latest_checkpointed_iteration.txt names global_step_40, which is not in "
                        "/shared/outputs/team/checkpoints/ppo/run-1: verl finds no checkpoint and trains from step 0; "

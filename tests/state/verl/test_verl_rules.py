@@ -5,6 +5,7 @@ same rules on configs composed from verl's real wheels."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from specs.models import Entry, Job, Trainer
 from state.verl import pools as verl_pools
 from state.verl import rules as verl_rules
+from state.verl.legacy_keys import legacy_problems
 
 A = "actor_rollout_ref"
 
@@ -112,8 +114,8 @@ def test_verl_0_8_read_the_legacy_reward_model_keys_and_0_9_ignores_them():
                        "reward_model.n_gpus_per_node": 8, "reward_model.enable": True})
     assert [p[0] for p in pools(legacy, job(), "0.8.0")] == ["global_pool", "reward_pool"]
     assert [p[0] for p in pools(legacy, job(), "0.9.1")] == ["global_pool"]
-    problems = [m for _, m in verl_pools.pool_problems(legacy, verl_pools.profile_of(
-        legacy, job(), _Point(), "0.9.1", "0.9.x", "/r"), "0.9.1")]
+    problems = [m for _, m in legacy_problems(job(), legacy, Path("/nonexistent"), _Point.module, "ppo_trainer",
+                                              "0.9.1")]
     assert any("ignores reward_model.enable_resource_pool" in m for m in problems)
 
 

@@ -28,7 +28,7 @@ PPO = 3
 
 GRAD_OFFLOAD = "no key 'actor_rollout_ref.actor.megatron.grad_offload' in verl 0.9.1's config"
 """verl 0.9 dropped the key the Megatron scripts still set: said with the keys that are there."""
-LEGACY_REWARD = "verl 0.9's main_ppo ignores reward_model.enable_resource_pool"
+LEGACY_REWARD = "verl.trainer.main_ppo of verl 0.9.1 ignores reward_model.enable_resource_pool"
 """0.9 composes the top-level reward_model.* but never reads it: the reward pool would silently not exist."""
 
 # script -> version -> [(pool, nnodes, GPUs per node, CPUs per GPU)], or the error its verl version refuses it with
@@ -166,3 +166,60 @@ def test_an_sft_driver_on_ray_sees_a_sliver_of_a_gpu_and_asks_for_no_cpu_resourc
     assert driver_needs(sub)["GPU"] == 0.01
     assert "trainer.device" not in sub.entrypoint
     assert [p.gpu_resource for p in result.profile.pools] == ["GPU"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_recipe_main_that_reads_reward_model_enable_is_not_told_verl_ignores_it(scripts_ws, version: str):
+    result, _ = checked(scripts_ws, "recipe-prime", version)
+    found = [d.text for d in result.diagnostics]
+    assert not [t for t in found if "ignores reward_model" in t], found
+    assert result.profile is not None and result.profile.config_name == "prime_trainer"
+
+
+
+def test_verls_own_main_ppo_on_that_config_is_told_at_the_entry_that_its_config_sets_the_ignored_key(scripts_ws):
+    """main_ppo (0.9.1 main_ppo.py:47 reads config.reward.reward_model.enable) composing the recipe's config:
+    the key is set by the recipe's YAML, not by an override, so the finding is at `entry:` and says so."""
+    text = (SCRIPTS / "recipe-prime.yaml").read_text().replace(
+        "entry: {module: recipe.prime.main_prime}",
+        "entry: {config_dir: recipe/prime/config, config_name: prime_trainer}")
+    scripts_ws.write("jobs/prime-on-main-ppo.yaml", text.replace("name: recipe-prime", "name: prime-on-main-ppo")
+                     .replace("code: verl\n", "code: verl-091\n"))
+    desired = load_workspace(scripts_ws.root)
+    job = desired.jobs["prime-on-main-ppo"]
+    source = resolve_source(desired.snapshots[job.code], desired.root, os.environ["ARGUS_CACHE_DIR"], 60)
+    result = check_job(desired, job, SnapshotState(source=source), os.environ["ARGUS_CACHE_DIR"], files=False)
+    [legacy] = [d for d in result.diagnostics if "ignores reward_model.enable," in d.text]
+    assert legacy.severity == "error" and legacy.field == "entry"
+    assert str(legacy.where) == "jobs/prime-on-main-ppo.yaml:9"  # the `entry:` line, not `overrides:`
+    assert ("verl.trainer.main_ppo of verl 0.9.1 ignores reward_model.enable, which the config prime_trainer sets "
+            "(no override does) (0.8 moved it to reward.reward_model.enable)") in legacy.text
+
+
+@pytest.mark.parametrize(("version", "rules_ran", "words"), [
+    ("0.10.0.dev", True, "outside argus's verl knowledge: composed and checked with its 0.9.x rules, as warnings"),
+    ("0.7.0", False, "outside argus's verl knowledge: composed only")])
+def test_the_plan_says_which_rules_checked_a_verl_outside_the_supported_range(scripts_ws, scripts_repo, tmp_path,
+                                                                             version, rules_ran, words):
+    """A snapshot of a later verl (its version file says so) gets the newest rules as warnings; an older one is
+    composed only: the plan's words say what was done."""
+    repo = tmp_path / "verl"
+    subprocess.run(["git", "clone", "-q", "-b", "v0.9.1-recipe", str(scripts_repo), str(repo)], check=True,
+                   capture_output=True)
+    (repo / "verl" / "version" / "version").write_text(version)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@localhost"]
+    subprocess.run([*git, "commit", "-qam", f"as verl {version}"], check=True)
+    scripts_ws.write("code-other.yaml", f"kind: CodeSnapshot\nname: verl-other\ncluster: local\n"
+                                        f"git: {{url: {repo}, ref: HEAD}}\n")
+    text = (SCRIPTS / "grpo-fsdp-vllm.yaml").read_text().replace("code: verl\n", "code: verl-other\n")
+    scripts_ws.write("jobs/other.yaml", text.replace("rollout.name=vllm", "rollout.name=hf").replace(
+        "name: grpo-fsdp-vllm", "name: other"))
+    desired = load_workspace(scripts_ws.root)
+    job = desired.jobs["other"]
+    source = resolve_source(desired.snapshots[job.code], desired.root, os.environ["ARGUS_CACHE_DIR"], 60)
+    result = check_job(desired, job, SnapshotState(source=source), os.environ["ARGUS_CACHE_DIR"], files=False)
+    assert result.profile is not None and result.profile.knowledge is None
+    assert result.profile.checked == words
+    rule = [d for d in result.diagnostics if "rollout.name" in d.text and "hf" in d.text]
+    assert [d.severity for d in rule] == (["warning"] if rules_ran else [])
+    assert all(d.severity == "warning" for d in result.diagnostics)
