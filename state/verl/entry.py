@@ -49,6 +49,10 @@ def resolve_entry(code: Path, job: Job) -> ResolvedEntry | EntryProblem:
     if isinstance(config, EntryProblem):
         return config
     config_dir, config_name = config
+    if verl.model_key(job.workload, config_name) != point.model_key:
+        return EntryProblem("entry", f"the @hydra.main of {point.module} composes config {config_name}, whose model "
+                                     f"is {verl.model_key(job.workload, config_name)}, not {point.model_key}: name it "
+                                     f"in `entry: {{config_name: {config_name}}}` so argus sets the model there")
     primary = code / config_dir / f"{config_name}.yaml"
     if not present(primary, Path.is_file):
         return EntryProblem("entry", f"config {config_dir}/{config_name}.yaml is not in code.{job.code}: name the "

@@ -223,3 +223,36 @@ def test_the_plan_says_which_rules_checked_a_verl_outside_the_supported_range(sc
     rule = [d for d in result.diagnostics if "rollout.name" in d.text and "hf" in d.text]
     assert [d.severity for d in rule] == (["warning"] if rules_ran else [])
     assert all(d.severity == "warning" for d in result.diagnostics)
+
+
+def test_the_old_fsdp_sft_trainer_gets_its_model_in_the_config_its_hydra_main_names(scripts_ws, scripts_repo):
+    """verl <= 0.7's fsdp_sft_trainer (v0.5.0 fsdp_sft_trainer.py:799) composes sft_trainer, whose model is
+    model.partial_pretrain: argus sets it there, in the check and in the run's argv, and Hydra composes it."""
+    scripts_ws.write("code-050.yaml", f"kind: CodeSnapshot\nname: verl-050\ncluster: local\n"
+                                      f"git: {{url: {scripts_repo}, ref: v0.5.0}}\n")
+    result, (desired, job) = checked(scripts_ws, "sft-fsdp-sft-trainer-v050", "0.5.0")
+    assert [d.text for d in result.diagnostics if d.severity == "error"] == []
+    assert result.profile is not None and result.profile.config_name == "sft_trainer"
+    from specs import verl
+
+    argv = verl.argv(job, desired.workspace.name)
+    assert argv[:6] == ["torchrun", "--standalone", "--nnodes=1", "--nproc_per_node=2", "-m",
+                        "verl.trainer.fsdp_sft_trainer"]
+    assert "model.partial_pretrain='google/gemma-2b-it'" in argv and not [a for a in argv if "model.path" in a]
+
+
+def test_a_module_whose_hydra_main_names_a_config_with_another_model_key_must_name_it(tmp_path: Path):
+    from specs.models import Entry, Job
+    from state.verl.entry import EntryProblem, resolve_entry
+
+    code = tmp_path / "code"
+    (code / "recipe" / "sft").mkdir(parents=True)
+    module = "import hydra\n\n@hydra.main(config_path='config', config_name='sft_trainer')\ndef main(c): ...\n"
+    (code / "recipe" / "sft" / "main.py").write_text(module)
+    job = Job(kind="Job", name="j", cluster="c", code="v", workload="sft", model="/m", data={"train": "/d"},
+              entry=Entry(launcher="torchrun", module="recipe.sft.main"))
+    found = resolve_entry(code, job)
+    assert isinstance(found, EntryProblem)
+    assert found.message == ("the @hydra.main of recipe.sft.main composes config sft_trainer, whose model is "
+                             "model.partial_pretrain, not model.path: name it in `entry: {config_name: sft_trainer}` "
+                             "so argus sets the model there")
