@@ -181,6 +181,21 @@ def unsafe_override(override: str) -> str | None:
     return None
 
 
+def hydra_flag(override: str, module: str) -> str | None:
+    """Why a Hydra command-line flag (`--config-path=config`, `-cn x`) is not an override, and what to write."""
+    flag, _, value = override.strip().replace(" ", "=", 1).partition("=")
+    value = value.strip().strip("'\"")
+    if flag in ("--config-name", "-cn"):
+        return f"is Hydra's flag, not an override: write `entry: {{config_name: {value or '<name>'}}}`"
+    if flag not in ("--config-path", "-cp"):
+        return None
+    package = "/".join(module.split(".")[:-1])
+    where = f"{package}/{value}".rstrip("/") if value and not value.startswith("/") else "<folder of the snapshot>"
+    return (f"is Hydra's flag, not an override: Hydra resolves a relative --config-path against the entry module's "
+            f"package ({module} is in {package}/), so it names {where}; write `entry: {{config_dir: {where}}}` "
+            "(config_dir is relative to the snapshot)")
+
+
 def typed_override(override: str, workload: str) -> str | None:
     """The typed field to use instead, when an override sets a key argus owns."""
     key = override_key(override)

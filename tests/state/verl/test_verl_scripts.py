@@ -256,3 +256,25 @@ def test_a_module_whose_hydra_main_names_a_config_with_another_model_key_must_na
     assert found.message == ("the @hydra.main of recipe.sft.main composes config sft_trainer, whose model is "
                              "model.partial_pretrain, not model.path: name it in `entry: {config_name: sft_trainer}` "
                              "so argus sets the model there")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_literal_config_path_is_told_hydra_read_it_against_the_modules_package(scripts_ws, version: str):
+    result, _ = checked(scripts_ws, "megatron-config-path-literal", version)
+    [entry] = [d for d in result.diagnostics if d.severity == "error"]
+    assert entry.field == "entry" and str(entry.where) == "jobs/megatron-config-path-literal.yaml:9"
+    assert entry.message == (
+        f"config config/ppo_megatron_trainer.yaml is not in code.verl-{version.replace('.', '')}: entry.config_dir is "
+        "relative to the snapshot, while a script's --config-path=config is resolved by Hydra against the module's "
+        "package (verl.trainer.main_ppo is in verl/trainer/): write `entry: {config_dir: verl/trainer/config}`")
+    # what it says to write composes
+    text = (SCRIPTS / "megatron-config-path-literal.yaml").read_text().replace(
+        "config_dir: config,", "config_dir: verl/trainer/config,")
+    scripts_ws.write("jobs/megatron-config-path-literal.yaml", text.replace(
+        "code: verl\n", f"code: verl-{version.replace('.', '')}\n"))
+    desired = load_workspace(scripts_ws.root)
+    job = desired.jobs["megatron-config-path-literal"]
+    source = resolve_source(desired.snapshots[job.code], desired.root, os.environ["ARGUS_CACHE_DIR"], 60)
+    result = check_job(desired, job, SnapshotState(source=source), os.environ["ARGUS_CACHE_DIR"], files=False)
+    assert not [d for d in result.diagnostics if d.field == "entry"]
+    assert result.profile is not None and result.profile.config_name == "ppo_megatron_trainer"
