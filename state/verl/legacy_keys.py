@@ -26,6 +26,8 @@ LEGACY_KEYS = (("reward_model.enable", "reward.reward_model.enable"),
 MAX_MODULES = 64
 """Python files of a recipe's package read at most: a recipe has a handful."""
 MAX_MODULE_BYTES = 1_000_000
+MIGRATES = ("migrate_legacy_reward_impl()",)
+"""A call of verl's migration, which copies every legacy key to where verl reads it."""
 
 
 def legacy_problems(job: Job, config: dict[str, Any], code: Path, module: str, config_name: str,
@@ -47,17 +49,18 @@ def legacy_problems(job: Job, config: dict[str, Any], code: Path, module: str, c
 
 
 def module_reads(code: Path, module: str) -> frozenset[str]:
-    """The legacy keys the entry module's package reads itself, as `config.reward_model.enable`,
-    `config["reward_model"]["enable"]` or `config.reward_model.get("enable")`. verl's own modules are known
-    (the version's rules say what they read): only another package (a recipe) is read."""
-    if module.startswith("verl."):
-        return frozenset()
-    folder = (code / verl.module_path(module)).parent
+    """The legacy keys the entry module reads itself: as `config.reward_model.enable`,
+    `config["reward_model"]["enable"]` or `config.reward_model.get("enable")`, or all of them through verl's
+    migrate_legacy_reward_impl (0.9.1's experimental fully_async_main.py:237 calls it; main_ppo no longer
+    does). verl's own module is read alone; a recipe's whole package (its main hands the config to its
+    trainer)."""
+    entry = code / verl.module_path(module)
+    paths = [entry] if module.startswith("verl.") else sorted(entry.parent.glob("*.py"))[:MAX_MODULES]
     wanted = {tuple(legacy.split(".")): legacy for legacy, _ in LEGACY_KEYS}
     found: set[str] = set()
-    for path in sorted(folder.glob("*.py"))[:MAX_MODULES]:
+    for path in paths:
         for chain in _chains(path):
-            found.update(legacy for parts, legacy in wanted.items() if _reads(chain, parts))
+            found.update(legacy for parts, legacy in wanted.items() if chain == MIGRATES or _reads(chain, parts))
     return frozenset(found)
 
 
@@ -79,6 +82,9 @@ def _chains(path: Path) -> list[tuple[str, ...]]:
 
 
 def _chain(node: ast.AST) -> tuple[str, ...] | None:
+    if isinstance(node, ast.Call) and (getattr(node.func, "id", None) == "migrate_legacy_reward_impl"
+                                       or getattr(node.func, "attr", None) == "migrate_legacy_reward_impl"):
+        return MIGRATES
     parts: list[str] = []
     while True:
         if isinstance(node, ast.Attribute):
