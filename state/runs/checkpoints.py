@@ -1,6 +1,6 @@
 """The checkpoint a verl run would resume from, read by file names from a directory every Ray job can write.
 
-verl's layouts, checked on the 0.8.0, 0.9.0 and 0.9.1 wheels, are in specs/checkpoint_state.py and
+verl's layouts, checked on the 0.8.0 and 0.9.1 wheels, are in specs/checkpoint_state.py and
 docs/checkpoints.md. A Megatron dist_ckpt tree is finalized once megatron-core wrote metadata.json (Megatron-FSDP:
 torch's .metadata, and no common.pt); megatron-core reshards it on load, so no file name binds a world size.
 

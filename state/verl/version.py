@@ -16,7 +16,8 @@ from pathlib import Path
 VERSION_FILE = "verl/version/version"
 """verl's own: verl/__init__.py reads __version__ from it."""
 SUPPORTED = ("0.8", "0.9")
-"""Minor releases argus's knowledge covers: the last two on the package index (0.8.0, 0.9.0, 0.9.1)."""
+"""Minor releases argus's knowledge covers: the last two on the package index, read from the 0.8.0 and 0.9.1
+wheels (tests/state/verl/test_verl_scripts.py VERSIONS composes them)."""
 _VERSION = re.compile(r"([0-9]+)\.([0-9]+)(?:\.([0-9]+))?[0-9A-Za-z.+-]*")
 
 

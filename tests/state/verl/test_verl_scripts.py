@@ -278,3 +278,22 @@ def test_a_literal_config_path_is_told_hydra_read_it_against_the_modules_package
     result = check_job(desired, job, SnapshotState(source=source), os.environ["ARGUS_CACHE_DIR"], files=False)
     assert not [d for d in result.diagnostics if d.field == "entry"]
     assert result.profile is not None and result.profile.config_name == "ppo_megatron_trainer"
+
+
+def test_docs_state_the_versions_the_tests_compose_and_cite_every_rule_per_version():
+    import re
+
+    import state.verl.rules as rules
+
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "verl.md").read_text()
+    [supported] = [line for line in docs.splitlines() if line.startswith("| 0.8.x, 0.9.x")]
+    assert sorted(set(re.findall(r"\b\d+\.\d+\.\d+\b", supported))) == sorted(VERSIONS)
+    header = "| argus check (`state/verl/…`) | " + " | ".join(f"verl {v}" for v in VERSIONS) + " |"
+    table = docs.split(header, 1)[1].split("\n\n", 1)[0]
+    source = Path(rules.__file__).read_text()
+    bodies = source.split("def ppo_problems", 1)[1].split("\ndef _applied", 1)[0]
+    applied = [name for names in re.findall(r"\[([^\]]*)\]", bodies) for name in re.findall(r"\b_[a-z_]+\b", names)]
+    cited = [name for name in applied if f"`{name}`" in table or f"`rules.py` `{name}`" in table]
+    assert applied and cited == applied, sorted(set(applied) - set(cited))
+    for row in table.splitlines()[1:]:  # each cell names a file:line of that version, or says it is not applied
+        assert all(re.search(r"\.py:\d+|—|same file", cell) for cell in row.split(" | ")[1:]), row
