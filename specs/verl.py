@@ -190,7 +190,8 @@ def hydra_flag(override: str, module: str) -> str | None:
     if flag not in ("--config-path", "-cp"):
         return None
     package = "/".join(module.split(".")[:-1])
-    where = f"{package}/{value}".rstrip("/") if value and not value.startswith("/") else "<folder of the snapshot>"
+    where = "/".join(filter(None, (package, value))) if value and not value.startswith("/") else \
+        "<folder of the snapshot>"
     return (f"is Hydra's flag, not an override: Hydra resolves a relative --config-path against the entry module's "
             f"package ({module} is in {package}/), so it names {where}; write `entry: {{config_dir: {where}}}` "
             "(config_dir is relative to the snapshot)")

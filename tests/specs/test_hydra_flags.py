@@ -20,6 +20,7 @@ def test_a_config_path_flag_names_the_folder_hydra_resolves_it_to():
     assert verl.hydra_flag("--config-name='ppo_megatron_trainer'", "verl.trainer.main_ppo") == (
         "is Hydra's flag, not an override: write `entry: {config_name: ppo_megatron_trainer}`")
     assert verl.hydra_flag("trainer.config_path=config", "verl.trainer.main_ppo") is None
+    assert "write `entry: {config_dir: config}`" in verl.hydra_flag("--config-path=config", "main")
 
 
 def test_a_flag_in_overrides_is_refused_at_its_line_when_the_workspace_loads(tmp_path):
