@@ -1,7 +1,7 @@
 """What a verl checkpoint directory holds, as plain data: read by state/runs/checkpoints.py, judged by the
 pure planner (reconcile/plan/checkpoints.py), which may not import anything that reads files.
 
-verl's layouts (0.8.0, 0.9.0, 0.9.1 wheels; R = trainer.default_local_dir; docs/checkpoints.md):
+verl's layouts (0.8.0 and 0.9.1 wheels; R = trainer.default_local_dir; docs/checkpoints.md):
     R/latest_checkpointed_iteration.txt           str(step): the step `auto` resumes from
     R/global_step_<N>/{actor,critic}/ + data.pt   PPO; SFT saves the engine's files into global_step_<N>/ itself
       FSDP          {model,optim,extra_state}_world_size_<W>_rank_<R>.pt (each rank loads its own W's)
@@ -79,6 +79,9 @@ class CheckpointState(Frozen):
     """When this step is not usable: how many earlier global_step_<K>/ folders the directory holds."""
     checked: int = 0
     """How many of those (newest first) were judged for `previous`: the count is capped."""
+    absent: bool = False
+    """The tracker names a step folder that is not there: verl's find_latest_ckpt_path then finds nothing
+    and the run trains from step 0 (0.8.0 and 0.9.1 checkpoint_manager.py)."""
 
     @property
     def reshards(self) -> bool:

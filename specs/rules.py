@@ -89,6 +89,8 @@ def workload_diagnostics(job: Job, src: Source) -> list[Diagnostic]:
         field = verl.typed_override(override, job.workload)
         if field is not None:
             found.append(at(f"overrides.{index}", f"{override!r} sets a key argus types: use `{field}` instead"))
+        elif (flag := verl.hydra_flag(override, verl.entry_point(job).module)) is not None:
+            found.append(at(f"overrides.{index}", f"{override!r} {flag}"))
         elif (unsafe := verl.unsafe_override(override)) is not None:
             found.append(at(f"overrides.{index}", f"{override!r} {unsafe}"))
     return found

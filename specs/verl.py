@@ -34,6 +34,9 @@ TORCHRUN_SFT = "verl.trainer.sft_trainer"
 CONFIG_DIR = "verl/trainer/config"
 LEGACY_SFT_CONFIG = "sft_trainer"
 """fsdp_sft_trainer's config (verl <= 0.7): its model is model.partial_pretrain."""
+MODULE_CONFIGS = {"verl.trainer.fsdp_sft_trainer": LEGACY_SFT_CONFIG}
+"""verl modules whose own @hydra.main names another config than their workload's (fsdp_sft_trainer.py:799 of
+v0.5.0, and verl's main branch before 0.8: config_name="sft_trainer"): the run composes it, so the model goes there."""
 
 # Keys argus sets from typed fields; an override of one is an error naming the field to use.
 TYPED_KEYS = {
@@ -69,13 +72,14 @@ def entry_point(job: Job) -> EntryPoint:
     default, entry = WORKLOADS[job.workload], job.entry or Entry()
     torchrun = entry.launcher == "torchrun"
     module = entry.module or (TORCHRUN_SFT if torchrun else default.module)
-    config_name = entry.config_name or default.config
+    config_name = entry.config_name or MODULE_CONFIGS.get(module) or default.config
     return EntryPoint(module=module, config_dir=entry.config_dir or CONFIG_DIR, config_name=config_name,
                       launcher=entry.launcher, custom_dir=entry.config_dir is not None,
-                      model_key=_model_key(job.workload, config_name))
+                      model_key=model_key(job.workload, config_name))
 
 
-def _model_key(workload: str, config_name: str) -> str:
+def model_key(workload: str, config_name: str) -> str:
+    """The key of the model in the config the run composes."""
     if workload != "sft":
         return "actor_rollout_ref.model.path"
     return "model.partial_pretrain" if config_name == LEGACY_SFT_CONFIG else "model.path"
@@ -175,6 +179,22 @@ def unsafe_override(override: str) -> str | None:
             return f"sets `{node}` as a whole, which holds keys argus types ({', '.join(owned[:3])}): set its " \
                    "other keys one by one"
     return None
+
+
+def hydra_flag(override: str, module: str) -> str | None:
+    """Why a Hydra command-line flag (`--config-path=config`, `-cn x`) is not an override, and what to write."""
+    flag, _, value = override.strip().replace(" ", "=", 1).partition("=")
+    value = value.strip().strip("'\"")
+    if flag in ("--config-name", "-cn"):
+        return f"is Hydra's flag, not an override: write `entry: {{config_name: {value or '<name>'}}}`"
+    if flag not in ("--config-path", "-cp"):
+        return None
+    package = "/".join(module.split(".")[:-1])
+    where = "/".join(filter(None, (package, value))) if value and not value.startswith("/") else \
+        "<folder of the snapshot>"
+    return (f"is Hydra's flag, not an override: Hydra resolves a relative --config-path against the entry module's "
+            f"package ({module} is in {package}/), so it names {where}; write `entry: {{config_dir: {where}}}` "
+            "(config_dir is relative to the snapshot)")
 
 
 def typed_override(override: str, workload: str) -> str | None:

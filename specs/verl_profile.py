@@ -35,6 +35,9 @@ class VerlProfile(Frozen):
     """The snapshot's verl (verl/version/version), None when it has none."""
     knowledge: str | None
     """The range of argus's verl knowledge it was checked against (e.g. "0.9.x"); None: outside all of them."""
+    checked: str | None = None
+    """What of argus's verl knowledge was applied, in the plan's words (a newer verl gets the newest rules, as
+    warnings; an older one is only composed); None when not said."""
     module: str
     config_name: str
     pools: tuple[Pool, ...]

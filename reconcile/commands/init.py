@@ -28,6 +28,8 @@ WORKFLOWS = ("argus-plan.yml", "argus-validate.yml", "argus-apply.yml", "argus-d
 LINT = ("actionlint.yaml", "zizmor.yml")
 """Linters' settings in .github/: the self-hosted label, and the one zizmor finding kept on purpose."""
 REQUIREMENTS = ".github/actions/argus/requirements.txt"
+HF_HOME = "${shared_root}/hf"
+"""Where a verl job's hub model is looked for (state/verl/files.py warns when it is not cached there)."""
 
 
 def run(directory: Path, address: str, shared_root: str, ci: bool = True, install_from: str | None = None) -> int:
@@ -136,7 +138,8 @@ def scaffold(name: str, address: str, shared_root: str) -> dict[str, str]:
             f"{modeline('clusters/local.yaml')}kind: Cluster\nname: local\naddress: {address}\n"
             f"shared_root: {shared_root}\n"
             "job_defaults:\n  entrypoint_num_cpus: 1\n  entrypoint_resources: {worker_node: 1}   "
-            "# the driver runs on a worker, never on the head\n"),
+            "# the driver runs on a worker, never on the head\n"
+            f"  env: {{HF_HOME: \"{HF_HOME}\"}}   # where runs find hub models: the cluster has no internet\n"),
         "jobs/hello.yaml": (
             f"{modeline('jobs/hello.yaml')}kind: Job\nname: hello\ncluster: local\nworkload: command\n"
             "entrypoint: [python3, -c, \"import socket; print('hello from', socket.gethostname())\"]\n"),

@@ -150,6 +150,8 @@ def _from_directory(start: _Start) -> Resumption:
         return Resumption(f"cannot tell where it resumes ({TRACKER} unusable)", errors=(
             f"{start.address}'s checkpoint directory has an unusable {TRACKER} ({state.problem}): verl would fail "
             f"or resume from something else; {_fallback(start, state)}",))
+    if state.absent:
+        return _missing_step(start, state)
     folder = step_folder(state.step)
     errors, warnings = _loadable(start, state, f"{start.address}'s latest checkpoint {folder}")
     lineage = _lineage(start, folder)
@@ -157,6 +159,18 @@ def _from_directory(start: _Start) -> Resumption:
         (errors if lineage[0] == "error" else warnings).append(lineage[1])
     newest = start.writers[0].submission_id if start.writers else None
     return _resumption(f"{folder} of {newest}" if newest else folder, state, errors, warnings)
+
+
+def _missing_step(start: _Start, state: CheckpointState) -> Resumption:
+    """verl's find_latest_ckpt_path returns None for a tracker naming a folder that is not there: the run
+    trains from step 0 in the same directory, and never loads an earlier step on its own."""
+    folder = step_folder(state.step or 0)
+    back = "" if state.previous is None else (
+        f"; to resume from {step_folder(state.previous)} instead, point {TRACKER} at it (`echo {state.previous} > "
+        f"{start.directory}/{TRACKER}`)")
+    return Resumption(f"starts from step 0 ({TRACKER} names {folder}, which is not there)", warnings=(
+        f"{start.address}'s {TRACKER} names {folder}, which is not in {start.directory}: verl finds no checkpoint "
+        f"and trains from step 0{back}",))
 
 
 def _from_path(start: _Start) -> Resumption:
@@ -206,7 +220,7 @@ def _loadable(start: _Start, state: CheckpointState, label: str) -> tuple[list[s
                     "with the same tensor- and pipeline-parallel sizes"]
     return [f"{label} was saved by {state.world_size} GPUs (model_world_size_{state.world_size}), but the job "
             f"now has {start.gpus} (trainer.nnodes x n_gpus_per_node): verl cannot load shards of another world "
-            f"size; set the GPUs back to {state.world_size}, or {FRESH}"], []
+            f"size; set the GPUs back to {state.world_size}, or {_fresh(start)}"], []
 
 
 def _legacy(start: _Start, state: CheckpointState, label: str) -> str:
@@ -215,7 +229,7 @@ def _legacy(start: _Start, state: CheckpointState, label: str) -> str:
     return (f"{label} was saved in verl 0.8's Megatron layout (dist_ckpt/ beside the role's files), which the "
             f"snapshot's verl {start.version} refuses when it loads it, after model init with the GPUs held: "
             f"migrate it in place with {commands} from verl's source tree (keep the default --mode hardlink: "
-            f"argus does not follow symlinks), or {FRESH}")
+            f"argus does not follow symlinks), or {_fresh(start)}")
 
 
 def _fallback(start: _Start, state: CheckpointState) -> str:
@@ -223,13 +237,26 @@ def _fallback(start: _Start, state: CheckpointState) -> str:
     if state.previous is not None:
         earlier = step_folder(state.previous)
         if state.path is not None:
-            return f"name the complete {state.path.rsplit('/', 1)[0]}/{earlier} instead, or {FRESH}"
+            return f"name the complete {state.path.rsplit('/', 1)[0]}/{earlier} instead, or {_fresh(start)}"
         return (f"the newest complete step there is {earlier}: point {TRACKER} at it (`echo {state.previous} > "
-                f"{start.directory}/{TRACKER}`) and delete {step_folder(state.step or 0)}, or {FRESH}")
+                f"{start.directory}/{TRACKER}`) and delete {step_folder(state.step or 0)}, or {_fresh(start)}")
     if state.earlier == 0:
-        return f"there is no earlier checkpoint to go back to: {FRESH}"
+        return f"there is no earlier checkpoint to go back to: {_fresh(start)}"
     of = f" of {state.earlier}" if state.earlier > state.checked else ""
-    return f"none of the {state.checked} newest{of} earlier checkpoints there is complete: {FRESH}"
+    return f"none of the {state.checked} newest{of} earlier checkpoints there is complete: {_fresh(start)}"
+
+
+def _fresh(start: _Start) -> str:
+    """How this run can start fresh. `run:` picks only the directory argus names: a job that names its own
+    directory, or a step folder in trainer.resume_from_path, loads the same checkpoint whatever its `run:`."""
+    if start.resume.path is not None and reads_path(start.resume, start.job.workload):
+        return "start fresh with `trainer.resume_mode=disable` in `overrides:` (verl then ignores " \
+               "trainer.resume_from_path)"
+    return "start fresh with a new `trainer.checkpoint_dir`" if _named_dir(start) else FRESH
+
+
+def _named_dir(start: _Start) -> bool:
+    return bool((start.job.trainer or Trainer()).checkpoint_dir)
 
 
 def _lineage(start: _Start, folder: str) -> tuple[str, str] | None:
@@ -238,7 +265,8 @@ def _lineage(start: _Start, folder: str) -> tuple[str, str] | None:
     if newest is not None and newest.job == start.job.name and newest.spec_hash == start.spec_hash:
         return None
     what = f"{start.address} would resume from {folder} in {start.directory}"
-    bump = "bump `run:` to start fresh in a new directory"
+    bump = "bump `run:` to start fresh in a new directory" if not _named_dir(start) else \
+        "give `trainer.checkpoint_dir` a new directory to start fresh (its `run:` does not pick it)"
     explicit = f"the overrides `{OPT_IN}` and `trainer.resume_from_path={start.directory}/{folder}`"
     if newest is not None:
         whose = "another spec of the job" if newest.job == start.job.name else f"job.{newest.job}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,7 +13,7 @@ from specs.desired import DesiredState, snapshot_rel
 from specs.diagnostics import Diagnostic
 from specs.models import CodeSnapshot
 from specs.submission import SHARED_ROOT_PLACEHOLDER, CodeRef
-from state.observed import ObservedState, SnapshotState
+from state.observed import TERMINAL, ObservedState, SnapshotState
 
 
 def plan_dirs(desired: DesiredState, observed: ObservedState) -> list[Change]:
@@ -71,9 +72,7 @@ def plan_snapshot(spec: CodeSnapshot, state: SnapshotState, workspace: str) -> t
     noop = Change(address=address, action=Action.NOOP,
                   reason=f"materialized at commit {manifest.commit[:12]} ({manifest.files} files)")
     if manifest.workspace != workspace:
-        # Its owner could prune it under our running jobs: a snapshot belongs to one workspace.
-        return noop, _error(address, "name", f"{address}'s place is taken by a snapshot of workspace "
-                                             f"{manifest.workspace!r}; give this one another name or `repo:`")
+        return _anothers(spec, state, workspace, noop)
     changed = _changed_source(spec, manifest.source)
     if changed is not None:
         return noop, changed
@@ -86,6 +85,28 @@ def plan_snapshot(spec: CodeSnapshot, state: SnapshotState, workspace: str) -> t
         return noop, _error(address, field, f"{address} {now} but the snapshot holds {manifest.commit[:12]}; "
                                             "snapshots are immutable: give the new version a new name")
     return noop, None
+
+
+def _anothers(spec: CodeSnapshot, state: SnapshotState, workspace: str,
+              noop: Change) -> tuple[Change | None, Diagnostic | None]:
+    """Another workspace made the snapshot this name places. The same source (a `git:` url and ref as its
+    manifest records them: a materialized snapshot is never fetched again) or the same files (a `path:`) are
+    shared: its owner's prune spares a snapshot any unfinished job on the cluster runs from (plan_prune), and a
+    submit checks the files are there first. Another source under one name is an error naming both workspaces."""
+    address, source, manifest = Address.code(spec.name), state.source, state.manifest
+    assert manifest is not None
+    same = _changed_source(spec, manifest.source) is None if spec.git else \
+        bool(source.digest) and source.digest == manifest.digest
+    if same and not state.problem:
+        return noop.model_copy(update={"reason": f"materialized by workspace {manifest.workspace!r} at commit "
+                                                 f"{manifest.commit[:12]}; shared: the same source"}), None
+    ours = f"git {spec.git.url!r} at {spec.git.ref!r}" if spec.git else \
+        f"path {spec.path!r} (commit {(source.commit or '?')[:12]}{', with uncommitted files' * source.dirty})"
+    return noop, _error(address, "name", f"{address}'s place ({snapshot_rel(spec)}) holds workspace "
+                                         f"{manifest.workspace!r}'s snapshot of {_written(manifest.source)} (commit "
+                                         f"{manifest.commit[:12]}), and workspace {workspace!r}'s names {ours}: one "
+                                         "name holds one source on a shared root; give this one another name or "
+                                         "`repo:`")
 
 
 def _changed_source(spec: CodeSnapshot, recorded: Mapping[str, Any]) -> Diagnostic | None:
@@ -126,7 +147,7 @@ def plan_prune(desired: DesiredState, observed: ObservedState, runs: Mapping[str
                 continue
             seen.add((root, rel))
             address = Address.code(manifest.name)
-            users = _unfinished_users(rel, runs)
+            users = _unfinished_users(rel, runs) + _others_using(observed, f"{root}/{rel}", desired.workspace.name)
             if not prune:
                 changes.append(Change(address=address, action=Action.NOOP,
                                       reason="no longer in the desired state; kept (`argus plan --prune` deletes it)"))
@@ -148,6 +169,15 @@ def _unfinished_users(rel: str, runs: Mapping[str, list[RunView]]) -> list[str]:
     path = f"{SHARED_ROOT_PLACEHOLDER}/{rel}"
     return sorted(r.submission_id for job_runs in runs.values() for r in job_runs
                   if not r.finished and _code_path(r) == path)
+
+
+def _others_using(observed: ObservedState, path: str, workspace: str) -> list[str]:
+    """Unfinished jobs of other workspaces that run from the snapshot (it is shared when their files match): any
+    whose entrypoint names its folder (argus's `cd <folder> &&`, inside its wrapper). A job that only seems to
+    use it merely keeps it from being pruned."""
+    return sorted(job.submission_id for cluster in observed.clusters.values() for job in cluster.jobs
+                  if job.workspace != workspace and job.status not in TERMINAL
+                  and re.search(re.escape(path) + r"(?![\w.-])", job.entrypoint))
 
 
 def _code_path(run: RunView) -> str | None:

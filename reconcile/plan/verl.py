@@ -137,8 +137,8 @@ def _noted(desired: DesiredState, observed: ObservedState, change: Change) -> Ch
     demand = demand_of(job, sub, profile)
     pools = describe(Demand(bundles=demand.bundles, spread=demand.spread, pools=demand.pools)) if demand.bundles \
         else f"none: the trainer runs in the driver ({describe(Demand(driver=demand.driver))})"
-    checked = f"argus's verl {profile.knowledge} rules" if profile.knowledge else \
-        "outside argus's verl knowledge (composed only)"
+    checked = profile.checked or (f"argus's verl {profile.knowledge} rules" if profile.knowledge else
+                                  "outside argus's verl knowledge")
     note = VerlNote(version=profile.version, checked=checked, entry=f"{profile.module}, config {profile.config_name}",
                     pools=pools, resume=resume_note(desired, observed, change))
     return change.model_copy(update={"verl": note})

@@ -84,8 +84,9 @@ def materialize(snapshot: CodeSnapshot, source: SourceState, workspace: str, wor
     if existing is not None and existing.digest == source.digest:
         return "exists"
     if target.exists():
-        raise ArgusError(f"{target} already exists with other content; snapshots are immutable: "
-                         "give the new version a new name")
+        owner = f" (workspace {existing.workspace!r}'s, commit {existing.commit[:12]})" if existing else ""
+        raise ArgusError(f"{target} already exists with other content{owner}; snapshots are immutable: "
+                         f"give workspace {workspace!r}'s code.{snapshot.name} a new name")
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.parent.resolve() != Path(shared_root).resolve() / target.parent.relative_to(shared_root):
         raise ArgusError(f"{target.parent} leads outside the shared root (a symlink planted on the shared "

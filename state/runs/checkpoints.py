@@ -1,6 +1,6 @@
 """The checkpoint a verl run would resume from, read by file names from a directory every Ray job can write.
 
-verl's layouts, checked on the 0.8.0, 0.9.0 and 0.9.1 wheels, are in specs/checkpoint_state.py and
+verl's layouts, checked on the 0.8.0 and 0.9.1 wheels, are in specs/checkpoint_state.py and
 docs/checkpoints.md. A Megatron dist_ckpt tree is finalized once megatron-core wrote metadata.json (Megatron-FSDP:
 torch's .metadata, and no common.pt); megatron-core reshards it on load, so no file name binds a world size.
 
@@ -83,7 +83,22 @@ def _inspect(root: int) -> CheckpointState | None:
     match = STEP.fullmatch(text)
     if match is None:
         return _fallback(root, _unusable(None, f"{TRACKER} does not hold a step number ({text[:32]!r})"))
-    return _judged(root, int(match.group(1)))
+    step = int(match.group(1))
+    if _absent(root, step_folder(step)):
+        return _fallback(root, _unusable(step, f"{step_folder(step)}/ does not exist").model_copy(
+            update={"absent": True}))
+    return _judged(root, step)
+
+
+def _absent(root: int, name: str) -> bool:
+    """Nothing at all by that name: verl's os.path.exists says no, and it trains from step 0."""
+    try:
+        os.lstat(name, dir_fd=root)
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
 
 
 def _judged(root: int, step: int, fallback: bool = True) -> CheckpointState:

@@ -34,6 +34,7 @@ from state.verl import rules_limits as verl_limits
 from state.verl import version as verl_version
 from state.verl.compose import Composed, compose_job
 from state.verl.entry import EntryProblem, resolve_entry
+from state.verl.legacy_keys import legacy_problems
 
 FAKE_ID = "SUBMISSION_ID"
 CODE_CACHE = "verl-code-v2"
@@ -65,11 +66,14 @@ def check_job(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_ro
     if composed.config is not None:
         profile = verl_pools.profile_of(composed.config, job, point, version,
                                         verl_version.knowledge_for(version), desired.shared_root(job.cluster), code)
+        profile = profile.model_copy(update={"checked": verl_version.checked_words(version)})
         found += [_about(job, field, message, severity) for field, message, severity
                   in recipe_demand.demand_problems(composed.config, job, point.module, version)]
         found += _typed_kept(job, composed.config, desired.shared_root(job.cluster), desired.workspace.name)
         if not verl_version.older_than_known(version):
             found += _rule_diagnostics(job, composed.config, version, profile)
+            found += [_about(job, field, message, "error" if profile.knowledge else "warning") for field, message
+                      in legacy_problems(job, composed.config, code, point.module, point.config_name, version)]
         if files:
             found += [_about(job, _field_of(job, keys), message, severity) for keys, message, severity
                       in verl_files.missing_files(job, composed.config, desired.shared_root(job.cluster), code)]

@@ -49,10 +49,13 @@ def resolve_entry(code: Path, job: Job) -> ResolvedEntry | EntryProblem:
     if isinstance(config, EntryProblem):
         return config
     config_dir, config_name = config
+    if verl.model_key(job.workload, config_name) != point.model_key:
+        return EntryProblem("entry", f"the @hydra.main of {point.module} composes config {config_name}, whose model "
+                                     f"is {verl.model_key(job.workload, config_name)}, not {point.model_key}: name it "
+                                     f"in `entry: {{config_name: {config_name}}}` so argus sets the model there")
     primary = code / config_dir / f"{config_name}.yaml"
     if not present(primary, Path.is_file):
-        return EntryProblem("entry", f"config {config_dir}/{config_name}.yaml is not in code.{job.code}: name the "
-                                     "config the script uses in `entry: {config_dir, config_name}`")
+        return EntryProblem("entry", _missing_config(code, job, point.module, config_dir, config_name))
     searchpath = _searchpath(code, primary)
     if isinstance(searchpath, EntryProblem):
         return searchpath
@@ -73,6 +76,20 @@ def _config_of(module_file: Path, job: Job, config_dir: str, config_name: str) -
                                      "config_name as plain strings inside the snapshot: name them in "
                                      "`entry: {config_dir, config_name}` (config_dir relative to the snapshot)")
     return entry.config_dir or declared_dir or config_dir, entry.config_name or declared_name or config_name
+
+
+def _missing_config(code: Path, job: Job, module: str, config_dir: str, config_name: str) -> str:
+    text = f"config {config_dir}/{config_name}.yaml is not in code.{job.code}"
+    package = "/".join(module.split(".")[:-1])
+    beside = f"{package}/{config_dir}"
+    if job.entry is not None and job.entry.config_dir == config_dir and present(
+            code / beside / f"{config_name}.yaml", Path.is_file):
+        # a script's `--config-path=config` is read by Hydra against the module's package
+        return (f"{text}: entry.config_dir is relative to the snapshot, while a script's --config-path={config_dir} "
+                f"is resolved by Hydra against the module's package ({module} is in {package}/): write "
+                f"`entry: {{config_dir: {beside}}}`")
+    return f"{text}: name the config the script uses in `entry: {{config_dir, config_name}}` (config_dir relative " \
+           "to the snapshot)"
 
 
 def _folders(searchpath: list[str]) -> list[str]:

@@ -75,7 +75,9 @@ def _model(key: str, model: str, root: str) -> list[Finding]:
                                            Path.is_dir):
         return []
     return [((key,), f"{model} is only a hub id and is not cached under {root}/hf: the cluster has no internet; "
-                     f"download it there first (HF_HOME={root}/hf)", "warning")]
+                     f"download it there first (`HF_HOME={root}/hf huggingface-cli download {model}`), and give "
+                     "the runs `env: {HF_HOME: ${shared_root}/hf}` (the cluster's job_defaults, as `argus init` "
+                     "writes it) so they look there", "warning")]
 
 
 def _where(path: str, code: Path) -> Path:

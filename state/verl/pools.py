@@ -22,11 +22,6 @@ from state.verl import recipe_pools
 from state.verl.rules import A, Problem, get
 from state.verl.version import at_least
 
-LEGACY_KEYS = (("reward_model.enable", "reward.reward_model.enable"),
-               ("reward_model.enable_resource_pool", "reward.reward_model.enable_resource_pool"),
-               ("custom_reward_function.path", "reward.custom_reward_function.path"))
-"""Top-level keys verl 0.8's main_ppo moved under reward.* (migrate_legacy_reward_impl); 0.9's still composes
-them (a compatibility file keeps them) but nothing reads them."""
 MAX_NODES = 10_000
 """Nodes (and GPUs per node) of one pool at most: more than any cluster, and a plan lists a bundle per node."""
 MAIN_POOL_CPUS = 3
@@ -78,11 +73,7 @@ def pool_problems(config: dict[str, Any], profile: VerlProfile, version: str | N
         found.append((("trainer.device",), f"verl {version} asks Ray for a resource named {device!r} for every "
                                            "GPU, which no node offers: the job would never start; leave "
                                            "`trainer.device` unset (cuda)"))
-    for legacy, moved in LEGACY_KEYS:
-        if at_least(version, (0, 9)) and get(config, legacy) not in (None, False):
-            found.append(((legacy,), f"verl 0.9's main_ppo ignores {legacy} (0.8 moved it to {moved}): the run would "
-                                     f"train without it; write {moved}"))
-    return found
+    return found  # legacy top-level reward keys: state/verl/legacy_keys.py (whether the module reads them)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from pathlib import Path
 VERSION_FILE = "verl/version/version"
 """verl's own: verl/__init__.py reads __version__ from it."""
 SUPPORTED = ("0.8", "0.9")
-"""Minor releases argus's knowledge covers: the last two on the package index (0.8.0, 0.9.0, 0.9.1)."""
+"""Minor releases argus's knowledge covers: the last two on the package index, read from the 0.8.0 and 0.9.1
+wheels (tests/state/verl/test_verl_scripts.py VERSIONS composes them)."""
 _VERSION = re.compile(r"([0-9]+)\.([0-9]+)(?:\.([0-9]+))?[0-9A-Za-z.+-]*")
 
 
@@ -58,6 +59,15 @@ def older_than_known(version: str | None) -> bool:
     """Older than every range argus knows: its rules describe a later verl, so they are not applied."""
     found, oldest = minor(version), minor(SUPPORTED[0] + ".0")
     return found is not None and oldest is not None and found < oldest
+
+
+def checked_words(version: str | None) -> str:
+    """What was applied to the snapshot, as check_job applies it: the plan says the same."""
+    if knowledge := knowledge_for(version):
+        return f"argus's verl {knowledge} rules"
+    if older_than_known(version):
+        return "outside argus's verl knowledge: composed only"
+    return f"outside argus's verl knowledge: composed and checked with its {SUPPORTED[-1]}.x rules, as warnings"
 
 
 def outside_warning(version: str | None) -> str:

@@ -145,8 +145,21 @@ def test_resume_path_must_name_a_step_folder_that_exists():
                            "(global_step_40/ does not exist): verl needs it to exist and be complete; there is no "
                            "earlier checkpoint")
     [back] = errors(STEP_40, missing.model_copy(update={"previous": 20, "earlier": 1, "checked": 1}))
-    assert back.endswith(f"name the complete {DIR}/global_step_20 instead, or start fresh with a new "
-                         "`trainer.checkpoint_dir` (or bump `run:`)")
+    # the job names the step folder itself: a new `run:` or checkpoint directory would load it all the same
+    assert back.endswith(f"name the complete {DIR}/global_step_20 instead, or start fresh with "
+                         "`trainer.resume_mode=disable` in `overrides:` (verl then ignores trainer.resume_from_path)")
+    [size] = errors(STEP_40, fsdp(world_size=8, path=STEP_40))
+    assert "bump `run:`" not in size and size.endswith("or start fresh with `trainer.resume_mode=disable` in "
+                                                      "`overrides:` (verl then ignores trainer.resume_from_path)")
+
+
+def test_a_job_naming_its_checkpoint_dir_is_never_told_to_bump_run():
+    named = ppo(trainer={"nnodes": 1, "n_gpus_per_node": 4, "checkpoint_dir": DIR})
+    [size] = judged(named, observed(fsdp(world_size=8), record(named))).errors
+    assert size.endswith("set the GPUs back to 8, or start fresh with a new `trainer.checkpoint_dir`")
+    [lineage] = judged(named, observed(fsdp(), record(ppo()))).errors
+    assert "bump `run:`" not in lineage
+    assert "give `trainer.checkpoint_dir` a new directory to start fresh (its `run:` does not pick it)" in lineage
 
 
 def test_a_resume_path_argus_did_not_inspect_is_a_warning():

@@ -10,7 +10,7 @@ import pytest
 from specs.checkpoint_state import CheckpointState
 from state.runs import checkpoints
 from state.runs.checkpoints import MAX_ENTRIES, inspect_checkpoint
-from tests.support.checkpoints import KINDS, errors_for, save_step
+from tests.support.checkpoints import KINDS, errors_for, judged, observed, ppo, record, save_step
 
 
 def test_a_complete_checkpoint_gives_its_step_and_world_size(tmp_path: Path) -> None:
@@ -92,9 +92,22 @@ def test_a_tracker_pointing_at_a_missing_step(tmp_path: Path) -> None:
     (tmp_path / "latest_checkpointed_iteration.txt").write_text("40")
     state = inspect_checkpoint(tmp_path)
     assert state == CheckpointState(step=40, world_size=None, complete=False, problem="global_step_40/ does not exist",
-                                    previous=20, earlier=1, checked=1)
-    [message] = errors_for(state)
-    assert "the newest complete step there is global_step_20: point latest_checkpointed_iteration.txt at it" in message
+                                    previous=20, earlier=1, checked=1, absent=True)
+    # verl 0.8/0.9's find_latest_ckpt_path returns None for a missing folder: the run trains from step 0
+    assert errors_for(state) == []
+    job = ppo()
+    found = judged(job, observed(state, record(job)))
+    assert found.note == ("starts from step 0 (latest_checkpointed_iteration.txt names global_step_40, which is not "
+                          "there)")
+    [warning] = found.warnings
+    assert warning == ("job.ppo's latest_checkpointed_iteration.txt names global_step_40, which is not in "
+                       "/shared/outputs/team/checkpoints/ppo/run-1: verl finds no checkpoint and trains from step 0; "
+                       "to resume from global_step_20 instead, point latest_checkpointed_iteration.txt at it (`echo 20 "
+                       "> /shared/outputs/team/checkpoints/ppo/run-1/latest_checkpointed_iteration.txt`)")
+    assert "delete" not in warning
+    (tmp_path / "global_step_20").rename(tmp_path / "old")
+    alone = judged(job, observed(inspect_checkpoint(tmp_path), record(job)))
+    assert alone.errors == () and alone.warnings[0].endswith("trains from step 0")
 
 
 @pytest.mark.parametrize("content", [b"", b"forty", b"-4", b"+4", b"4_0", b"4.0", b"\xff\xfe", b"\x00",

@@ -5,6 +5,7 @@ same rules on configs composed from verl's real wheels."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from specs.models import Entry, Job, Trainer
 from state.verl import pools as verl_pools
 from state.verl import rules as verl_rules
+from state.verl.legacy_keys import legacy_problems
 
 A = "actor_rollout_ref"
 
@@ -112,8 +114,8 @@ def test_verl_0_8_read_the_legacy_reward_model_keys_and_0_9_ignores_them():
                        "reward_model.n_gpus_per_node": 8, "reward_model.enable": True})
     assert [p[0] for p in pools(legacy, job(), "0.8.0")] == ["global_pool", "reward_pool"]
     assert [p[0] for p in pools(legacy, job(), "0.9.1")] == ["global_pool"]
-    problems = [m for _, m in verl_pools.pool_problems(legacy, verl_pools.profile_of(
-        legacy, job(), _Point(), "0.9.1", "0.9.x", "/r"), "0.9.1")]
+    problems = [m for _, m in legacy_problems(job(), legacy, Path("/nonexistent"), _Point.module, "ppo_trainer",
+                                              "0.9.1")]
     assert any("ignores reward_model.enable_resource_pool" in m for m in problems)
 
 
@@ -199,3 +201,26 @@ def test_a_rule_meeting_a_value_of_another_shape_reports_it_instead_of_crashing(
     found = messages(config(**{"data.train_batch_size": {"a": 1}, f"{A}.actor.ppo_mini_batch_size": [1]}))
     assert isinstance(found, list)
     assert messages(config(**{"trainer.logger": 5})) == ["trainer.logger is 5: verl takes a name or a list of names"]
+
+
+def test_a_module_that_migrates_the_legacy_reward_keys_reads_them_and_main_ppo_does_not(tmp_path):
+    """0.9.1's experimental fully_async_main calls migrate_legacy_reward_impl (main_ppo no longer does): set
+    there, reward_model.enable is honoured; a recipe package reading it itself is honoured too."""
+    from state.verl.legacy_keys import module_reads
+
+    main = tmp_path / "verl" / "experimental" / "fully_async_policy"
+    main.mkdir(parents=True)
+    (main / "fully_async_main.py").write_text("from x import migrate_legacy_reward_impl\n\ndef main(config):\n"
+                                              "    config = migrate_legacy_reward_impl(config)\n")
+    assert module_reads(tmp_path, "verl.experimental.fully_async_policy.fully_async_main") == frozenset(
+        {"reward_model.enable", "reward_model.enable_resource_pool", "custom_reward_function.path"})
+    ppo = tmp_path / "verl" / "trainer"
+    ppo.mkdir(parents=True)
+    (ppo / "main_ppo.py").write_text("def f(config):\n    return config.reward.reward_model.enable\n")
+    assert module_reads(tmp_path, "verl.trainer.main_ppo") == frozenset()
+    recipe = tmp_path / "recipe" / "r"
+    recipe.mkdir(parents=True)
+    (recipe / "main.py").write_text("'''config.reward_model.enable in a docstring reads nothing'''\n")
+    (recipe / "trainer.py").write_text("class T:\n    def f(self):\n"
+                                       "        return self.config.reward_model['enable']\n")
+    assert module_reads(tmp_path, "recipe.r.main") == frozenset({"reward_model.enable"})
