@@ -7,6 +7,7 @@ placement group per node of {CPU: 3, GPU: 1} bundles; sft_trainer_ray's pool of 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
