@@ -1,13 +1,19 @@
 """What a verl launch script would run, found without running any of its commands.
 
 The script is read by bash itself (its expansions are bash's: arrays, `${VAR:-default}`, `$((...))`, `$@`,
-quoting, line continuations), but in a shell that can run nothing: `env -i` (no inherited variables, so
-no secret of the caller's environment can reach the spec), HOME a stand-in, PATH a folder that does not
-exist, restricted mode (`set -r`: no command named with a `/`, no output redirection, no `cd`, no `exec`,
-no changing PATH), the builtins that act outside the shell (`source`, `kill`, `trap`, ...) disabled, in an
-empty folder, stdin empty, killed after a few seconds. Every command then reaches bash's
-`command_not_found_handle`, which only prints a record of it (name, line, arguments, the exported
-variables at that moment) and forwards what is piped into it, so `python3 ... | tee log` is still seen.
+quoting, line continuations), but in a shell that can run nothing and read nothing of this machine:
+- a root of its own: a user, mount and PID namespace (unshare) whose root holds only /usr, read-only (bash
+  and its libraries), and /dev/null: no /etc, /home, /proc, /tmp, shared root or checkout to read, and every
+  process it starts dies with it;
+- `env -i` (no inherited variables: no secret of the caller's environment reaches the spec), HOME a stand-in,
+  PATH a folder that does not exist and read-only (as are the variables bash runs code from), restricted
+  mode (`set -r`: no command named with a `/`, no output redirection, no `cd`, no `exec`), globs kept as
+  written, the builtins that act outside the shell (`source`, `kill`, `trap`, `enable`, ...) disabled;
+- stdin empty, limits on CPU, memory and output, killed (with whatever it left behind) after a few seconds.
+Every command then reaches bash's `command_not_found_handle` (read-only too), which only prints a record of
+it (name, line, arguments, the exported variables at that moment) and forwards what is piped into it, so
+`python3 ... | tee log` is still seen. Where the kernel allows no user namespace, the sandbox is skipped and
+the import says that the files a script names were readable.
 
 A value the script takes from a command's output (`$(nvidia-smi -L | wc -l)`) is not known: the record
 that took its place is reported as the command that was not run.
@@ -15,21 +21,30 @@ that took its place is reported as the command that was not run.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import re
+import resource
 import secrets
+import shlex
 import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
+from typing import IO
 
 TIMEOUT = 5.0
 """Seconds the evaluation may take: assignments and expansions take milliseconds."""
 MAX_OUTPUT = 8 * 1024 * 1024
+MAX_MEMORY = 1024 * 1024 * 1024
 DISABLED = ("source", ".", "kill", "trap", "ulimit", "umask", "wait", "suspend", "disown", "fc", "history",
             "enable", "exec", "builtin", "command", "hash", "mapfile", "readarray", "coproc")
 """Builtins that reach outside the shell or wait on something; disabled, each becomes a command not run.
 (`enable` last of all: nothing can be enabled again; restricted mode forbids it anyway.)"""
+READ_ONLY = ("PATH", "SHELL", "ENV", "BASH_ENV", "HISTFILE", "BASH_XTRACEFD", "PS4", "PROMPT_COMMAND", "GLOBIGNORE",
+             "BASH_LOADABLES_PATH", "EXECIGNORE")
+"""Variables that choose what runs, or where bash writes; frozen before the script's first line."""
 SEP, REC, INNER_SEP, INNER = "\x1f", "\x1e", "\x1c", "\x1d"
 """Fields, records, and records inside a value (a command substitution's): kept apart so they nest."""
 
@@ -56,6 +71,8 @@ class Evaluated:
     error: str | None = None
     """Why the evaluation stopped early (the script's `set -e`/`set -u` ending it, a timeout)."""
     marker: str = ""
+    sandboxed: bool = True
+    """Whether the shell ran in a root of its own (see SANDBOX_SETUP); without it, files it names were readable."""
 
 
 def evaluate(text: str, args: list[str], variables: dict[str, str] | None = None) -> Evaluated:
@@ -63,20 +80,83 @@ def evaluate(text: str, args: list[str], variables: dict[str, str] | None = None
     `NAME=VALUE bash FILE ARGS` would), none of them run."""
     marker = secrets.token_hex(8)
     home = f"/argus-import-home-{marker}"
-    with tempfile.TemporaryDirectory(prefix="argus-import-") as empty:
-        script = _prelude(marker) + "\n" + text
-        env = {**(variables or {}), "PATH": f"/argus-import-no-commands-{marker}", "HOME": home, "LANG": "C.UTF-8"}
-        proc = subprocess.Popen(["/bin/bash", "--noprofile", "--norc", "-c", script, "script", *args],
-                                cwd=empty, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
-        try:
-            out, err = proc.communicate(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
+    env = {**(variables or {}), "PATH": f"/argus-import-no-commands-{marker}", "HOME": home, "LANG": "C.UTF-8"}
+    with tempfile.TemporaryDirectory(prefix="argus-import-") as empty, tempfile.TemporaryFile() as out, \
+            tempfile.TemporaryFile() as err:
+        sandboxed = sandbox_works()
+        workdir = SANDBOX_WORKDIR if sandboxed else os.path.realpath(empty)
+        script = _prelude(marker, workdir) + "\n" + text
+        bash = ["/bin/bash", "--noprofile", "--norc", "-c", script, "script", *args]
+        command = [*_sandbox(), *bash] if sandboxed else bash
+        code = _run(command, env, empty, out, err)
+        out.seek(0)
+        err.seek(0)
+        calls = _calls(out.read(MAX_OUTPUT), marker)
+        stop = f"stopped after {TIMEOUT:g} s" if code is None else \
+            _stopped(err.read(MAX_OUTPUT).decode(errors="replace"), code)
+        return Evaluated(calls, home, workdir, stop, marker, sandboxed)
+
+
+def _run(command: list[str], env: dict[str, str], cwd: str, out: IO[bytes], err: IO[bytes]) -> int | None:
+    """The evaluation's exit code (None: out of time), run with its limits; the whole process group is killed
+    when it ends, whatever it left behind (a `... &` in the background outlives its shell otherwise)."""
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                            start_new_session=True, preexec_fn=_limits)
+    try:
+        return proc.wait(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            return Evaluated(_calls(out, marker), home, empty, f"stopped after {TIMEOUT:g} s", marker)
-        stop = _stopped(err.decode(errors="replace"), proc.returncode)
-        return Evaluated(_calls(out[:MAX_OUTPUT], marker), home, os.path.realpath(empty), stop, marker)
+        proc.wait()
+
+
+def _limits() -> None:
+    """In the child, before bash: CPU seconds, memory, and the size of what it may print (its output goes to
+    a file: past MAX_OUTPUT the kernel stops it with SIGXFSZ)."""
+    resource.setrlimit(resource.RLIMIT_CPU, (int(TIMEOUT) + 1, int(TIMEOUT) + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (MAX_MEMORY, MAX_MEMORY))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_OUTPUT, MAX_OUTPUT))
+
+
+SANDBOX_WORKDIR = "/w"
+SANDBOX_SETUP = """set -e
+m=/usr/bin/mount
+$m -t tmpfs -o size=256k,mode=755 argus-import /tmp
+/usr/bin/mkdir -p /tmp/r/usr /tmp/r/dev /tmp/r/w
+$m --bind /usr /tmp/r/usr
+$m -o remount,bind,ro /tmp/r/usr
+for l in bin lib lib32 lib64 libx32 sbin; do if [ -L /$l ]; then /usr/bin/ln -s "usr/$l" "/tmp/r/$l"; fi; done
+/usr/bin/touch /tmp/r/dev/null
+$m --bind /dev/null /tmp/r/dev/null
+cd /
+exec /usr/sbin/chroot /tmp/r "$@"
+"""
+"""A root of its own for the shell: /usr read-only (bash and its libraries) and /dev/null, nothing else: no
+/etc, /home, /root, /proc, /tmp, no shared root, no checkout. Made in a user and mount namespace of its own
+(unshare), and a PID namespace whose processes all die with it."""
+
+
+def _sandbox() -> list[str]:
+    return ["/usr/bin/unshare", "--user", "--map-root-user", "--mount", "--pid", "--fork", "--kill-child", "--",
+            "/bin/sh", "-c", SANDBOX_SETUP, "sandbox"]
+
+
+@functools.cache
+def sandbox_works() -> bool:
+    """Whether this machine lets an unprivileged process make the sandbox (user namespaces; most Linux
+    kernels do): probed once. Without it the restricted shell alone keeps commands from running, and a
+    script could read a file it names (the import then says so)."""
+    if not all(os.path.exists(p) for p in ("/usr/bin/unshare", "/usr/bin/mount", "/usr/sbin/chroot", "/bin/sh")):
+        return False
+    try:
+        done = subprocess.run([*_sandbox(), "/bin/bash", "--noprofile", "--norc", "-c", "[ ! -e /etc ]"],
+                              env={"PATH": "/argus-import-no-commands"}, capture_output=True, timeout=TIMEOUT,
+                              start_new_session=True)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 def nested_record(value: str, marker: str) -> str | None:
@@ -88,7 +168,7 @@ def nested_record(value: str, marker: str) -> str | None:
     return " ".join(fields[2:fields.index("--env")] if "--env" in fields else fields[2:])
 
 
-def _prelude(marker: str) -> str:
+def _prelude(marker: str, workdir: str) -> str:
     """One line (so the script's line N is bash's N+1): the handler, the disabled builtins, restricted mode.
     The handler forwards what is piped into it, then prints its record; separators inside a value (a record
     a command substitution captured) are swapped for their inner twins, so records nest."""
@@ -103,14 +183,22 @@ def _prelude(marker: str) -> str:
         f"printf '{SEP}%s=%s' \"$__n\" \"$__a\"; done",
         f"printf '{end}\\n'", "return 0; }",
     ])
-    return f"{handler}; enable -n {' '.join(DISABLED)}; set -r; "
+    # PATH and the variables bash runs code from are read-only before anything of the script: `set -r` alone
+    # leaves PATH writable (only a shell started restricted makes it read-only), and a script that sets PATH
+    # would run real commands. Globs are kept as written (noglob): they would list directories.
+    return (f"cd {shlex.quote(workdir)}; {handler}; readonly -f command_not_found_handle; "
+            f"readonly {' '.join(READ_ONLY)}; enable -n {' '.join(DISABLED)}; set -f; set -r; ")
 
 
 def _calls(out: bytes, marker: str) -> list[Call]:
+    """The records the handler printed. A script can print what looks like one (it can read its own handler):
+    a record that does not parse is skipped, never an error (what it could forge it could write as a launch)."""
     text = out.decode(errors="replace")
     calls = []
     for found in re.finditer(f"{REC}{marker}{SEP}(.*?){REC}{marker}/", text, re.S):
         fields = found.group(1).split(SEP)
+        if len(fields) < 2 or not fields[1].isdigit() or len(fields[1]) > 9:
+            continue
         at = fields.index("--env") if "--env" in fields else len(fields)
         env = dict(item.split("=", 1) for item in fields[at + 1:] if "=" in item)
         calls.append(Call(max(int(fields[1] or 1) - 1, 0), tuple(fields[2:at]), env, fields[0] != "0"))
