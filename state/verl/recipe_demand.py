@@ -20,6 +20,9 @@ from state.verl.version import at_least
 Found = tuple[str, str, Severity]
 """(field of the spec, message, severity)."""
 MISSING = object()
+VERL_SFT = frozenset({"verl.trainer.sft_trainer_ray", "verl.trainer.sft_trainer", "verl.trainer.fsdp_sft_trainer"})
+"""verl's SFT trainers: one pool (or torchrun in the driver), counted from `trainer:`. Any other verl module
+(a newer `verl.experimental.*` trainer) is as unknown as a recipe: it may place pools argus never read."""
 DOCS = "docs/verl.md, \"Declaring a recipe's demand\""
 
 
@@ -28,7 +31,7 @@ def demand_problems(config: dict[str, Any], job: Job, module: str, version: str 
     if module in KNOWN:
         return _known(config, job, module, demand is not None, _only_hybrid(config, module, version))
     if demand is None:
-        return [] if module.startswith("verl.") or module in STANDARD else [_undeclared(job, module)]
+        return [] if module in STANDARD or module in VERL_SFT else [_undeclared(job, module)]
     if job.workload == "sft":
         return [("entry.demand", "entry.demand declares the pools of a PPO-style recipe beside global_pool; an SFT "
                                  "trainer has one pool, counted from `trainer:`: remove entry.demand", "error")]

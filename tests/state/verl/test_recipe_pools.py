@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from specs.models import Entry, Job, Trainer
 from state.verl import pools as verl_pools
 from state.verl.recipe_demand import demand_problems
@@ -65,3 +67,13 @@ def test_a_recipes_task_runner_cpus_are_read_from_its_literal_ray_remote(tmp_pat
     assert remote_cpus(main) is None  # not a literal: main_ppo's rule stands
     main.write_text("def broken(:\n")
     assert remote_cpus(main) is None
+
+
+@pytest.mark.parametrize(("module", "warned"), [
+    ("verl.trainer.main_ppo", False), ("verl.trainer.sft_trainer_ray", False), ("recipe.dapo.main_dapo", False),
+    ("verl.experimental.newer_async.main", True), ("verl.trainer.main_generation_server", True),
+    ("recipe.unknown.main", True),
+])
+def test_any_module_argus_has_not_read_is_warned_about_verls_own_included(module: str, warned: bool):
+    found = demand_problems({}, job(module), module, "0.9.1")
+    assert [(f, s) for f, _, s in found] == ([("entry", "warning")] if warned else [])
