@@ -256,6 +256,7 @@ def test_docs_state_the_versions_the_tests_compose_and_cite_every_rule_per_versi
     import re
 
     import state.verl.rules as rules
+    import state.verl.rules_limits as limits
 
     docs = (Path(__file__).resolve().parents[3] / "docs" / "verl.md").read_text()
     [supported] = [line for line in docs.splitlines() if line.startswith("| 0.8.x, 0.9.x")]
@@ -265,6 +266,7 @@ def test_docs_state_the_versions_the_tests_compose_and_cite_every_rule_per_versi
     source = Path(rules.__file__).read_text()
     bodies = source.split("def ppo_problems", 1)[1].split("\ndef _applied", 1)[0]
     applied = [name for names in re.findall(r"\[([^\]]*)\]", bodies) for name in re.findall(r"\b_[a-z_]+\b", names)]
+    applied += [rule.__name__ for rule in limits.RULES]
     cited = [name for name in applied if f"`{name}`" in table or f"`rules.py` `{name}`" in table]
     assert applied and cited == applied, sorted(set(applied) - set(cited))
     for row in table.splitlines()[1:]:  # each cell names a file:line of that version, or says it is not applied
