@@ -196,7 +196,8 @@ def _length(value: Any) -> int | None:
 
 
 def _kind(value: Any) -> str:
-    return "null" if value is None else f"a {type(value).__name__}"
+    kinds = {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "a mapping"}
+    return "null" if value is None else kinds.get(type(value), "a value of another type")
 
 
 def _cut(text: str, chars: int = NAME_CHARS) -> str:
