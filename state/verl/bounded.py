@@ -1,7 +1,9 @@
 """Reading a file a spec names, the way a hostile file cannot abuse: at most a given number of bytes, a
-regular file only (a FIFO would block the plan forever, a device never ends), and through a symlink only when
-it lands inside one of the given roots (the shared root, the model directory: Hugging Face's cache links
-snapshots to blobs beside them); a link to /etc is not read. Nothing here raises on the file's account.
+regular file only (a FIFO would block the plan forever, a device never ends), and only when its real path
+(every symlink resolved) is inside the job's shared root. A spec is anyone's pull request and `argus plan`'s
+output is posted to it: a file elsewhere on the plan's machine (a CI runner's ~/.docker/config.json) is never
+opened, so nothing of it can reach the plan's output. The file opened is checked to be the one whose real path
+was checked (a symlink swapped in between is refused). Nothing here raises on the file's account.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ class Unread:
     missing: bool = False
 
 
-def read_head(path: Path, roots: list[Path], limit: int, whole: bool = False) -> bytes | Unread:
+def read_head(path: Path, root: Path, limit: int, whole: bool = False) -> bytes | Unread:
     """Up to `limit` bytes from the start of the file; with `whole`, a larger file is Unread."""
-    fd = _open(path, roots)
+    fd = _open(path, root)
     if isinstance(fd, Unread):
         return fd
     try:
@@ -44,9 +46,9 @@ def read_head(path: Path, roots: list[Path], limit: int, whole: bool = False) ->
         os.close(fd)
 
 
-def read_parquet_columns(path: Path, roots: list[Path]) -> set[str] | Unread:
+def read_parquet_columns(path: Path, root: Path) -> set[str] | Unread:
     """The top-level column names of a parquet file, from its footer alone (pyarrow's read_schema)."""
-    fd = _open(path, roots)
+    fd = _open(path, root)
     if isinstance(fd, Unread):
         return fd
     with os.fdopen(fd, "rb") as file:
@@ -67,17 +69,33 @@ def read_parquet_columns(path: Path, roots: list[Path]) -> set[str] | Unread:
                           "fail on it too", "error")
 
 
-def _open(path: Path, roots: list[Path]) -> int | Unread:
+def within(path: Path, root: Path) -> bool:
+    """Whether the path's real location (every symlink resolved) is inside the root's; a path the OS refuses
+    (a NUL, a name too long) is not, and nothing is inside a relative root or the filesystem's own."""
     try:
-        real = Path(os.path.realpath(path))
+        real_root = os.path.realpath(root)
+        if not os.path.isabs(root) or real_root == os.path.realpath("/"):
+            return False
+        return Path(os.path.realpath(path)).is_relative_to(real_root)
+    except (OSError, ValueError):
+        return False
+
+
+def _open(path: Path, root: Path) -> int | Unread:
+    try:
         if not os.path.lexists(path):
             return Unread("does not exist", "error", missing=True)
-        if real != Path(os.path.abspath(path)) and not any(_inside(real, root) for root in roots):
-            return Unread("is a symlink that leads outside the shared root and the model's own directory: argus "
-                          "does not follow it, so did not check it")
+        real = os.path.realpath(path)
+        if not within(Path(real), root):
+            return Unread("is a symlink that leads outside the shared root, which argus does not follow, so did not "
+                          "check it")
+        # O_NOFOLLOW: the last component cannot be a link swapped in since realpath; _same: nor any before it
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except (OSError, ValueError) as err:
         return Unread(f"cannot be opened ({getattr(err, 'strerror', None) or type(err).__name__})")
+    if not _same(fd, real):
+        os.close(fd)
+        return Unread("changed while argus opened it (a symlink swapped in): argus did not read it")
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         return Unread("is not a regular file (a FIFO, a device or a directory): argus does not read it, and verl "
@@ -85,8 +103,14 @@ def _open(path: Path, roots: list[Path]) -> int | Unread:
     return fd
 
 
-def _inside(real: Path, root: Path) -> bool:
+def _same(fd: int, real: str) -> bool:
+    """Whether the opened file is the one at the checked real path: the kernel's own name for the descriptor
+    where /proc has it, else the same device and inode as the path now has."""
     try:
-        return real.is_relative_to(os.path.realpath(root))
-    except (OSError, ValueError):
-        return False
+        opened = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        try:
+            return os.path.samestat(os.fstat(fd), os.stat(real, follow_symlinks=False))
+        except (OSError, ValueError):
+            return False
+    return opened == real

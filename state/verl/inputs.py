@@ -2,19 +2,24 @@
 dataset reads, the model's config.json and tokenizer, and the model's context length against the job's.
 
 verl reads them only once its workers hold their GPUs (RLHFDataset and MultiTurnSFTDataset in the trainer,
-HFModelConfig in every worker). Every file here is hostile: read with a byte limit, never a FIFO or a device,
-never through a symlink that leaves the shared root or the model directory, and a file argus cannot read is
-said, not a crash. docs/verl.md cites verl's code for each finding.
+HFModelConfig in every worker). Every file here is hostile: only a file whose real path is inside the job's
+shared root is read (a spec naming the plan machine's own files gets nothing of them into the plan's output,
+which CI posts to the pull request: files.py still says whether they exist), with a byte limit, never a FIFO
+or a device, and a file argus cannot read is said, not a crash. What is said of a file's contents is a few
+short, printable column names; a value of an odd type in the composed config is a finding or skipped, never
+a crash. docs/verl.md cites verl's code for each finding.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
+from specs.diagnostics import printable
 from specs.models import Job
-from state.verl.bounded import Unread, read_head, read_parquet_columns
+from state.verl.bounded import Unread, read_head, read_parquet_columns, within
 from state.verl.rules import A, get
 
 Finding = tuple[tuple[str, ...], str, str]
@@ -29,47 +34,56 @@ CONFIG_LIMIT = 4 * 1024 * 1024
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt",
                    "spiece.model")
 """What transformers' AutoTokenizer.from_pretrained loads a tokenizer from (one is enough for argus)."""
+NAMES_SHOWN, NAME_CHARS = 12, 40
+"""At most this many of a file's column names are said, each cut to this many characters."""
+LARGEST = 2 ** 63
+"""A length at or above this is no length verl's int64 tensors hold: argus compares none such."""
 
 
 def input_findings(job: Job, config: dict[str, Any], shared_root: str) -> list[Finding]:
-    roots = [Path(shared_root)]
-    found = _columns(job, config, roots) if get(config, "data.custom_cls.path") in (None, "") else []
+    root = Path(shared_root)
+    found = _columns(job, config, root) if get(config, "data.custom_cls.path") in (None, "") else []
     model_key = "model.path" if job.workload == "sft" else f"{A}.model.path"
     model = get(config, model_key)
-    if isinstance(model, str) and model.startswith("/") and _is_dir(Path(model)):
-        found += _model(job, config, model_key, Path(model), roots)
+    if isinstance(model, str) and model.startswith("/") and _ours(model, root) and _is_dir(Path(model)):
+        found += _model(job, config, model_key, Path(model), root)
     return found
 
 
-def _columns(job: Job, config: dict[str, Any], roots: list[Path]) -> list[Finding]:
+def _columns(job: Job, config: dict[str, Any], root: Path) -> list[Finding]:
     """The column verl's dataset takes each row's prompt (or SFT messages) from must be in every file."""
     key = "data.messages_key" if job.workload == "sft" else "data.prompt_key"
     column = get(config, key, "messages" if job.workload == "sft" else "prompt")
+    if not isinstance(column, str):  # Hydra takes `data.prompt_key=[a,b]`; verl indexes each row with it
+        return [((key,), f"{key} must be a column name, not {_kind(column)}: verl's dataset reads each row's "
+                         f"prompt as row[{key.split('.')[-1]}] (verl/utils/dataset/rl_dataset.py, "
+                         "multiturn_sft_dataset.py) and fails once the GPUs are held", "error")]
     found: list[Finding] = []
     seen: set[str] = set()  # a file named by both train_files and val_files is read and said once
     for files_key in ("data.train_files", "data.val_files"):
         value = get(config, files_key)
         for path in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
-            if isinstance(path, str) and path.startswith("/") and path.endswith(DATA) and path not in seen:
+            if isinstance(path, str) and path.startswith("/") and path.endswith(DATA) and path not in seen \
+                    and _ours(path, root):
                 seen.add(path)
-                found += _file_columns(Path(path), key, column, files_key, roots)
+                found += _file_columns(Path(path), key, column, files_key, root)
     return found
 
 
-def _file_columns(path: Path, key: str, column: Any, files_key: str, roots: list[Path]) -> list[Finding]:
-    columns = read_parquet_columns(path, roots) if path.suffix == ".parquet" else _json_columns(path, roots)
+def _file_columns(path: Path, key: str, column: str, files_key: str, root: Path) -> list[Finding]:
+    columns = read_parquet_columns(path, root) if path.suffix == ".parquet" else _json_columns(path, root)
     if isinstance(columns, Unread):
         return [] if columns.missing else [((files_key,), f"{path}: {columns.why}", columns.severity)]
     if column in columns:
         return []
-    return [((key, files_key), f"{key}={column!r} is not a column of {path} (it has {', '.join(sorted(columns)[:12])})"
+    return [((key, files_key), f"{key}={_cut(repr(column))} is not a column of {path} (it has {_names(columns)})"
                                ": verl's dataset reads each row's prompt from that column and fails with a KeyError "
                                "once the GPUs are held (verl/utils/dataset/rl_dataset.py, multiturn_sft_dataset.py)",
              "error")]
 
 
-def _json_columns(path: Path, roots: list[Path]) -> set[str] | Unread:
-    head = read_head(path, roots, JSON_HEAD)
+def _json_columns(path: Path, root: Path) -> set[str] | Unread:
+    head = read_head(path, root, JSON_HEAD)
     if isinstance(head, Unread):
         return head
     records = _records(head.decode("utf-8", errors="replace"))
@@ -97,16 +111,15 @@ def _records(text: str) -> list[dict[str, Any]]:
     return records
 
 
-def _model(job: Job, config: dict[str, Any], key: str, model: Path, roots: list[Path]) -> list[Finding]:
-    # Hugging Face's cache links snapshots/<revision>/config.json to ../../blobs: the model's repository is the root
-    roots = [*roots, model.parent.parent if model.parent.name == "snapshots" else model]
-    hf_config = read_head(model / "config.json", roots, CONFIG_LIMIT, whole=True)
+def _model(job: Job, config: dict[str, Any], key: str, model: Path, root: Path) -> list[Finding]:
+    # Hugging Face's cache links snapshots/<revision>/config.json to ../../blobs: inside the shared root, followed
+    hf_config = read_head(model / "config.json", root, CONFIG_LIMIT, whole=True)
     if isinstance(hf_config, Unread):
         why = "has no config.json" if hf_config.missing else f"config.json {hf_config.why}"
         return [((key,), f"model directory {model} {why}: verl's HFModelConfig loads it with "
                          "transformers' AutoConfig.from_pretrained once the GPUs are held "
                          "(verl/workers/config/model.py)", hf_config.severity)]
-    found = _tokenizer(config, key, model, roots)
+    found = _tokenizer(config, key, model, root)
     try:
         parsed = json.loads(hf_config)
     except (ValueError, RecursionError):
@@ -117,12 +130,14 @@ def _model(job: Job, config: dict[str, Any], key: str, model: Path, roots: list[
     return found + _context(job, config, key, model, parsed)
 
 
-def _tokenizer(config: dict[str, Any], key: str, model: Path, roots: list[Path]) -> list[Finding]:
+def _tokenizer(config: dict[str, Any], key: str, model: Path, root: Path) -> list[Finding]:
     named = get(config, f"{A}.model.tokenizer_path") if key.startswith(A) else get(config, "model.tokenizer_path")
-    where = Path(named) if isinstance(named, str) and named.startswith("/") else model
     if not isinstance(named, (str, type(None))) or (named and not named.startswith("/")):
-        return []  # a hub id or a remote path: not argus's to look into
-    if any(not isinstance(read_head(where / name, [*roots, where], 0), Unread) for name in TOKENIZER_FILES):
+        return []  # a hub id, a remote path or no path at all: not argus's to look into
+    where = Path(named) if named else model
+    if not _ours(str(where), root):
+        return []  # outside the shared root: argus says nothing of what is there
+    if any(not isinstance(read_head(where / name, root, 0), Unread) for name in TOKENIZER_FILES):
         return []
     return [((key,), f"{where} has no tokenizer files ({', '.join(TOKENIZER_FILES)}): verl loads the tokenizer with "
                      "transformers' AutoTokenizer.from_pretrained (verl/utils/tokenizer.py hf_tokenizer, called by "
@@ -137,11 +152,13 @@ def _context(job: Job, config: dict[str, Any], key: str, model: Path, hf: dict[s
     limit = hf.get("max_position_embeddings")
     if limit is None and isinstance(hf.get("text_config"), dict):
         limit = hf["text_config"].get("max_position_embeddings")
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
-        return [((key,), f"{model}/config.json has no max_position_embeddings: verl's rollout server raises "
-                         "'max_position_embeddings not found' (verl/workers/rollout/utils.py)", "error")]
+    limit = _length(limit)
+    if limit is None:
+        return [((key,), f"{model}/config.json has no max_position_embeddings (a positive whole number): verl's "
+                         "rollout server raises 'max_position_embeddings not found' (verl/workers/rollout/utils.py)",
+                 "error")]
     asked = get(config, f"{A}.rollout.max_model_len")
-    if isinstance(asked, int) and not isinstance(asked, bool) and asked > limit:
+    if (length := _length(asked)) is not None and length > limit:
         return [((f"{A}.rollout.max_model_len",), f"{A}.rollout.max_model_len={asked} is above the model's "
                                                   f"max_position_embeddings ({limit}, {model}/config.json): verl's "
                                                   "rollout server raises 'max_model_len ... should be less than or "
@@ -150,9 +167,9 @@ def _context(job: Job, config: dict[str, Any], key: str, model: Path, hf: dict[s
 
 
 def _lengths(config: dict[str, Any], key: str, model: Path, limit: int) -> list[Finding]:
-    prompt, response = get(config, "data.max_prompt_length"), get(config, "data.max_response_length")
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (prompt, response)):
-        return []
+    prompt, response = _length(get(config, "data.max_prompt_length")), _length(get(config, "data.max_response_length"))
+    if prompt is None or response is None:
+        return []  # not lengths argus can compare (a string, a bool, a number past int64)
     keys = (key, "data.max_prompt_length", "data.max_response_length")
     if limit <= prompt:
         return [(keys, f"the model's max_position_embeddings ({limit}, {model}/config.json) leaves no room to "
@@ -163,6 +180,37 @@ def _lengths(config: dict[str, Any], key: str, model: Path, limit: int) -> list[
                        f"max_prompt_length + max_response_length ({prompt} + {response}): verl caps each response "
                        "at what is left of the context, so long prompts get short responses", "warning")]
     return []
+
+
+def _ours(path: str, root: Path) -> bool:
+    """Whether argus may look inside: the path's real location is inside the shared root, or it is spelt
+    inside it (a symlink out of it is then said, never followed: bounded.py)."""
+    try:
+        return within(Path(path), root) or Path(os.path.abspath(path)).is_relative_to(os.path.abspath(root))
+    except ValueError:
+        return False
+
+
+def _length(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < LARGEST else None
+
+
+def _kind(value: Any) -> str:
+    kinds = {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "a mapping"}
+    return "null" if value is None else kinds.get(type(value), "a value of another type")
+
+
+def _cut(text: str, chars: int = NAME_CHARS) -> str:
+    """A name as one printable line of at most `chars` characters: a hostile file's column name can neither
+    forge lines of the plan's output nor fill it."""
+    text = printable(text)
+    return text if len(text) <= chars else text[:chars - 1] + "…"
+
+
+def _names(columns: set[str]) -> str:
+    shown = [_cut(str(name)) for name in sorted(columns, key=str)[:NAMES_SHOWN]]
+    more = len(columns) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
 def _is_dir(path: Path) -> bool:

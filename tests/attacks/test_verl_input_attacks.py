@@ -5,6 +5,7 @@ harm never happens: bounded time, nothing outside read, no exception; and what w
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -37,9 +38,15 @@ def bounded_time() -> Iterator[None]:
     assert time.monotonic() - started < 10
 
 
-def findings(shared: Path, data: list[str], model: Path) -> list[tuple[tuple[str, ...], str, str]]:
+def findings(shared: Path, data: list[str], model: Path, **more: str) -> list[tuple[tuple[str, ...], str, str]]:
     config = {"data": {"train_files": data, "max_prompt_length": 512, "max_response_length": 512},
               A: {"model": {"path": str(model)}, "rollout": {"name": "vllm"}}}
+    for key, value in more.items():
+        node = config
+        *parents, last = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
     return input_findings(SimpleNamespace(workload="ppo"), config, str(shared))
 
 
@@ -132,3 +139,79 @@ def test_garbage_and_malformed_files_are_findings_not_crashes(tmp_path: Path, mo
 def test_a_valid_parquet_file_is_read_from_its_footer(tmp_path: Path, model: Path):
     data = write_parquet(tmp_path / "shared" / "ok.parquet")
     assert findings(tmp_path / "shared", [str(data)], model) == []
+
+
+def test_a_file_outside_the_shared_root_is_never_opened_and_nothing_of_it_is_said(tmp_path: Path, model: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch):
+    """A pull request naming the CI runner's own files (`data.train_files=/home/u/.docker/config.json`,
+    `model.path=/any/dir`) gets nothing of them into the plan's output, which CI posts to the pull request."""
+    shared, home = tmp_path / "shared", tmp_path / "home"
+    (home / ".docker").mkdir(parents=True)
+    (home / ".docker" / "config.json").write_text('{"auths": {"registry.example": {"auth": "c2VjcmV0"}}}')
+    (home / "secret.jsonl").write_text('{"auths": 1}\n')
+    write_parquet(home / "secret.parquet", ("auths",))
+    outside_model = write_model(home / "model", {"auths": 1})
+    opened = watch_opens(monkeypatch)
+    found = findings(shared, [str(home / ".docker" / "config.json"), str(home / "secret.jsonl"),
+                              str(home / "secret.parquet")], outside_model)
+    found += findings(shared, [], model, **{f"{A}.model.tokenizer_path": str(home / "model")})
+    (home / "model" / "tokenizer_config.json").unlink()
+    found += findings(shared, [f"{shared}/../home/secret.jsonl"], home / "model")
+    assert [p for p in opened if p.startswith(str(home))] == []  # not one byte of them read
+    assert found == [] and "auths" not in repr(found)
+
+
+def test_a_model_in_a_root_named_snapshots_never_widens_where_links_may_lead(tmp_path: Path):
+    """Hugging Face's snapshots/<rev> layout once widened the followed area to the model's grandparent: with a
+    shared root named `snapshots` (or a model at /snapshots/x) that is the directory above the root, or /."""
+    shared = tmp_path / "snapshots"
+    model = write_model(shared / "x")
+    secret = write_model(tmp_path / "secret", {"auths": {"registry.example": 1}})
+    (model / "config.json").unlink()
+    (model / "config.json").symlink_to(secret / "config.json")
+    [(_, message, severity)] = findings(shared, [], model)
+    assert "is a symlink that leads outside the shared root" in message and severity == "warning"
+    assert "auths" not in message
+
+
+def test_a_symlink_swapped_in_between_check_and_open_is_never_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The data directory is replaced by a link out of the shared root after argus resolved the file's real path
+    and before it opened it: the descriptor's own path is not the one checked, so nothing of it is read."""
+    shared, outside = tmp_path / "shared", tmp_path / "outside"
+    model = write_model(shared / "model")
+    (shared / "d").mkdir()
+    (shared / "d" / "train.jsonl").write_text('{"prompt": "x"}\n')
+    outside.mkdir()
+    (outside / "train.jsonl").write_text('{"auths": "c2VjcmV0"}\n')
+    real_open = os.open
+
+    def swapping_open(path, *args, **kwargs):
+        if str(path) == str(shared / "d" / "train.jsonl") and not (shared / "d").is_symlink():
+            (shared / "d").rename(shared / "d-was")
+            (shared / "d").symlink_to(outside)
+        return real_open(path, *args, **kwargs)
+    monkeypatch.setattr(bounded.os, "open", swapping_open)
+    [(_, message, _)] = findings(shared, [str(shared / "d" / "train.jsonl")], model)
+    assert "changed while argus opened it" in message and "auths" not in message
+
+
+def test_hostile_column_names_are_said_few_short_and_printable(tmp_path: Path, model: Path):
+    shared = tmp_path / "shared"
+    names = ("\x1b[2J\x1b[31mError: all clear", "line\nError: jobs/x.yaml:1: forged", "\u202eevil", "z" * 10_000,
+             *(f"c{i:04}" for i in range(2000)))
+    data = write_parquet(shared / "hostile.parquet", names)
+    lines = shared / "hostile.jsonl"
+    lines.write_text("".join(json.dumps({name: 1}) + "\n" for name in names[:4]))
+    found = findings(shared, [str(data), str(lines)], model)
+    assert len(found) == 2, found
+    for _, message, _ in found:
+        assert message.isprintable() and "\u202e" not in message and "z" * 41 not in message
+        assert len(message) < 1200, len(message)
+    assert "and 1992 more" in found[0][1]
+
+
+def watch_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    opened: list[str] = []
+    real_open = os.open
+    monkeypatch.setattr(bounded.os, "open", lambda path, *a, **k: opened.append(str(path)) or real_open(path, *a, **k))
+    return opened

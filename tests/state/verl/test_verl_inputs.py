@@ -7,8 +7,17 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
+from specs.loader import load_workspace
+from state.code.sources import resolve_source
+from state.observed import SnapshotState
+from state.verl.checks import check_job
 from state.verl.inputs import input_findings
-from tests.support.verl_inputs import write_model, write_parquet
+from tests.support.verl_inputs import write_inputs, write_model, write_parquet
+from tests.support.workspace import make_workspace
+
+SCRIPT = Path(__file__).resolve().parent / "verl_scripts" / "grpo-fsdp-vllm.yaml"
 
 A = "actor_rollout_ref"
 
@@ -89,3 +98,50 @@ def test_the_models_context_against_the_jobs_lengths(tmp_path: Path):
     none = write_model(tmp_path / "none", {"model_type": "x"})
     [(_, message, _)] = findings(tmp_path, ppo(tmp_path, data, none))
     assert "has no max_position_embeddings" in message
+
+
+def test_a_value_of_an_odd_type_is_a_finding_or_skipped_never_a_crash(tmp_path: Path):
+    data = [str(write_parquet(tmp_path / "t.parquet", ("prompt",)))]
+    model = write_model(tmp_path / "m")
+    for column, kind in ((["a", "b"], "a list"), ({"a": 1}, "a mapping"), (None, "null"), (7, "a number")):
+        [(keys, message, severity)] = findings(tmp_path, ppo(tmp_path, data, model, **{"data.prompt_key": column}))
+        assert keys == ("data.prompt_key",) and severity == "error"
+        assert message.startswith(f"data.prompt_key must be a column name, not {kind}: "), message
+    sft = {"data": {"train_files": data, "messages_key": {"x": ["y"]}}, "model": {"path": [str(model)]}}
+    [(keys, message, _)] = findings(tmp_path, sft, "sft")
+    assert keys == ("data.messages_key",)
+    assert message.startswith("data.messages_key must be a column name, not a mapping")
+    odd = {"data.max_prompt_length": True, "data.max_response_length": 2 ** 70, f"{A}.model.tokenizer_path": 7,
+           f"{A}.rollout.max_model_len": "8k", f"{A}.rollout.name": ["vllm"]}
+    assert findings(tmp_path, ppo(tmp_path, data, model, **odd)) == []
+    assert findings(tmp_path, ppo(tmp_path, data, model, **{"data.max_prompt_length": 2 ** 70})) == []
+    for path in ([str(model)], {"p": 1}, 7, f"{model}\0x"):
+        assert findings(tmp_path, ppo(tmp_path, [f"{tmp_path}/t\0.parquet", *data], path)) == []
+    # a model's context past int64 is no length argus compares, nor prints
+    huge = write_model(tmp_path / "huge", {"max_position_embeddings": 2 ** 80})
+    [(_, message, _)] = findings(tmp_path, ppo(tmp_path, data, huge))
+    assert "has no max_position_embeddings (a positive whole number)" in message and str(2 ** 80) not in message
+
+
+@pytest.mark.parametrize("odd", ["data.prompt_key=[question,answer]", "data.prompt_key={a: 1}"])
+def test_an_odd_prompt_key_in_a_real_plan_is_an_error_at_its_line(tmp_path: Path, verl_repo: Path, odd: str,
+                                                                 monkeypatch: pytest.MonkeyPatch):
+    """Composed by verl 0.9.1's own Hydra config, with the data and model on the shared root and odd values
+    beside it (a model path list, a tokenizer path number, lengths of no length): a finding, never a crash."""
+    monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path / "cache"))
+    ws = make_workspace(tmp_path / "ws", "verl-inputs", "http://127.0.0.1:9")
+    ws.write("code.yaml", f"kind: CodeSnapshot\nname: verl\ncluster: local\ngit: {{url: {verl_repo}, ref: v0.9.1}}\n")
+    write_inputs(ws.shared, "datasets/gsm8k/train.parquet", "models/qwen")
+    write_parquet(ws.shared / "datasets/gsm8k/test.parquet")
+    text = SCRIPT.read_text().replace('model: "Qwen/Qwen3-8B"', "model: ${shared_root}/models/qwen")
+    lines = ["actor_rollout_ref.model.tokenizer_path=7", "data.max_response_length=true", odd]
+    ws.write("jobs/odd.yaml", text + "".join(f'  - "{line}"\n' for line in lines))
+    desired = load_workspace(ws.root)
+    job = desired.jobs["grpo-fsdp-vllm"]
+    source = resolve_source(desired.snapshots[job.code], desired.root, str(tmp_path / "cache"), 60)
+    found = check_job(desired, job, SnapshotState(source=source), str(tmp_path / "cache")).diagnostics
+    [said] = [d for d in found if "data.prompt_key must be a column name" in d.message]
+    assert said.severity == "error" and said.message.startswith(
+        f"data.prompt_key must be a column name, not {'a list' if '[' in odd else 'a mapping'}: ")
+    planted = (ws.root / "jobs" / "odd.yaml").read_text().splitlines().index(f'  - "{odd}"') + 1
+    assert (said.where.file, said.where.line) == ("jobs/odd.yaml", planted)
