@@ -7,6 +7,7 @@ import json
 import secrets
 
 import pytest
+import yaml
 
 from specs.loader import load_workspace
 from specs.submission import resolve, spec_hash
@@ -58,6 +59,12 @@ def test_an_imported_job_is_in_sync_still_running_and_never_submitted_twice(work
             and (j.submission_id == sid or (j.metadata or {}).get("argus.workspace") == workspace.name)]
     assert [j.submission_id for j in rows] == [sid]
     assert sdk(workspace.address).get_job_info(sid).status.value == "RUNNING"
+    # no deadline, preemption or idle rule stops it: the import writes none, and a later plan and apply leave it
+    assert not {"max_runtime", "idle", "deadline", "preemptible", "priority"} & set(yaml.safe_load(text))
+    again = argus("plan", workspace.root, "--detailed-exitcode")
+    assert again.code == 0 and "job.trainer: " + sid + " is RUNNING" in again.out, again.out + again.err
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
+    assert sdk(workspace.address).get_job_info(sid).status.value == "RUNNING"
 
     shown = argus("audit", "show", workspace.root, "--json")
     events = [json.loads(line) for line in shown.out.splitlines() if line.strip()]
@@ -106,3 +113,27 @@ def test_a_record_on_the_shared_root_does_not_adopt_a_job_without_the_chain(work
 
 def _unmanaged(plan_json: str) -> list[str]:
     return [job["submission_id"] for job in json.loads(plan_json)["unmanaged"]]
+
+
+HF = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz012345"
+
+
+def test_an_entrypoint_holding_a_secret_is_refused_and_no_secret_leaks(workspace, argus, by_hand):
+    """The entrypoint is the spec, so a secret in it cannot be redacted: refused, nothing written or recorded.
+    Secrets elsewhere (runtime_env, metadata, an env var named by a token) reach no output and no file."""
+    hex_key = "0123456789abcdef" * 2 + "01234567"
+    inline = by_hand(entrypoint=f"WANDB_API_KEY={hex_key} sleep 600")
+    refused = argus("import", "ray-job", inline, "--dir", workspace.root, "--name", "inline")
+    assert refused.code == 1 and "WANDB_API_KEY" in refused.err and "secrets:" in refused.err
+    assert hex_key not in refused.out + refused.err
+    assert not (workspace.root / "jobs" / "inline.yaml").exists()
+    assert not (workspace.shared / ".argus" / "audit" / f"{workspace.name}.jsonl").exists()
+
+    sid = by_hand(metadata={"note": HF}, runtime_env={"env_vars": {HF: "x", "MODE": HF, "SAFE": "1"}})
+    done = argus("import", "ray-job", sid, "--dir", workspace.root, "--name", "meta")
+    assert done.code == 0, done.err
+    assert "SAFE" in (workspace.root / "jobs" / "meta.yaml").read_text()
+    for secret in (HF, hex_key):
+        assert secret not in done.out + done.err
+        assert not [p for p in (*workspace.root.rglob("*"), *workspace.shared.rglob("*"))
+                    if p.is_file() and secret.encode() in p.read_bytes()]
