@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import secrets
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -14,6 +16,7 @@ from specs.submission import resolve, spec_hash
 from state.observed import RunRecord, RunStatus
 from state.runs import records
 from tests.support.cluster import sdk, wait_for
+from tests.support.workspace import make_workspace
 
 KEY = "wandb-" + "0123456789abcdef" * 3
 """A secret the hand-submitted job carries in its env: it must reach no spec, output or record."""
@@ -137,3 +140,21 @@ def test_an_entrypoint_holding_a_secret_is_refused_and_no_secret_leaks(workspace
         assert secret not in done.out + done.err
         assert not [p for p in (*workspace.root.rglob("*"), *workspace.shared.rglob("*"))
                     if p.is_file() and secret.encode() in p.read_bytes()]
+
+
+def test_two_workspaces_on_one_root_importing_one_job_at_once_adopt_it_once(workspace, by_hand, tmp_path):
+    """Check-then-append under the root's lock: two imports started together into two workspaces sharing the root
+    (two processes, as two people would run them) leave one chain naming the job, and the other refused."""
+    sid = by_hand()
+    other = make_workspace(tmp_path / "other", "other-" + workspace.name[:30], workspace.address)
+    other.write("cluster.yaml", f"kind: Cluster\nname: local\naddress: {workspace.address}\n"
+                                f"shared_root: {workspace.shared}\n")
+    racers = [subprocess.Popen([sys.executable, "-m", "reconcile.cli", "import", "ray-job", sid, "--dir", str(ws.root),
+                                "--name", "adopted"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+              for ws in (workspace, other)]
+    results = [(r.returncode, err) for r in racers for _, err in [r.communicate(timeout=120)]]
+    assert sorted(code for code, _ in results) == [0, 1], results
+    assert any("already a run of workspace" in err for code, err in results if code == 1), results
+    chains = (workspace.shared / ".argus" / "audit").glob("*.jsonl")
+    claims = [line for chain in chains for line in chain.read_text().splitlines() if '"run.imported"' in line]
+    assert len(claims) == 1 and sid in claims[0]
