@@ -449,7 +449,7 @@ class Registry(Frozen):
     """Cluster -> digest of the quotas this workspace last applied there as its admin (quotas.applied): what the
     quota record on the shared root must match (state.queue.applied_quotas)."""
     imported: dict[str, str] = {}
-    """Submission id -> "<job>:<spec hash>": jobs submitted outside argus that `argus import ray-job` adopted
+    """Submission id -> "<job>:<spec hash>:<cluster>": jobs submitted outside argus that `argus import ray-job` adopted
     (run.imported). Their labels say nothing (a hand-submitted job has none, and any job can set some): the
     chain alone makes them this workspace's runs."""
     problems: tuple[str, ...] = ()

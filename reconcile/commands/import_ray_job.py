@@ -9,6 +9,7 @@ the job's metadata (any job can set metadata), and shows it in sync. The job is 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -24,12 +25,15 @@ from specs.errors import ArgusError
 from specs.literal_secrets import find_secrets
 from specs.secret_names import allowed
 from specs.secret_scan import SECRET_KEY_PATTERN
+from specs.secret_words import named, redact, secret_name, secrets_in, shell_words, worth_hiding
 from specs.submission import SUBMISSION_ID_PATTERN, Submission, resolve, spec_hash
 from state.audit import log as audit
 from state.audit import registry
 from state.audit.events import RunImported
 from state.code.gitinfo import desired_commit
 from state.observed import ACTIVE, RayJob, RunRecord
+from state.queue import lock
+from state.queue.ledger import admission_lock
 from state.runs import records
 
 IMPORT_PLAN = "import"
@@ -42,15 +46,27 @@ def run(directory: Path, submission_id: str, name: str | None, cluster: str | No
     on = _cluster(desired, cluster)
     root = desired.shared_root(on)
     job, raw = _running_job(desired, on, submission_id, timeout)
-    _not_anyones(root, desired.workspace.name, job)
+    hidden = _hidden(job, raw)
+    _no_secret_in_entrypoint(job)
     job_name = name or _name(submission_id)
     target = directory / "jobs" / f"{job_name}.yaml"
     if job_name in desired.jobs or target.exists():
         raise ArgusError(f"a Job named {job_name!r} (or {target}) exists already: pass --name")
+    # The apply lock keeps this workspace's applies out; the root's admission lock keeps out another workspace's
+    # import of the same id between the check that no chain registers it and the record that this one does.
+    with lock.held([root], desired.workspace.name, IMPORT_PLAN), admission_lock(root):
+        return _adopt(directory, desired, on, job, raw, job_name, target, hidden)
+
+
+def _adopt(directory: Path, desired: DesiredState, on: str, job: RayJob, raw: dict[str, Any], job_name: str,
+           target: Path, hidden: list[str]) -> int:
+    root = desired.shared_root(on)
+    _not_anyones(root, desired.workspace.name, job)
     spec, left_out = _spec(job_name, on, job, raw)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(f"# imported by `argus import ray-job` from Ray job {submission_id} on cluster {on!r}\n"
-                      + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, width=1 << 20))
+    target.write_text(redact(f"# imported by `argus import ray-job` from Ray job {job.submission_id} on cluster "
+                             f"{on!r}\n" + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, width=1 << 20),
+                             hidden))
     code, error = contained(lambda: _check(directory, job_name))
     if error is not None:
         target.unlink()  # a spec the workspace refuses is no import: nothing recorded
@@ -64,8 +80,34 @@ def run(directory: Path, submission_id: str, name: str | None, cluster: str | No
         submission_id=job.submission_id, workspace=desired.workspace.name, job=job_name, cluster=on,
         spec_hash=spec_hash(sub), attempt=1, status=job.status, submitted_at=records.now(), updated_at=records.now(),
         plan_id=IMPORT_PLAN, commit=git.commit, submission=sub, outputs="workspace"))
-    _report(target, job, job_name, left_out)
+    _report(target, job, job_name, left_out, hidden)
     return 0
+
+
+def _hidden(job: RayJob, raw: dict[str, Any]) -> list[str]:
+    """Every secret value the job carries (entrypoint, runtime_env, metadata): redacted from whatever is printed or
+    written, should any reach a line."""
+    env = (raw.get("runtime_env") or {}).get("env_vars") or {}
+    words = shell_words(job.entrypoint) + [f"{k}={v}" for k, v in env.items() if isinstance(v, str)]
+    words += [json.dumps(raw.get("runtime_env") or {}), json.dumps(job.metadata)]
+    return secrets_in(words) + [str(v) for k, v in env.items() if SECRET_KEY_PATTERN.search(str(k))
+                                and worth_hiding(str(v))]
+
+
+def _no_secret_in_entrypoint(job: RayJob) -> None:
+    """Refused: an entrypoint that carries a secret (`WANDB_API_KEY=... python train.py`, `--hf-token ...`, a
+    literal token) would be written into the spec, and the spec is the submission, so it cannot be redacted."""
+    words = shell_words(job.entrypoint)
+    if not secrets_in(words):
+        return
+    names = sorted({named(w.partition("=")[0].lstrip("-").rpartition(".")[2]) for w in words
+                    if "=" in w and secret_name(w.partition("=")[0].lstrip("-+~").rpartition(".")[2])})
+    said = f" (it sets {', '.join(names)})" if names else ""
+    raise ArgusError(f"Ray job {job.submission_id}'s entrypoint holds a secret{said}: argus never writes one into a "
+                     "spec, and the entrypoint is the spec, so this job is not imported (nothing written or recorded). "
+                     "To bring it under argus, write its Job by hand taking the secret from the environment (the "
+                     "Workspace's `secrets:` and the Job's `env: {NAME: ${env:NAME}}`), then stop the hand-submitted "
+                     f"job (`ray job stop {job.submission_id}`) and `argus apply`")
 
 
 def _cluster(desired: DesiredState, cluster: str | None) -> str:
@@ -118,16 +160,17 @@ def _spec(name: str, cluster: str, job: RayJob, raw: dict[str, Any]) -> tuple[di
 
 
 def _env(runtime_env: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
-    left_out = [f"runtime_env.{key}: argus never uploads code or installs packages; a CodeSnapshot and `code:` "
-                "give the job its code" for key in sorted(runtime_env) if key != "env_vars"]
+    left_out = [f"runtime_env.{named(str(key))}: argus never uploads code or installs packages; a CodeSnapshot and "
+                "`code:` give the job its code" for key in sorted(runtime_env, key=str) if key != "env_vars"]
     env: dict[str, str] = {}
     for key, value in sorted((runtime_env.get("env_vars") or {}).items()):
         text = str(value)
         if SECRET_KEY_PATTERN.search(key) or find_secrets(text) or not allowed(key):
-            left_out.append(f"env {key}: a secret is never written; add it to the Workspace's `secrets:` and "
-                            f"`env: {{{key}: ${{env:{key}}}}}` to the Job")
+            shown = named(str(key))
+            left_out.append(f"env {shown}: a secret is never written; add it to the Workspace's `secrets:` and "
+                            f"`env: {{{shown}: ${{env:{shown}}}}}` to the Job")
         elif "${" in text:
-            left_out.append(f"env {key}: its value holds `${{`: not written")
+            left_out.append(f"env {named(str(key))}: its value holds `${{`: not written")
         else:
             env[key] = text
     return env, left_out
@@ -148,10 +191,12 @@ def _name(sid: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", sid.lower()).strip("-")[:63].strip("-") or "imported"
 
 
-def _report(target: Path, job: RayJob, name: str, left_out: list[str]) -> None:
-    typer.echo(f"Imported Ray job {job.submission_id} ({job.status.value}) as job.{name}: wrote {target}.")
-    typer.echo("The workspace's audit log records the import (run.imported); the job was neither stopped nor "
-               "submitted.")
+def _report(target: Path, job: RayJob, name: str, left_out: list[str], hidden: list[str]) -> None:
+    def echo(line: str) -> None:
+        typer.echo(redact(line, hidden))
+
+    echo(f"Imported Ray job {job.submission_id} ({job.status.value}) as job.{name}: wrote {target}.")
+    echo("The workspace's audit log records the import (run.imported); the job was neither stopped nor submitted.")
     for note in left_out:
-        typer.echo(f"  left out: {note}")
-    typer.echo("Next: `argus plan` shows it in sync; commit the spec.")
+        echo(f"  left out: {note}")
+    echo("Next: `argus plan` shows it in sync; commit the spec.")

@@ -17,10 +17,22 @@ import yaml
 from reconcile.commands.common import load
 from specs.desired import DesiredState
 from specs.errors import ArgusError
-from state.verl.script_map import Imported, import_script
+from specs.secret_scan import SECRET_KEY_PATTERN
+from specs.secret_words import redact, secrets_in, worth_hiding
+from state.verl.script_map import Imported, import_script, secret_values
 from state.verl.script_shell import evaluate
 
 MAX_SCRIPT = 1024 * 1024
+REFUSED_VARIABLES = frozenset({
+    "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS0", "PS1", "PS2", "PS3", "PS4", "IFS", "PATH", "HOME", "PWD",
+    "OLDPWD", "CDPATH", "GLOBIGNORE", "PROMPT_COMMAND", "POSIXLY_CORRECT", "TMOUT", "EXECIGNORE", "FUNCNEST",
+    "INPUTRC", "SHELL", "SHLVL", "OPTIND", "OPTARG", "OPTERR", "UID", "EUID", "PPID", "LANG", "LANGUAGE", "TZ",
+    "TZDIR", "TMPDIR", "GCONV_PATH", "LOCPATH", "NLSPATH", "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN",
+    "GLIBC_TUNABLES"})
+REFUSED_PREFIXES = ("BASH", "LD_", "LC_", "MALLOC_", "HIST", "MAIL")
+"""`--env` names bash or the loader act on before the shell's restrictions hold (BASH_ENV and ENV source a file,
+PS4 and PROMPT_COMMAND expand commands, SHELLOPTS and BASHOPTS set options, IFS splits words, LD_PRELOAD loads
+code into bash, BASH_FUNC_* defines functions) or that the sandbox sets itself (PATH, HOME)."""
 
 
 def run(directory: Path, script: Path, args: list[str], name: str | None, cluster: str | None, code: str | None,
@@ -32,15 +44,20 @@ def run(directory: Path, script: Path, args: list[str], name: str | None, cluste
         raise ArgusError(f"a Job named {job_name!r} exists already ({_where(desired, job_name)}): pass --name")
     on = _cluster(desired, cluster)
     given = _variables(variables or [])
-    imported = import_script(evaluate(text, args, given), str(script), job_name, on, _code(desired, on, code),
-                             frozenset(given))
+    found = evaluate(text, args, given)
+    hidden = secret_values(found) + secrets_in([*args, *(f"{k}={v}" for k, v in given.items())]) + [
+        value for key, value in given.items() if SECRET_KEY_PATTERN.search(key) and worth_hiding(value)]
+    try:
+        imported = import_script(found, str(script), job_name, on, _code(desired, on, code), frozenset(given))
+    except ArgusError as error:  # its message may quote the script: never a secret of it
+        raise ArgusError(redact(str(error), hidden)) from None
     target = output or directory / "jobs" / f"{job_name}.yaml"
     if target.exists():
         raise ArgusError(f"{target} exists: argus import never overwrites a file; pass --output or --name")
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(_header(script, text, imported, args, given) + yaml.safe_dump(imported.spec, sort_keys=False,
-                                                                             allow_unicode=True, width=1 << 20))
-    _report(target, imported)
+    body = yaml.safe_dump(imported.spec, sort_keys=False, allow_unicode=True, width=1 << 20)
+    target.write_text(redact(_header(script, text, imported, args, given) + body, hidden))  # the last defence
+    _report(target, imported, hidden)
     return 0
 
 
@@ -57,7 +74,11 @@ def _variables(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         name, eq, value = pair.partition("=")
         if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise ArgusError(f"--env {pair!r}: write NAME=VALUE")
+            raise ArgusError(f"--env {name[:64]!r}...: write NAME=VALUE, NAME of letters, digits and _")
+        if name in REFUSED_VARIABLES or name.startswith(REFUSED_PREFIXES):
+            raise ArgusError(f"--env {name}: refused: bash or the loader act on {name} before the script is read "
+                             "(it can run code, or change the shell that reads it); set only the variables the "
+                             "script itself reads")
         given[name] = value
     return given
 
@@ -104,12 +125,15 @@ def _header(script: Path, text: str, imported: Imported, args: list[str], given:
     return "\n".join(re.sub(r"[\r\n]", " ", line) for line in lines) + "\n"
 
 
-def _report(target: Path, imported: Imported) -> None:
-    typer.echo(f"Wrote {target} (job {imported.spec['name']!r}, from the launch at line {imported.line}).")
-    typer.echo("Mapped:")
+def _report(target: Path, imported: Imported, hidden: list[str]) -> None:
+    def echo(line: str) -> None:
+        typer.echo(redact(line, hidden))
+
+    echo(f"Wrote {target} (job {imported.spec['name']!r}, from the launch at line {imported.line}).")
+    echo("Mapped:")
     for note in imported.mapped:
-        typer.echo(f"  {note}")
-    typer.echo("Left out (review these):" if imported.left_out else "Left out: nothing.")
+        echo(f"  {note}")
+    echo("Left out (review these):" if imported.left_out else "Left out: nothing.")
     for note in imported.left_out:
-        typer.echo(f"  {note}")
-    typer.echo("Next: `argus plan` checks it like any job; commit it when it is right.")
+        echo(f"  {note}")
+    echo("Next: `argus plan` checks it like any job; commit it when it is right.")

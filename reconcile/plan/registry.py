@@ -53,12 +53,13 @@ def holds(observed: ObservedState, cluster: str, sid: str) -> bool:
 
 def imported_run(observed: ObservedState, cluster: str, sid: str) -> tuple[str, str] | None:
     """(job, spec hash) of a job submitted outside argus that `argus import ray-job` adopted, when the chain,
-    verified, says so; None otherwise. Never from the job's metadata: any job can set that."""
+    verified, says so for this cluster; None otherwise. Never from the job's metadata: any job can set that.
+    Clusters sharing a shared root share the chain: a job of the same id on another of them is not the one adopted."""
     registry = observed.registries.get(cluster)
     if registry is None or registry.problems or sid not in registry.imported:
         return None
-    job, _, digest = registry.imported[sid].partition(":")
-    return job, digest
+    job, digest, on = (registry.imported[sid].split(":", 2) + ["", ""])[:3]
+    return (job, digest) if on == cluster else None
 
 
 def stopped_by(observed: ObservedState, cluster: str, sid: str, record: RunRecord | None) -> str | None:

@@ -46,7 +46,7 @@ EARLIER_STOP = "stop"
 """Why of a stop an earlier version recorded only as its step's record (`action`, step stop, outcome stopped)."""
 SUBMITTED_OUTCOMES = frozenset({"submitted", "exists"})
 """A submit step's outcome that says Ray took the run (records of earlier versions carry the id)."""
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 NAME, HASH = re.compile(r"[a-z0-9][a-z0-9-]{0,62}"), re.compile(r"[0-9a-f]{64}")
 """A job name as specs allow it, a spec hash as argus makes it: an imported run's, before the plan builds on it."""
 
@@ -62,7 +62,7 @@ class _Read:
     quotas: dict[str, str] = field(default_factory=dict)
     """Cluster -> digest of the quotas this workspace applied last there (quotas.applied), as its admin."""
     imported: dict[str, str] = field(default_factory=dict)
-    """Submission id -> "<job>:<spec hash>" of a run adopted by `argus import ray-job` (run.imported)."""
+    """Submission id -> "<job>:<spec hash>:<cluster>" of a run adopted by `argus import ray-job` (run.imported)."""
     identity: tuple[int, int] = (0, 0)
     end: int = 0
     """Byte offset just past the last whole record read."""
@@ -127,10 +127,11 @@ def fold(entries: Iterable[dict[str, Any]], adopted: bool, submitted: dict[str, 
 
 def _fold_import(entry: dict[str, Any], sid: str, submitted: dict[str, str], imported: dict[str, str]) -> None:
     """An adopted run is registered like a submitted one (never sent again) and names what it is a run of."""
-    job, digest = entry.get("job"), entry.get("spec_hash")
-    if isinstance(job, str) and isinstance(digest, str) and NAME.fullmatch(job) and HASH.fullmatch(digest):
+    job, digest, cluster = entry.get("job"), entry.get("spec_hash"), entry.get("cluster")
+    if isinstance(job, str) and isinstance(digest, str) and isinstance(cluster, str) and NAME.fullmatch(job) \
+            and HASH.fullmatch(digest) and NAME.fullmatch(cluster):
         submitted.setdefault(sid, str(entry.get("time", "")))
-        imported[sid] = f"{job}:{digest}"
+        imported[sid] = f"{job}:{digest}:{cluster}"  # the cluster too: chains of clusters sharing a root are one
 
 
 def _fold_stop(entry: dict[str, Any], kind: object, sid: str, stops: dict[str, str]) -> None:

@@ -20,10 +20,13 @@ from specs.errors import ArgusError
 from specs.literal_secrets import find_secrets
 from specs.secret_names import allowed
 from specs.secret_scan import SECRET_KEY_PATTERN
+from specs.secret_words import secret_assignment, secret_name, secrets_in, worth_hiding
 from state.verl.script_shell import Call, Evaluated, nested_record
 
 WRAPPERS = {"nohup", "time", "stdbuf", "setsid", "exec"}
 PYTHONS = re.compile(r"python(3(\.\d+)?)?")
+MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,200}")
+OPTION = re.compile(r"-{1,2}[A-Za-z][A-Za-z0-9_-]{0,60}")
 TRAINER_INTS = {"trainer.nnodes": "nnodes", "trainer.n_gpus_per_node": "n_gpus_per_node",
                 "trainer.total_training_steps": "total_training_steps", "trainer.total_epochs": "total_epochs"}
 TRAINER_FREQS = {"trainer.save_freq": "save_freq", "trainer.test_freq": "test_freq"}
@@ -64,12 +67,37 @@ def import_script(found: Evaluated, path: str, name: str, cluster: str, code: st
     result = Imported({"kind": "Job", "name": name, "cluster": cluster}, call.line)
     if code:
         result.spec["code"] = code
-    result.left_out += [f"line {c.line}: another launch, not imported: {' '.join(c.argv[:4])} ..."
-                        for c, _ in launches[1:]]
+    result.left_out += [f"line {c.line}: another launch, not imported: {_launch_name(argv)}"
+                        for c, argv in launches[1:]]
     if found.error:
         result.left_out.append(found.error)
     _map_launch(call, argv, found, result, given)
     return result
+
+
+def secret_values(found: Evaluated) -> list[str]:
+    """Every secret value the script's commands carry (their words, their exported variables): never written, and
+    redacted from whatever the import prints or writes."""
+    words = [word for call in found.calls for word in call.argv]
+    words += [f"{name}={value}" for call in found.calls for name, value in call.env.items()]
+    found_values = secrets_in(words)
+    found_values += [value for call in found.calls for name, value in call.env.items()
+                     if SECRET_KEY_PATTERN.search(name) and worth_hiding(value)]
+    return found_values
+
+
+def _launch_name(argv: list[str]) -> str:
+    """What a launch left out is, as a message may say it: its launcher and module, never its arguments."""
+    if argv[0] == "ray":
+        return "ray job submit ... (its options and command not printed)"
+    module = argv[argv.index("-m") + 1]
+    return f"{posixpath.basename(argv[0])} -m {module if MODULE.fullmatch(module) else '(a module)'}"
+
+
+def _option_names(words: list[str]) -> str:
+    """Options named, their values never shown (`--runtime-env-json` carries env_vars, a token among them)."""
+    names = [word.partition("=")[0] for word in words if word.startswith("-")]
+    return ", ".join(dict.fromkeys(n if OPTION.fullmatch(n) else "(an option)" for n in names)) or "no options"
 
 
 def _launch_argv(argv: tuple[str, ...]) -> list[str] | None:
@@ -91,12 +119,12 @@ def _launch_argv(argv: tuple[str, ...]) -> list[str] | None:
 def _map_launch(call: Call, argv: list[str], found: Evaluated, result: Imported, given: frozenset[str]) -> None:
     if argv[0] == "ray":
         cut = argv.index("--")
-        wrapper = ' '.join(argv[3:cut]).replace(found.workdir, '$PWD') or 'no options'
-        result.left_out.append(f"the `ray job submit` wrapper ({wrapper}): argus submits "
-                               "the job itself; its Cluster's address and job_defaults say where and how")
+        result.left_out.append(f"the `ray job submit` wrapper ({_option_names(argv[3:cut])}: not written): argus "
+                               "submits the job itself; its Cluster's address and job_defaults say where and how; "
+                               "a secret in --runtime-env-json goes in the Workspace's `secrets:` and the Job's `env:`")
         argv = argv[cut + 1:]
         if not argv or _launch_argv(tuple(argv)) is None or argv[0] == "ray":
-            raise ImportRefused(f"line {call.line}: `ray job submit` runs no verl module ({' '.join(argv[:3])})")
+            raise ImportRefused(f"line {call.line}: `ray job submit` runs no verl module")
     at = argv.index("-m")
     module, rest = argv[at + 1], argv[at + 2:]
     torchrun = posixpath.basename(argv[0]) == "torchrun"
@@ -126,7 +154,7 @@ def _flags(rest: list[str], result: Imported) -> tuple[str | None, str | None, l
             else:
                 config_name = value.removesuffix(".yaml")
         elif word.startswith("-"):
-            result.left_out.append(f"the option {word}: not a Hydra override argus passes")
+            result.left_out.append(f"the option {_option_names([word])}: not a Hydra override argus passes")
         else:
             overrides.append(word)
     return config_path, config_name, overrides
@@ -148,7 +176,7 @@ def _entry(module: str, torchrun: bool, config_path: str | None, config_name: st
         entry["module"] = module
     if torchrun:
         entry["launcher"] = "torchrun"
-        result.left_out.append(f"torchrun's own options ({' '.join(launcher_args) or 'none'}): argus runs "
+        result.left_out.append(f"torchrun's own options ({_option_names(launcher_args)}): argus runs "
                                "torchrun --standalone --nnodes=1 --nproc_per_node=<trainer.n_gpus_per_node>")
     if config_path is not None:
         folder = posixpath.normpath(posixpath.join(posixpath.dirname(verl.module_path(module)), config_path))
@@ -169,14 +197,14 @@ def _overrides(values: list[str], workload: str, result: Imported) -> None:
     for text in values:
         key = verl.override_key(text)
         plain = "=" in text and not text.startswith(("+", "~"))
-        if plain and key in SET_BY_ARGUS:
+        if secret_assignment(text) is not None or find_secrets(text):  # first: no typed key skips it
+            result.left_out.append(_secret_override(key))
+        elif plain and key in SET_BY_ARGUS:
             result.left_out.append(f"{text}: {SET_BY_ARGUS[key]}")
         elif plain and key == "algorithm.adv_estimator" and workload == "grpo":
             result.mapped.append(f"{text} -> workload: grpo")
         elif plain and _typed(key, _value(text), trainer, data, result):
             result.mapped.append(f"{text} -> {verl.TYPED_KEYS[key]}")
-        elif find_secrets(text):
-            result.left_out.append(f"an override of {key} that looks like a secret: not written")
         else:
             kept.append(text)
     for key, part in (("data", data), ("trainer", trainer)):
@@ -185,6 +213,15 @@ def _overrides(values: list[str], workload: str, result: Imported) -> None:
     if kept:
         result.spec["overrides"] = kept
         result.mapped.append(f"{len(kept)} other override(s) -> overrides (verbatim, in order)")
+
+
+def _secret_override(key: str) -> str:
+    last = key.rpartition(".")[2]
+    name = last if re.fullmatch(r"[A-Z_][A-Z0-9_]*", last) and secret_name(last) else "NAME"
+    shown = key if MODULE.fullmatch(key) and not find_secrets(key) else "(a key not printed)"
+    return (f"the override of {shown}: it holds a secret, never written. Give it through the environment: add {name} "
+            f"to the Workspace's `secrets:` and `env: {{{name}: ${{env:{name}}}}}` to the Job (env reaches every "
+            f"Ray worker; a config key can read it as `${{oc.env:{name}}}`)")
 
 
 def _typed(key: str, value: Any, trainer: dict[str, Any], data: dict[str, Any], result: Imported) -> bool:

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import json
 import secrets
+import subprocess
+import sys
 
 import pytest
+import yaml
 
 from specs.loader import load_workspace
 from specs.submission import resolve, spec_hash
 from state.observed import RunRecord, RunStatus
 from state.runs import records
 from tests.support.cluster import sdk, wait_for
+from tests.support.workspace import make_workspace
 
 KEY = "wandb-" + "0123456789abcdef" * 3
 """A secret the hand-submitted job carries in its env: it must reach no spec, output or record."""
@@ -57,6 +61,12 @@ def test_an_imported_job_is_in_sync_still_running_and_never_submitted_twice(work
     rows = [j for j in sdk(workspace.address).list_jobs() if j.entrypoint == "sleep 600"
             and (j.submission_id == sid or (j.metadata or {}).get("argus.workspace") == workspace.name)]
     assert [j.submission_id for j in rows] == [sid]
+    assert sdk(workspace.address).get_job_info(sid).status.value == "RUNNING"
+    # no deadline, preemption or idle rule stops it: the import writes none, and a later plan and apply leave it
+    assert not {"max_runtime", "idle", "deadline", "preemptible", "priority"} & set(yaml.safe_load(text))
+    again = argus("plan", workspace.root, "--detailed-exitcode")
+    assert again.code == 0 and "job.trainer: " + sid + " is RUNNING" in again.out, again.out + again.err
+    assert argus("apply", workspace.root, "--auto-approve").code == 0
     assert sdk(workspace.address).get_job_info(sid).status.value == "RUNNING"
 
     shown = argus("audit", "show", workspace.root, "--json")
@@ -106,3 +116,45 @@ def test_a_record_on_the_shared_root_does_not_adopt_a_job_without_the_chain(work
 
 def _unmanaged(plan_json: str) -> list[str]:
     return [job["submission_id"] for job in json.loads(plan_json)["unmanaged"]]
+
+
+HF = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz012345"
+
+
+def test_an_entrypoint_holding_a_secret_is_refused_and_no_secret_leaks(workspace, argus, by_hand):
+    """The entrypoint is the spec, so a secret in it cannot be redacted: refused, nothing written or recorded.
+    Secrets elsewhere (runtime_env, metadata, an env var named by a token) reach no output and no file."""
+    hex_key = "0123456789abcdef" * 2 + "01234567"
+    inline = by_hand(entrypoint=f"WANDB_API_KEY={hex_key} sleep 600")
+    refused = argus("import", "ray-job", inline, "--dir", workspace.root, "--name", "inline")
+    assert refused.code == 1 and "WANDB_API_KEY" in refused.err and "secrets:" in refused.err
+    assert hex_key not in refused.out + refused.err
+    assert not (workspace.root / "jobs" / "inline.yaml").exists()
+    assert not (workspace.shared / ".argus" / "audit" / f"{workspace.name}.jsonl").exists()
+
+    sid = by_hand(metadata={"note": HF}, runtime_env={"env_vars": {HF: "x", "MODE": HF, "SAFE": "1"}})
+    done = argus("import", "ray-job", sid, "--dir", workspace.root, "--name", "meta")
+    assert done.code == 0, done.err
+    assert "SAFE" in (workspace.root / "jobs" / "meta.yaml").read_text()
+    for secret in (HF, hex_key):
+        assert secret not in done.out + done.err
+        assert not [p for p in (*workspace.root.rglob("*"), *workspace.shared.rglob("*"))
+                    if p.is_file() and secret.encode() in p.read_bytes()]
+
+
+def test_two_workspaces_on_one_root_importing_one_job_at_once_adopt_it_once(workspace, by_hand, tmp_path):
+    """Check-then-append under the root's lock: two imports started together into two workspaces sharing the root
+    (two processes, as two people would run them) leave one chain naming the job, and the other refused."""
+    sid = by_hand()
+    other = make_workspace(tmp_path / "other", "other-" + workspace.name[:30], workspace.address)
+    other.write("cluster.yaml", f"kind: Cluster\nname: local\naddress: {workspace.address}\n"
+                                f"shared_root: {workspace.shared}\n")
+    racers = [subprocess.Popen([sys.executable, "-m", "reconcile.cli", "import", "ray-job", sid, "--dir", str(ws.root),
+                                "--name", "adopted"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+              for ws in (workspace, other)]
+    results = [(r.returncode, err) for r in racers for _, err in [r.communicate(timeout=120)]]
+    assert sorted(code for code, _ in results) == [0, 1], results
+    assert any("already a run of workspace" in err for code, err in results if code == 1), results
+    chains = (workspace.shared / ".argus" / "audit").glob("*.jsonl")
+    claims = [line for chain in chains for line in chain.read_text().splitlines() if '"run.imported"' in line]
+    assert len(claims) == 1 and sid in claims[0]

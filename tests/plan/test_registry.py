@@ -132,3 +132,23 @@ def test_a_spec_with_runs_shown_never_asks_the_archive():
     archive = Archived()
     plan(desired(spec), with_registry(observed(ran), ran.submission_id).model_copy(update={"past": archive}))
     assert archive.asked == []  # the steady state reads no history
+
+
+def test_an_imported_run_is_ours_only_on_the_cluster_the_chain_names():
+    """Two clusters sharing a shared root share one chain: a job with the adopted id on the other cluster is not
+    the job adopted (it would be counted, in sync, and then stopped or replaced as ours)."""
+    from reconcile.plan.registry import imported_run
+    from state.audit.registry import fold
+
+    digest = "a" * 64
+    submitted: dict[str, str] = {}
+    imported: dict[str, str] = {}
+    fold([{"event": "run.imported", "submission_id": "hand-1", "job": "trainer", "spec_hash": digest, "cluster": "c"},
+          {"event": "run.imported", "submission_id": "hand-2", "job": "trainer", "spec_hash": digest}],
+         True, submitted, imported=imported)
+    assert set(imported) == {"hand-1"}  # a record naming no cluster adopts nothing
+    chain = Registry(log=LOG, adopted=True, submitted=submitted, imported=imported)
+    state = observed().model_copy(update={"registries": {"c": chain, "d": chain}})
+    assert imported_run(state, "c", "hand-1") == ("trainer", digest)
+    assert imported_run(state, "d", "hand-1") is None
+    assert imported_run(state, "c", "hand-2") is None
