@@ -71,6 +71,9 @@ def import_script(found: Evaluated, path: str, name: str, cluster: str, code: st
                         for c, argv in launches[1:]]
     if found.error:
         result.left_out.append(found.error)
+    if not found.sandboxed:
+        result.left_out.append("this machine allows no user namespace: the script ran in the restricted shell "
+                               "without a root of its own, so a file it names could be read (check the values)")
     _map_launch(call, argv, found, result, given)
     return result
 

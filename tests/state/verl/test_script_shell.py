@@ -69,3 +69,14 @@ def test_a_flood_of_output_or_a_forged_record_ends_the_evaluation_quietly() -> N
     assert time.monotonic() - started < 30 and flood.calls == []  # stopped at the cap, before the launch
     forged = evaluate("declare -f command_not_found_handle; X=$(declare -f command_not_found_handle)\n" + LAUNCH, [])
     assert [c.argv[:3] for c in forged.calls] == [("python3", "-m", "verl.trainer.main_ppo")]
+
+
+def test_an_import_without_the_sandbox_says_so(monkeypatch) -> None:
+    from state.verl import script_shell
+    from state.verl.script_map import import_script
+
+    monkeypatch.setattr(script_shell, "sandbox_works", lambda: False)
+    found = evaluate(LAUNCH.replace('"$X"', "x") + "\n", [])
+    assert not found.sandboxed and [c.argv[:3] for c in found.calls] == [("python3", "-m", "verl.trainer.main_ppo")]
+    said = import_script(found, "run.sh", "j", "local", None).left_out
+    assert any("no user namespace" in line for line in said)
