@@ -11,13 +11,16 @@ import re
 import shlex
 from collections.abc import Iterable
 
-from specs.literal_secrets import find_secrets
+from specs.literal_secrets import find_secrets, looks_random, shannon_entropy
 from specs.secret_scan import MIN_REDACTED, REDACTED, SECRET_KEY_PATTERN
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 SECRET_WORDS = frozenset({"token", "secret", "password", "passwd", "apikey", "credential", "credentials"})
 SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("secret", "key"), ("private", "key"), ("auth", "key")})
+WEAK_WORDS = frozenset({"key", "pass", "pwd", "auth", "pat", "cred", "creds"})
+"""Last words that name a secret only with a value that looks like one (`--wandb-key 3f9a...`, `+x.wandb_key=...`):
+verl's own keys end in `key` too (data.prompt_key=question)."""
 PLAIN_VALUES = re.compile(r"(?i)(true|false|null|none|[0-9.eE+-]*|\$\{.*\}|\$[A-Za-z_][A-Za-z0-9_]*)")
 """Values no secret is: a flag, a number, nothing, a reference (`balance_dp_token=True` is verl's, no secret)."""
 
@@ -33,12 +36,26 @@ def secret_name(name: str) -> bool:
     return bool(words) and (words[-1] in SECRET_WORDS or tuple(words[-2:]) in SECRET_PAIRS)
 
 
+def credential_like(value: str) -> bool:
+    """A value a key generator made: 32+ hex digits (W&B's keys are 40), or long random-looking text."""
+    value = value.strip("'\" ")
+    return bool(re.fullmatch(r"[0-9a-fA-F]{32,}", value)) or looks_random(value) or (
+        len(value) >= 24 and re.fullmatch(r"[A-Za-z0-9_+=.-]+", value) is not None and bool(re.search(r"[0-9]", value))
+        and bool(re.search(r"[A-Za-z]", value)) and shannon_entropy(value) >= 4.0)
+
+
+def names_secret(name: str, value: str) -> bool:
+    """Whether `name` with this value is a secret: a secret's name, or a weak one (`key`) with a key-like value."""
+    words = [w.lower() for w in _WORDS.findall(name)]
+    return secret_name(name) or (bool(words) and words[-1] in WEAK_WORDS and credential_like(value))
+
+
 def secret_assignment(word: str) -> str | None:
     """The value of `NAME=value`, `a.b.NAME=value`, `+a.NAME=value` or `--name=value` when NAME names a secret and
     the value could be one; None otherwise."""
     key, eq, value = word.partition("=")
     last = key.lstrip("+~-").rpartition(".")[2]
-    if not eq or not last or not secret_name(last) or PLAIN_VALUES.fullmatch(value.strip("'\" ")):
+    if not eq or not last or not names_secret(last, value) or PLAIN_VALUES.fullmatch(value.strip("'\" ")):
         return None
     return value
 
@@ -52,8 +69,8 @@ def secrets_in(words: Iterable[str]) -> list[str]:
         value = secret_assignment(word)
         if value is not None:
             found.append(value)
-        elif previous.startswith("-") and "=" not in previous and secret_name(previous.lstrip("-").replace("-", "_")) \
-                and not word.startswith("-") and not PLAIN_VALUES.fullmatch(word):
+        elif previous.startswith("-") and "=" not in previous and not word.startswith("-") \
+                and names_secret(previous.lstrip("-").replace("-", "_"), word) and not PLAIN_VALUES.fullmatch(word):
             found.append(word)
         found += [f.secret for f in find_secrets(word)]
         previous = word

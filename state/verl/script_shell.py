@@ -32,12 +32,16 @@ import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Any
 
 TIMEOUT = 5.0
 """Seconds the evaluation may take: assignments and expansions take milliseconds."""
 MAX_OUTPUT = 8 * 1024 * 1024
-MAX_MEMORY = 1024 * 1024 * 1024
+MAX_MEMORY = 128 * 1024 * 1024
+"""Per process; bash reading a launch script takes a few MB."""
+MAX_PROCESSES = 32
+"""Subshells and pipelines the evaluation may run at once: a fork bomb stops here."""
+NOBODY = 65534
 DISABLED = ("source", ".", "kill", "trap", "ulimit", "umask", "wait", "suspend", "disown", "fc", "history",
             "enable", "exec", "builtin", "command", "hash", "mapfile", "readarray", "coproc")
 """Builtins that reach outside the shell or wait on something; disabled, each becomes a command not run.
@@ -88,7 +92,8 @@ def evaluate(text: str, args: list[str], variables: dict[str, str] | None = None
         script = _prelude(marker, workdir) + "\n" + text
         bash = ["/bin/bash", "--noprofile", "--norc", "-c", script, "script", *args]
         command = [*_sandbox(), *bash] if sandboxed else bash
-        code = _run(command, env, empty, out, err)
+        os.chmod(empty, 0o755)  # the shell may run as nobody (_unprivileged)
+        code = _run(command, env, "/" if sandboxed else empty, out, err)
         out.seek(0)
         err.seek(0)
         calls = _calls(out.read(MAX_OUTPUT), marker)
@@ -101,7 +106,7 @@ def _run(command: list[str], env: dict[str, str], cwd: str, out: IO[bytes], err:
     """The evaluation's exit code (None: out of time), run with its limits; the whole process group is killed
     when it ends, whatever it left behind (a `... &` in the background outlives its shell otherwise)."""
     proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                            start_new_session=True, preexec_fn=_limits)
+                            start_new_session=True, **_unprivileged())
     try:
         return proc.wait(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -112,12 +117,34 @@ def _run(command: list[str], env: dict[str, str], cwd: str, out: IO[bytes], err:
         proc.wait()
 
 
-def _limits() -> None:
-    """In the child, before bash: CPU seconds, memory, and the size of what it may print (its output goes to
-    a file: past MAX_OUTPUT the kernel stops it with SIGXFSZ)."""
+def _unprivileged() -> dict[str, Any]:
+    """How the evaluation is started: as `nobody` when argus runs as root (the kernel exempts root from a cap on
+    processes, and root could read any file the sandbox failed to hide), with its limits (_limits)."""
+    if os.geteuid() != 0:
+        return {"preexec_fn": functools.partial(_limits, _own_processes() + MAX_PROCESSES)}
+    return {"user": NOBODY, "group": NOBODY, "extra_groups": [], "preexec_fn": functools.partial(_limits,
+                                                                                                  MAX_PROCESSES)}
+
+
+def _limits(processes: int) -> None:
+    """In the child, before bash: CPU seconds, memory and processes (a memory cap is per process: forked
+    subshells each take their own), and the size of what it may print (its output goes to a file: past
+    MAX_OUTPUT the kernel stops it with SIGXFSZ)."""
     resource.setrlimit(resource.RLIMIT_CPU, (int(TIMEOUT) + 1, int(TIMEOUT) + 1))
     resource.setrlimit(resource.RLIMIT_AS, (MAX_MEMORY, MAX_MEMORY))
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_OUTPUT, MAX_OUTPUT))
+    resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+
+
+def _own_processes() -> int:
+    """This user's processes now: the cap on processes counts all of them, so the evaluation gets this many more."""
+    uid = str(os.getuid())
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                count += os.stat(entry.path).st_uid == int(uid)
+    return count
 
 
 SANDBOX_WORKDIR = "/w"
@@ -153,7 +180,7 @@ def sandbox_works() -> bool:
     try:
         done = subprocess.run([*_sandbox(), "/bin/bash", "--noprofile", "--norc", "-c", "[ ! -e /etc ]"],
                               env={"PATH": "/argus-import-no-commands"}, capture_output=True, timeout=TIMEOUT,
-                              start_new_session=True)
+                              start_new_session=True, cwd="/", **_unprivileged())
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0
@@ -205,8 +232,23 @@ def _calls(out: bytes, marker: str) -> list[Call]:
     return calls
 
 
+STOP_KINDS = (("syntax error", "a syntax error"), ("unbound variable", "an unset variable (set -u)"),
+              ("readonly variable", "an assignment argus's shell does not allow (PATH and the like are read-only)"),
+              ("restricted", "something argus's restricted shell does not allow"),
+              ("bad substitution", "a bad substitution"), ("parameter null or not set", "a ${VAR:?} check"),
+              ("error token is", "an arithmetic error"), ("division by 0", "an arithmetic error"),
+              ("Resource temporarily unavailable", "too many processes"))
+"""What stopped a script, in argus's words. bash's own message quotes the script (a whole line, for a syntax
+error), and a script's line may hold a secret: none of it is shown."""
+
+
 def _stopped(err: str, code: int) -> str | None:
     if code == 0:
         return None
-    lines = [line for line in err.splitlines() if not line.startswith("+") and line.strip()]
-    return f"the script stopped (exit {code}): {lines[-1] if lines else 'no message'}"
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("+")]
+    told = "\n".join(lines[-4:])
+    at = re.findall(r"\bline (\d{1,9}):", told)
+    where = f" at line {max(int(at[-1]) - 1, 1)}" if at else ""
+    kind = next((said for found, said in STOP_KINDS if found in told), "an error (bash's message is not shown: it "
+                                                                        "may quote the script)")
+    return f"the script stopped (exit {code}){where}: {kind}"

@@ -79,3 +79,24 @@ def test_secret_names_are_told_from_verl_keys_that_hold_key_or_token():
     assert not any(secret_name(n) for n in ("prompt_key", "reward_fn_key", "ppo_max_token_len_per_gpu", "path"))
     assert secrets_in(["--hf-token", HEX, "x.api_key=true", "a.password=${oc.env:P}", "a.balance_dp_token=False",
                        f"k={HF}"]) == [HEX, HF]
+
+
+def test_a_weak_name_holding_a_key_like_value_is_a_secret_and_a_verl_key_is_not():
+    """`--wandb-key`, `+x.wandb_key=`, `--key`, `--pass`, `--auth` with a generated value (second reviewer)."""
+    found = secrets_in(["--wandb-key", HEX, f"+trainer.wandb_key={HEX2}", "--key", HEX3, "--pass",
+                        "Xk29dLq0PzM3nB7vR1tY8wEe", "data.prompt_key=question", "--key", "question",
+                        "reward_model.reward_fn_key=data_source"])
+    assert found == [HEX, HEX2, HEX3, "Xk29dLq0PzM3nB7vR1tY8wEe"]
+
+
+@pytest.mark.parametrize("line", [f"export HF_TOKEN={HF} )", f"X=$(( {HEX} + ))", f"X=${{NOPE:?{HF}}}",
+                                  f"echo {HF} >&2; exit 1", f"set -x; HF_TOKEN={HF}; A=\"a\n{HF}\"; exit 3"])
+def test_a_script_that_stops_quotes_none_of_itself(ws, argus, tmp_path: Path, line: str):
+    """bash's own error messages quote the script (a whole line, for a syntax error): argus shows only where and
+    what kind of error stopped it."""
+    script = ws.write("stop.sh", f"python3 -m verl.trainer.main_ppo data.train_files=/d/t.parquet\n{line}\n")
+    done = argus("import", "verl-script", "--dir", ws.root, "--name", "stop", script)
+    spec = ws.root / "jobs" / "stop.yaml"
+    written = spec.read_text() if spec.exists() else ""
+    assert "the script stopped" in done.out + done.err + written
+    assert not any(secret in done.out + done.err + written for secret in (HF, HEX))

@@ -80,3 +80,14 @@ def test_an_import_without_the_sandbox_says_so(monkeypatch) -> None:
     assert not found.sandboxed and [c.argv[:3] for c in found.calls] == [("python3", "-m", "verl.trainer.main_ppo")]
     said = import_script(found, "run.sh", "j", "local", None).left_out
     assert any("no user namespace" in line for line in said)
+
+
+def test_a_fork_bomb_is_capped_and_ends_with_the_evaluation() -> None:
+    """A memory cap is per process, so forked subshells are capped in number too (as `nobody` when argus is root:
+    the kernel exempts root from that cap)."""
+    token = f"argus-bomb-{os.getpid()}-{time.monotonic_ns()}"
+    started = time.monotonic()
+    found = evaluate(f"f() {{ : {token}; x=$(printf '%*s' 50000000 ''); f & f; }}; f\n{LAUNCH}\n", [])
+    assert time.monotonic() - started < 20 and found.error is not None
+    time.sleep(0.2)
+    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline_has(p, token)]
