@@ -19,7 +19,7 @@ from specs.desired import DesiredState
 from specs.errors import ArgusError
 from specs.secret_scan import SECRET_KEY_PATTERN
 from specs.secret_words import redact, secrets_in, worth_hiding
-from state.verl.script_map import Imported, import_script, secret_values
+from state.verl.script_map import Imported, ImportRefused, import_script, secret_values
 from state.verl.script_shell import evaluate
 
 MAX_SCRIPT = 1024 * 1024
@@ -49,8 +49,8 @@ def run(directory: Path, script: Path, args: list[str], name: str | None, cluste
         value for key, value in given.items() if SECRET_KEY_PATTERN.search(key) and worth_hiding(value)]
     try:
         imported = import_script(found, str(script), job_name, on, _code(desired, on, code), frozenset(given))
-    except ArgusError as error:  # its message may quote the script: never a secret of it
-        raise ArgusError(redact(str(error), hidden)) from None
+    except ImportRefused as refused:  # its message may quote the script: never a secret of it
+        raise ImportRefused(redact(str(refused), hidden)) from None
     target = output or directory / "jobs" / f"{job_name}.yaml"
     if target.exists():
         raise ArgusError(f"{target} exists: argus import never overwrites a file; pass --output or --name")
