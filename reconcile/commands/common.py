@@ -26,6 +26,15 @@ def load(directory: Path) -> DesiredState:
         raise SpecError(shown_from(prefix, err.diagnostics)) from None
 
 
+def chosen_cluster(desired: DesiredState, cluster: str | None) -> str:
+    """The cluster a command acts on: the one named (`--cluster`), or the workspace's only one."""
+    if cluster is not None and cluster not in desired.clusters:
+        raise ArgusError(f"no Cluster named {cluster!r} in the workspace (it has {', '.join(desired.clusters)})")
+    if cluster is None and len(desired.clusters) != 1:
+        raise ArgusError(f"the workspace has {len(desired.clusters)} clusters: pass --cluster NAME")
+    return cluster or next(iter(desired.clusters))
+
+
 def shown_prefix(workspace: Path) -> str:
     """What goes before a workspace-relative file name to name it for the user. Inside the workspace's git
     repository: its path from the current directory when it lies there (`jobs/x.yaml` from the workspace

@@ -18,7 +18,7 @@ import typer
 import yaml
 
 from reconcile.boundary import contained
-from reconcile.commands.common import load
+from reconcile.commands.common import chosen_cluster, load
 from reconcile.execute.cycle import connect
 from specs.desired import DesiredState
 from specs.errors import ArgusError
@@ -43,7 +43,7 @@ RESOURCE_FIELDS = ("entrypoint_num_cpus", "entrypoint_num_gpus", "entrypoint_mem
 
 def run(directory: Path, submission_id: str, name: str | None, cluster: str | None, timeout: float) -> int:
     desired = load(directory)
-    on = _cluster(desired, cluster)
+    on = chosen_cluster(desired, cluster)
     root = desired.shared_root(on)
     job, raw = _running_job(desired, on, submission_id, timeout)
     hidden = _hidden(job, raw)
@@ -108,14 +108,6 @@ def _no_secret_in_entrypoint(job: RayJob) -> None:
                      "To bring it under argus, write its Job by hand taking the secret from the environment (the "
                      "Workspace's `secrets:` and the Job's `env: {NAME: ${env:NAME}}`), then stop the hand-submitted "
                      f"job (`ray job stop {job.submission_id}`) and `argus apply`")
-
-
-def _cluster(desired: DesiredState, cluster: str | None) -> str:
-    if cluster is not None and cluster not in desired.clusters:
-        raise ArgusError(f"no Cluster named {cluster!r} in the workspace (it has {', '.join(desired.clusters)})")
-    if cluster is None and len(desired.clusters) != 1:
-        raise ArgusError(f"the workspace has {len(desired.clusters)} clusters: pass --cluster NAME")
-    return cluster or next(iter(desired.clusters))
 
 
 def _running_job(desired: DesiredState, cluster: str, sid: str, timeout: float) -> tuple[RayJob, dict[str, Any]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import typer
 import yaml
 
-from reconcile.commands.common import load
+from reconcile.commands.common import chosen_cluster, load
 from specs.desired import DesiredState
 from specs.errors import ArgusError
 from specs.secret_scan import SECRET_KEY_PATTERN
@@ -42,7 +42,7 @@ def run(directory: Path, script: Path, args: list[str], name: str | None, cluste
     job_name = name or _name(script)
     if job_name in desired.jobs:
         raise ArgusError(f"a Job named {job_name!r} exists already ({_where(desired, job_name)}): pass --name")
-    on = _cluster(desired, cluster)
+    on = chosen_cluster(desired, cluster)
     given = _variables(variables or [])
     found = evaluate(text, args, given)
     hidden = secret_values(found) + secrets_in([*args, *(f"{k}={v}" for k, v in given.items())]) + [
@@ -95,14 +95,6 @@ def _read(script: Path) -> str:
 def _name(script: Path) -> str:
     name = re.sub(r"[^a-z0-9-]+", "-", script.stem.lower()).strip("-")[:63].strip("-")
     return name or "imported"
-
-
-def _cluster(desired: DesiredState, cluster: str | None) -> str:
-    if cluster is not None and cluster not in desired.clusters:
-        raise ArgusError(f"no Cluster named {cluster!r} in the workspace (it has {', '.join(desired.clusters)})")
-    if cluster is None and len(desired.clusters) != 1:
-        raise ArgusError(f"the workspace has {len(desired.clusters)} clusters: pass --cluster NAME")
-    return cluster or next(iter(desired.clusters))
 
 
 def _code(desired: DesiredState, cluster: str, code: str | None) -> str | None:

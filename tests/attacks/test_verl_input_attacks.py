@@ -17,7 +17,7 @@ import pytest
 
 from state.verl import bounded
 from state.verl.inputs import input_findings
-from tests.support.verl_inputs import write_model, write_parquet
+from tests.support.verl_inputs import with_keys, write_model, write_parquet
 
 A = "actor_rollout_ref"
 HUGE = 20 * 1024 ** 3
@@ -41,13 +41,7 @@ def bounded_time() -> Iterator[None]:
 def findings(shared: Path, data: list[str], model: Path, **more: str) -> list[tuple[tuple[str, ...], str, str]]:
     config = {"data": {"train_files": data, "max_prompt_length": 512, "max_response_length": 512},
               A: {"model": {"path": str(model)}, "rollout": {"name": "vllm"}}}
-    for key, value in more.items():
-        node = config
-        *parents, last = key.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[last] = value
-    return input_findings(SimpleNamespace(workload="ppo"), config, str(shared))
+    return input_findings(SimpleNamespace(workload="ppo"), with_keys(config, **more), str(shared))
 
 
 def sparse(path: Path, size: int, head: bytes = b"", tail: bytes = b"") -> Path:

@@ -26,11 +26,11 @@ from state.observed import SnapshotState
 from state.verl.checks import FAKE_ID, check_job
 from state.verl.compose import compose_job, dotted
 from state.verl.entry import resolve_entry
+from tests.support.verl_scripts import VERSIONS
 from tests.support.workspace import make_workspace
 
 SCRIPTS = Path(__file__).resolve().parent / "verl_scripts"
 RECIPE = Path(__file__).resolve().parents[1] / "state" / "verl" / "verl_scripts" / "recipe"
-VERSIONS = ("0.8.0", "0.9.1")
 HOME = "/home/someone"
 GIVEN = ("--env", "EXPERIMENT_NAME=qwen3-8b-ppo", "--env", "DEVICE=gpu")
 """What a user passes for values the script would take from commands' output (`$(date)`, a torch_npu probe)."""

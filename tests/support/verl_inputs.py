@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 MODEL_CONFIG = {"model_type": "qwen2", "max_position_embeddings": 32768}
 TOKENIZER = "tokenizer_config.json"
@@ -31,3 +32,14 @@ def write_inputs(shared: Path, data: str, model: str) -> None:
     """`data` (a .parquet path) and `model` (a directory), relative to the shared root."""
     write_parquet(shared / data)
     write_model(shared / model)
+
+
+def with_keys(config: dict[str, Any], **keys: Any) -> dict[str, Any]:
+    """`config` with each dotted key (`rollout.n_gpus_per_node`) set, as a composed verl config holds it."""
+    for key, value in keys.items():
+        node = config
+        *parents, last = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return config

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.verl_scripts import SCRIPTS, VERSIONS
-from tests.support.workspace import make_workspace
+from tests.support.verl_scripts import SCRIPTS, VERSIONS, verl_workspace
 
 
 @pytest.fixture(scope="session")
@@ -38,8 +37,4 @@ def scripts_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture
 def scripts_ws(tmp_path: Path, scripts_repo: Path, scripts_cache: str, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("ARGUS_CACHE_DIR", scripts_cache)
-    ws = make_workspace(tmp_path / "ws", "verl-scripts", "http://127.0.0.1:9")
-    for version in VERSIONS:
-        ws.write(f"code-{version}.yaml", f"kind: CodeSnapshot\nname: verl-{version.replace('.', '')}\n"
-                                         f"cluster: local\ngit: {{url: {scripts_repo}, ref: v{version}-recipe}}\n")
-    return ws
+    return verl_workspace(tmp_path / "ws", "verl-scripts", scripts_repo, "-recipe")

@@ -12,17 +12,11 @@ from specs.models import Entry, Job, Trainer
 from state.verl import pools as verl_pools
 from state.verl.recipe_demand import demand_problems
 from state.verl.recipe_pools import FULLY_ASYNC, ONE_STEP_OFF, remote_cpus
+from tests.support.verl_inputs import with_keys
 
 
 def nested(**keys: Any) -> dict[str, Any]:
-    tree: dict[str, Any] = {}
-    for key, value in keys.items():
-        node = tree
-        *parents, last = key.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[last] = value
-    return tree
+    return with_keys({}, **keys)
 
 
 def job(module: str) -> Job:

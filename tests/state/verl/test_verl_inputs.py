@@ -14,7 +14,7 @@ from state.code.sources import resolve_source
 from state.observed import SnapshotState
 from state.verl.checks import check_job
 from state.verl.inputs import input_findings
-from tests.support.verl_inputs import write_inputs, write_model, write_parquet
+from tests.support.verl_inputs import with_keys, write_inputs, write_model, write_parquet
 from tests.support.workspace import make_workspace
 
 SCRIPT = Path(__file__).resolve().parent / "verl_scripts" / "grpo-fsdp-vllm.yaml"
@@ -26,13 +26,7 @@ def ppo(shared: Path, data: list[str], model: Path, **more) -> dict:
     config = {"data": {"train_files": data, "val_files": data[0], "max_prompt_length": 512,
                        "max_response_length": 1024},
               A: {"model": {"path": str(model)}, "rollout": {"name": "vllm"}}}
-    for key, value in more.items():
-        node = config
-        *parents, last = key.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[last] = value
-    return config
+    return with_keys(config, **more)
 
 
 def findings(shared: Path, config: dict, workload: str = "ppo") -> list[tuple[tuple[str, ...], str, str]]:

@@ -15,10 +15,9 @@ from state.code.sources import resolve_source
 from state.observed import SnapshotState
 from state.verl.checks import check_job
 from state.verl.rules_limits import limit_findings
-from tests.support.workspace import make_workspace
+from tests.support.verl_scripts import VERSIONS, verl_workspace
 
 SCRIPTS = Path(__file__).resolve().parent / "verl_scripts"
-VERSIONS = ("0.8.0", "0.9.1")
 MEGATRON = "megatron-grpo-multinode"
 GRAD_OFFLOAD = '  - "actor_rollout_ref.actor.megatron.grad_offload=True"\n'
 """A key verl 0.9 dropped (test_verl_scripts.py): left out so the script composes on both versions."""
@@ -72,11 +71,7 @@ def limits_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture
 def limits_ws(tmp_path: Path, verl_repo: Path, limits_cache: str, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("ARGUS_CACHE_DIR", limits_cache)
-    ws = make_workspace(tmp_path / "ws", "verl-limits", "http://127.0.0.1:9")
-    for version in VERSIONS:
-        ws.write(f"code-{version}.yaml", f"kind: CodeSnapshot\nname: verl-{version.replace('.', '')}\n"
-                                         f"cluster: local\ngit: {{url: {verl_repo}, ref: v{version}}}\n")
-    return ws
+    return verl_workspace(tmp_path / "ws", "verl-limits", verl_repo)
 
 
 @pytest.mark.parametrize(("script", "lines", "swap", "message", "severity", "version"), CASES)
