@@ -175,6 +175,8 @@ class Kind(str, Enum):
     CodeSnapshot = "CodeSnapshot"
     Quotas = "Quotas"
     Job = "Job"
+    Dataset = "Dataset"
+    Model = "Model"
 
 
 SCHEMA_KIND = typer.Option(None, "--kind", help="Only this kind's schema (schema/job.schema.json for Job); "

@@ -69,6 +69,11 @@ def url_problem(url: str, schemes: tuple[str, ...]) -> str | None:
     return None
 
 
+def _pattern(schemes: tuple[str, ...]) -> dict[str, str]:
+    """For editors (JSON Schema); the check, which explains itself, is url_problem."""
+    return {"pattern": rf"^({'|'.join(schemes)})://[^/?#@\s]+([/?][^#\s]*)?$"}
+
+
 def _checked_url(schemes: tuple[str, ...]) -> AfterValidator:
     def check(url: str) -> str:
         problem = url_problem(url, schemes)
@@ -80,6 +85,10 @@ def _checked_url(schemes: tuple[str, ...]) -> AfterValidator:
 
 Sha256 = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]
 Relative = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(check_relative)]
+HttpUrl = Annotated[str, Field(max_length=4096, json_schema_extra=_pattern(("http", "https"))),
+                    _checked_url(("http", "https"))]
+FtpUrl = Annotated[str, Field(max_length=4096, json_schema_extra=_pattern(("ftp",))), _checked_url(("ftp",))]
+Absolute = Annotated[str, Field(max_length=4096, json_schema_extra={"pattern": "^/"}), AfterValidator(check_absolute)]
 
 
 class HubSource(Spec):
@@ -90,7 +99,7 @@ class HubSource(Spec):
     revision: Annotated[str, StringConstraints(pattern=REVISION_PATTERN), AfterValidator(check_revision)]
     """A branch, a tag or a 40-hex commit: a branch or tag is resolved to its commit at plan time, and that
     commit is the version (a new commit on the branch is a new version)."""
-    endpoint: Annotated[str, _checked_url(("http", "https"))] | None = None
+    endpoint: HttpUrl | None = None
     """The hub's URL (https://huggingface.co, or a mirror's). Default: HF_ENDPOINT of the cluster's
     job_defaults.env; one of the two is required (argus never picks a hub for you)."""
 
@@ -98,7 +107,7 @@ class HubSource(Spec):
 class UrlSource(Spec):
     """One file over HTTP(S), checked against its digest."""
 
-    url: Annotated[str, Field(max_length=4096), _checked_url(("http", "https"))]
+    url: HttpUrl
     """http:// or https://, without credentials."""
     sha256: Sha256
     """The file's SHA-256 (64 lowercase hex): what is fetched must match it, and it is part of the version."""
@@ -107,7 +116,7 @@ class UrlSource(Spec):
 class FtpSource(Spec):
     """One file over FTP (anonymous), checked against its digest."""
 
-    url: Annotated[str, Field(max_length=4096), _checked_url(("ftp",))]
+    url: FtpUrl
     """ftp://host/path, without credentials."""
     sha256: Sha256
     """The file's SHA-256 (64 lowercase hex): what is fetched must match it, and it is part of the version."""
@@ -140,7 +149,7 @@ class Input(Spec):
     hub: HubSource | None = None
     url: UrlSource | None = None
     ftp: FtpSource | None = None
-    path: Annotated[str, Field(max_length=4096), AfterValidator(check_absolute)] | None = None
+    path: Absolute | None = None
     """An existing directory or file adopted as it is (absolute): digested once, then never copied."""
     prepare: PrepareSource | None = None
     description: str = ""

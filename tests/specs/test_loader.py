@@ -91,7 +91,8 @@ def test_every_kind_of_problem_is_reported_together(ws: Workspace) -> None:
         "jobs/bad.yaml:11: cluster: no Cluster named 'nowhere' (known: h20)",
         "jobs/bad.yaml:15: entrypoint: `workload: command` needs an `entrypoint`",
         "jobs/dup.yaml:2: name: duplicate Job 'orphan' (first defined at jobs/bad.yaml:10)",
-        "weird.yaml:1: kind: got 'Gizmo'; expected one of Workspace, Cluster, CodeSnapshot, Job, Quotas, Dataset, Model",
+        "weird.yaml:1: kind: got 'Gizmo'; expected one of Workspace, Cluster, CodeSnapshot, Job, Quotas, Dataset, "
+        "Model",
     ]
 
 
