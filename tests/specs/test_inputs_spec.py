@@ -183,7 +183,7 @@ def test_references_of_an_input_to_other_resources_are_checked(tmp_path: Path) -
     assert problems(ws) == [
         "bad.yaml:3: cluster: no Cluster named 'h30' (known: a100, h20)",
         "bad.yaml:9: prepare.code: no CodeSnapshot named 'nocode' (known: elsewhere, verl)",
-        "bad.yaml:14: prepare.code: CodeSnapshot 'elsewhere' lives on cluster 'a100', not on 'h20': snapshot the "
+        "bad.yaml:15: prepare.code: CodeSnapshot 'elsewhere' lives on cluster 'a100', not on 'h20': snapshot the "
         "code on the input's cluster",
     ]
 
