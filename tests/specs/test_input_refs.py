@@ -10,7 +10,7 @@ import pytest
 from specs import after, input_refs
 from specs.errors import SpecError
 from specs.loader import load_workspace
-from tests.specs.test_inputs_spec import workspace
+from tests.support.input_specs import workspace
 
 INPUTS = """
     kind: Model

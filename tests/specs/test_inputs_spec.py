@@ -9,6 +9,7 @@ import pytest
 
 from specs.errors import SpecError
 from specs.loader import load_workspace
+from tests.support.input_specs import workspace
 from tests.support.workspace import Workspace
 
 DIGEST = "0123456789abcdef" * 4
@@ -44,34 +45,6 @@ INPUTS = f"""
       entrypoint: [python, examples/data_preprocess/gsm8k.py, --local_save_dir, "${{output}}"]
       outputs: [train.parquet, test.parquet]
     """
-
-
-def workspace(tmp_path: Path, cluster_env: str = "") -> Workspace:
-    ws = Workspace(tmp_path, "llm-rl", "http://127.0.0.1:1")
-    ws.write("argus.yaml", "kind: Workspace\nname: llm-rl\n")
-    ws.write("cluster.yaml", """
-        kind: Cluster
-        name: h20
-        address: http://10.0.0.1:8265
-        shared_root: /mnt/shared
-        """ + cluster_env + """
-        ---
-        kind: Cluster
-        name: a100
-        address: http://10.0.0.2:8265
-        shared_root: /mnt/other
-        ---
-        kind: CodeSnapshot
-        name: verl
-        cluster: h20
-        path: ../verl
-        ---
-        kind: CodeSnapshot
-        name: elsewhere
-        cluster: a100
-        path: ../verl
-        """)
-    return ws
 
 
 def problems(ws: Workspace) -> list[str]:
