@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
-from specs.models import KINDS, Name, Spec
+from specs.models import KINDS, SYSTEM_TREES, Name, Spec
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 COMMIT_PATTERN = r"^[0-9a-f]{40}$"
@@ -23,6 +23,10 @@ REVISION_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._/-]{0,254}$"
 OUTPUT_PLACEHOLDER = "${output}"
 """Where a prepare step writes: the version's directory, filled in when it runs."""
 SOURCES = ("hub", "url", "ftp", "path", "prepare")
+ADOPT_REFUSED = SYSTEM_TREES | {"root", "run", "var"}
+"""Top directories a `path:` source may not be under (/var/lib holds services' secrets, /run their sockets)."""
+BARE_TOPS = frozenset({"home", "mnt", "opt", "srv", "tmp", "media", "staging"})
+"""Refused themselves, as the whole of what may be under them; a directory of their own under them is fine."""
 _CONTROL = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
 _URL = re.compile(r"^(?P<scheme>[a-z]+)://(?P<authority>[^/?#]+)(?P<rest>[/?#].*)?$", re.DOTALL)
 
@@ -41,11 +45,17 @@ def check_revision(revision: str) -> str:
 
 def check_absolute(path: str) -> str:
     """A directory or file argus adopts as it is: absolute, plain, no `.` or `..` to climb out of what a
-    reviewer reads."""
+    reviewer reads, and never the system's or a hidden one (~/.ssh): argus digests what it adopts and jobs
+    then read it, so a pull request must not be able to publish the runner's keys. (Symlinks are the
+    reader's to refuse: this sees text only.)"""
     if not path.startswith("/") or path == "/" or _CONTROL.search(path):
         raise ValueError(f"{path!r}: give an absolute path like /staging/gsm8k (no whitespace or control characters)")
-    if any(part in ("", ".", "..") for part in path.rstrip("/").split("/")[1:]):
+    parts = path.rstrip("/").split("/")[1:]
+    if any(part in ("", ".", "..") for part in parts):
         raise ValueError(f"{path!r}: write the path plainly, without '.', '..' or '//'")
+    if parts[0] in ADOPT_REFUSED or "/".join(parts) in BARE_TOPS or any(p.startswith(".") for p in parts):
+        raise ValueError(f"{path!r}: argus adopts data only, never a system directory, a bare top directory or a "
+                         "hidden one; stage the files in a directory of their own, like /staging/gsm8k")
     return path
 
 
