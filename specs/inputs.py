@@ -12,7 +12,7 @@ import json
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from specs.models import KINDS, SYSTEM_TREES, Name, Spec
 
@@ -32,12 +32,18 @@ _URL = re.compile(r"^(?P<scheme>[a-z]+)://(?P<authority>[^/?#]+)(?P<rest>[/?#].*
 
 
 def check_repo(repo: str) -> str:
+    if not re.fullmatch(HUB_REPO_PATTERN, repo):
+        raise ValueError(f"{repo!r}: write the hub repository as org/name (letters, digits, '.', '_', '-'), like "
+                         "Qwen/Qwen2.5-0.5B-Instruct")
     if ".." in repo or "--" in repo:
         raise ValueError(f"{repo!r}: a hub repository id never holds '..' or '--' (write it like org/name)")
     return repo
 
 
 def check_revision(revision: str) -> str:
+    if not re.fullmatch(REVISION_PATTERN, revision):
+        raise ValueError(f"{revision!r}: a revision is a branch, a tag or a 40-hex commit (letters, digits, '.', "
+                         "'_', '-', '/'; never starting with '-' or '.')")
     if ".." in revision or "//" in revision or revision.endswith(("/", ".")):
         raise ValueError(f"{revision!r}: a revision is a branch, a tag or a 40-hex commit (no '..', '//')")
     return revision
@@ -93,7 +99,13 @@ def _checked_url(schemes: tuple[str, ...]) -> AfterValidator:
     return AfterValidator(check)
 
 
-Sha256 = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]
+def check_sha256(digest: str) -> str:
+    if not re.fullmatch(SHA256_PATTERN, digest):
+        raise ValueError("must be the file's SHA-256: 64 lowercase hex digits, as `sha256sum FILE` prints it")
+    return digest
+
+
+Sha256 = Annotated[str, Field(json_schema_extra={"pattern": SHA256_PATTERN}), AfterValidator(check_sha256)]
 Relative = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(check_relative)]
 HttpUrl = Annotated[str, Field(max_length=4096, json_schema_extra=_pattern(("http", "https"))),
                     _checked_url(("http", "https"))]
@@ -104,9 +116,9 @@ Absolute = Annotated[str, Field(max_length=4096, json_schema_extra={"pattern": "
 class HubSource(Spec):
     """A repository of a Hugging Face hub (or a mirror of one), pinned to a commit when planned."""
 
-    repo: Annotated[str, StringConstraints(pattern=HUB_REPO_PATTERN), AfterValidator(check_repo)]
+    repo: Annotated[str, Field(json_schema_extra={"pattern": HUB_REPO_PATTERN}), AfterValidator(check_repo)]
     """org/name, as the hub writes it (Qwen/Qwen2.5-0.5B-Instruct, openai/gsm8k)."""
-    revision: Annotated[str, StringConstraints(pattern=REVISION_PATTERN), AfterValidator(check_revision)]
+    revision: Annotated[str, Field(json_schema_extra={"pattern": REVISION_PATTERN}), AfterValidator(check_revision)]
     """A branch, a tag or a 40-hex commit: a branch or tag is resolved to its commit at plan time, and that
     commit is the version (a new commit on the branch is a new version)."""
     endpoint: HttpUrl | None = None
