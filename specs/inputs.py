@@ -106,7 +106,8 @@ def check_sha256(digest: str) -> str:
 
 
 Sha256 = Annotated[str, Field(json_schema_extra={"pattern": SHA256_PATTERN}), AfterValidator(check_sha256)]
-Relative = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(check_relative)]
+Relative = Annotated[str, Field(min_length=1, max_length=1024, json_schema_extra={"pattern": "^[^/]"}),
+                     AfterValidator(check_relative)]
 HttpUrl = Annotated[str, Field(max_length=4096, json_schema_extra=_pattern(("http", "https"))),
                     _checked_url(("http", "https"))]
 FtpUrl = Annotated[str, Field(max_length=4096, json_schema_extra=_pattern(("ftp",))), _checked_url(("ftp",))]
