@@ -56,7 +56,7 @@ def dangling(invalid: list[tuple[Any, Source]], clusters: set[str], snapshots: s
     """References of resources that failed validation, reported with their other problems in one run."""
     found = []
     for raw, source in invalid:
-        if not isinstance(raw, dict) or raw.get("kind") not in ("Job", "CodeSnapshot"):
+        if not isinstance(raw, dict) or raw.get("kind") not in ("Job", "CodeSnapshot", "Dataset", "Model"):
             continue
         for field, known, kind in (("cluster", clusters, "Cluster"), ("code", snapshots, "CodeSnapshot")):
             value = raw.get(field)

@@ -172,3 +172,10 @@ def test_a_dataset_and_a_model_may_share_a_name_but_not_two_datasets(tmp_path: P
     assert sorted(load_workspace(ws.root).inputs) == ["dataset.x", "model.x"]
     ws.write("b.yaml", "kind: Dataset\nname: x\ncluster: h20\npath: /staging/y\n")
     assert problems(ws) == ["b.yaml:2: name: duplicate Dataset 'x' (first defined at a.yaml:2)"]
+
+
+def test_an_invalid_input_still_has_its_cluster_checked_in_the_same_run(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    ws.write("bad.yaml", "kind: Dataset\nname: d\ncluster: h30\npath: relative\n")
+    assert [p[:40] for p in problems(ws)] == ["bad.yaml:3: cluster: no Cluster named 'h",
+                                              "bad.yaml:4: path: Value error, 'relative"]
