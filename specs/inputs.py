@@ -239,7 +239,7 @@ def _pinned(spec: Dataset | Model, pin: str | None) -> list[object]:
     if spec.path is not None:
         return [spec.path, pin]
     assert spec.prepare is not None
-    return [spec.prepare.code, pin, spec.prepare.entrypoint, spec.prepare.outputs]
+    return [pin, spec.prepare.entrypoint, spec.prepare.outputs]  # the code's digest, not its name: a rename is same
 
 
 def _commit(revision: str, resolved: str | None) -> str:

@@ -41,7 +41,6 @@ CHANGES = [
     ("ftp", ["ftp", "sha256"], "b" * 64, None),
     ("path", ["path"], "/staging/other", None),
     ("path", None, None, "e" * 64),
-    ("prepare", ["prepare", "code"], "verl-2", None),
     ("prepare", ["prepare", "entrypoint"], ["python", "q.py", "${output}"], None),
     ("prepare", ["prepare", "outputs"], ["train.parquet", "test.parquet"], None),
     ("prepare", None, None, "f" * 64),
@@ -56,6 +55,12 @@ def test_each_pinned_part_changes_the_key(source: str, field: list[str] | None, 
         changed = {source: value}
     before = version_key(dataset(spec), old_pin)
     assert version_key(dataset(changed), pin or old_pin) != before
+
+
+def test_a_prepare_step_is_keyed_by_its_codes_digest_not_its_name() -> None:
+    spec, pin = SOURCES["prepare"]
+    renamed = {"prepare": {**spec["prepare"], "code": "verl-copy"}}
+    assert version_key(dataset(renamed), pin) == version_key(dataset(spec), pin)
 
 
 def test_the_hub_endpoint_is_not_part_of_the_version() -> None:
