@@ -46,6 +46,15 @@ class FakeRepo:
         return found
 
 
+    def sibling(self, path: str) -> dict[str, Any]:
+        """The entry the revision answer lists: LFS files with their sha256, the rest with their blob id."""
+        entry = self.entry(path)
+        found: dict[str, Any] = {"rfilename": path, "size": entry["size"]}
+        if "lfs" in entry:
+            return {**found, "lfs": {"sha256": entry["lfs"]["oid"], "size": entry["size"]}}
+        return {**found, "blobId": entry["oid"]}
+
+
 class HubMirror:
     def __init__(self) -> None:
         self.repos: dict[str, FakeRepo] = {}
@@ -74,7 +83,7 @@ class HubMirror:
         self.server = _Quiet(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
 
     def add(self, repo: str, files: dict[str, bytes], kind: str = "model") -> FakeRepo:
         fake = FakeRepo(files, kind)
@@ -113,8 +122,7 @@ class HubMirror:
             if self.no_tree:
                 return self.send(h, 404, b'{"error": "no tree here"}')
             return self.send(h, 200, json.dumps([repo.entry(p) for p in sorted(repo.files)]).encode())
-        siblings = [{"rfilename": p, "size": len(d), **({"lfs": {"sha256": e["lfs"]["oid"], "size": len(d)}}
-                     if "lfs" in (e := repo.entry(p)) else {"blobId": e["oid"]})} for p, d in sorted(repo.files.items())]
+        siblings = [repo.sibling(p) for p in sorted(repo.files)]
         self.send(h, 200, json.dumps({"id": key.split("/", 1)[1], "sha": commit, "siblings": siblings}).encode())
 
     def _resolve(self, h: BaseHTTPRequestHandler, key: str, commit: str, path: str) -> None:
