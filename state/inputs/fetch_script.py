@@ -156,6 +156,8 @@ def _ftp(ftp: dict, writer: _Writer, timeout: float) -> None:
         client.login(ftp.get("user") or "anonymous", password)
         client.voidcmd("TYPE I")
         client.retrbinary(f"RETR {urllib.parse.unquote(parts.path)}", writer.write, blocksize=CHUNK)
+    except ftplib.Error as err:
+        raise Refused(f"{writer.path}: ftp {parts.hostname}:{parts.port or 21} answered {str(err)[:200]}") from None
     finally:
         client.close()
 
