@@ -43,7 +43,7 @@ def main(argv: list[str]) -> int:
         spec = _spec(argv[1])
         dest = _dest(spec)
         staging = _staging(dest)
-        entries = [_fetch_one(spec, staging, entry, budget) for entry, budget in _planned(spec)]
+        entries = _fetch_all(spec, staging)
         _write_manifest(staging, spec, entries)
         os.rename(staging, dest)  # one step: dest has all of it or none of it
         print(f"argus-fetch: done files={len(entries)} bytes={sum(e['size'] for e in entries)} dest={dest}")
@@ -83,15 +83,16 @@ def _staging(dest: str) -> str:
     return staging
 
 
-def _planned(spec: dict):
-    """Each file with the bytes still allowed for it: max_bytes counts the whole fetch."""
-    left = int(spec["max_bytes"])
+def _fetch_all(spec: dict, staging: str) -> list[dict]:
+    """Each file in turn; max_bytes counts what arrived for the whole fetch, not what the listing claimed."""
+    left, entries = int(spec["max_bytes"]), []
     for entry in spec["files"]:
         size = entry.get("size")
         if size is not None and size > left:
             raise Refused(f"{entry.get('path')!r} ({size} bytes) would pass max_bytes={spec['max_bytes']}")
-        yield entry, left
-        left -= size if size is not None else 0
+        entries.append(_fetch_one(spec, staging, entry, left))
+        left -= entries[-1]["size"]
+    return entries
 
 
 def _fetch_one(spec: dict, staging: str, entry: dict, budget: int) -> dict:
@@ -99,6 +100,8 @@ def _fetch_one(spec: dict, staging: str, entry: dict, budget: int) -> dict:
     source = spec.get("source") or {}
     if "hub" not in source and not entry.get("sha256"):
         raise Refused(f"{path}: a url or ftp source needs its sha256")
+    if not entry.get("sha256") and not entry.get("oid"):
+        raise Refused(f"{path}: the listing gives no sha256 or git blob oid to check it against")
     target = os.path.join(staging, *path.split("/"))
     os.makedirs(os.path.dirname(target), exist_ok=True)
     limit = min(budget, entry["size"]) if entry.get("size") is not None else budget

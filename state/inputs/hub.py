@@ -87,7 +87,7 @@ def list_files(hub: HubRepo, commit: str, timeout: float = TIMEOUT) -> tuple[Hub
     try:
         files = _tree(hub, commit, deadline)
         if files is None:
-            body, _ = _get_json(hub, f"{hub.api}/revision/{commit}", _left(hub, deadline))
+            body, _ = _get_json(hub, f"{hub.api}/revision/{commit}?blobs=true", _left(hub, deadline))
             files = shapes.sibling_files(body)
         return shapes.checked(files)
     except WrongShape as err:

@@ -150,3 +150,20 @@ def test_the_fetcher_imports_nothing_but_the_standard_library():
     imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                  and node.module}
     assert imported and imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+
+
+def test_a_file_with_no_digest_is_not_fetched(mirror: HubMirror, tmp_path: Path):
+    spec = planned(mirror, tmp_path / "d" / "k1")
+    spec["files"][0].update(sha256=None, oid=None)
+    done = run(spec)
+    assert done.returncode == 1 and "config.json: the listing gives no sha256 or git blob oid" in done.stderr
+    assert leftovers(tmp_path / "d") == []
+
+
+def test_max_bytes_counts_what_arrived_when_sizes_are_unknown(mirror: HubMirror, tmp_path: Path):
+    spec = planned(mirror, tmp_path / "d" / "k1", max_bytes=len(WEIGHTS) + 10)
+    for entry in spec["files"]:
+        entry["size"] = None
+    done = run(spec)
+    assert done.returncode == 1 and "model.safetensors: more than the 1010 bytes" in done.stderr
+    assert leftovers(tmp_path / "d") == []

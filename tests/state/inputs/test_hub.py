@@ -56,6 +56,7 @@ def test_a_mirror_without_tree_is_read_from_siblings(mirror: HubMirror):
     files = {f.path: f for f in list_files(hub, resolve_revision(hub, "main"))}
     assert files["model.safetensors"].sha256 == hashlib.sha256(WEIGHTS).hexdigest()
     assert files["config.json"].oid == blob_oid(CONFIG)
+    assert mirror.seen[-1].endswith("?blobs=true")  # without it a real hub lists names only, nothing to verify
 
 
 def test_an_unknown_revision_is_a_clear_error(mirror: HubMirror):
