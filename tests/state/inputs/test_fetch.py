@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 from state.inputs import fetch_job
 from state.inputs.hub import hub_repo, list_files, resolve_revision
 from state.inputs.shapes import HubFile
+from tests.support.fetching import leftovers, run
 from tests.support.hub_mirror import HubMirror
 
 WEIGHTS = bytes(range(256)) * 4
@@ -32,22 +32,11 @@ def mirror() -> Iterator[HubMirror]:
     served.close()
 
 
-def run(spec: dict, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """As Ray runs an entrypoint: a shell command, in a directory with no argus, with no PYTHONPATH."""
-    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | (env or {})
-    return subprocess.run(fetch_job.entrypoint(spec, python=sys.executable), shell=True, cwd="/", env=clean,
-                          capture_output=True, text=True, timeout=60)
-
-
 def planned(mirror: HubMirror, dest: Path, **bounds: int) -> dict:
     hub = hub_repo(mirror.endpoint, "acme/tiny")
     commit = resolve_revision(hub, "main")
     return fetch_job.hub_spec(hub, commit, list_files(hub, commit), str(dest),
                               max_files=bounds.get("max_files", 10), max_bytes=bounds.get("max_bytes", 1 << 20))
-
-
-def leftovers(parent: Path) -> list[str]:
-    return sorted(p.name for p in parent.iterdir()) if parent.exists() else []
 
 
 def test_a_repository_is_fetched_verified_with_its_manifest(mirror: HubMirror, tmp_path: Path):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from state.inputs import fetch_job
-from tests.state.inputs.test_fetch import leftovers, run
+from tests.support.fetching import leftovers, run
 from tests.support.ftp import LoopbackFtp
 
 DATA = b"question,answer\n" * 500
