@@ -1,10 +1,10 @@
 """A hub mirror (an `HF_ENDPOINT`-style base URL) read at plan time: a branch, tag or commit of a model or data set
 repository resolved to its commit, and the files at that commit with their sizes and digests.
 
-Plain `requests`, not huggingface_hub: two GETs need no client library, and huggingface_hub checks only sizes
-(docs: /work/notes/issue40-research.md §1). Every answer is hostile until checked: one deadline for the whole
-read, a byte cap on every JSON body, shapes checked by shapes.py, and each failure a `HubError` naming the
-endpoint and the repository, never a traceback."""
+Plain `requests`, not huggingface_hub: two GETs need no client library, huggingface_hub checks only sizes, and
+with hf_xet installed a mirror's xet headers send downloads elsewhere (issue 40's research). Every answer is
+hostile until checked: one deadline for the whole read, a byte cap on every JSON body, shapes checked by
+shapes.py, and each failure a `HubError` naming the endpoint and the repository, never a traceback."""
 
 from __future__ import annotations
 

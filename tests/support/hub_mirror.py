@@ -66,6 +66,8 @@ class HubMirror:
         self.no_tree = False
         """Answer 404 to /tree, as an older mirror does: the client falls back to siblings."""
         self.delay = 0.0
+        self.claimed_commit: str | None = None
+        """Sent as X-Repo-Commit instead of the true one: a mirror serving another commit than asked."""
         self.seen: list[str] = []
         mirror = self
 
@@ -133,7 +135,8 @@ class HubMirror:
         if path in self.corrupt:
             data = bytes([data[0] ^ 1]) + data[1:]
         etag = entry["lfs"]["oid"] if "lfs" in entry else entry["oid"]
-        self.send(h, 200, data, {"X-Repo-Commit": commit, "ETag": f'"{etag}"'}, "application/octet-stream")
+        headers = {"X-Repo-Commit": self.claimed_commit or commit, "ETag": f'"{etag}"'}
+        self.send(h, 200, data, headers, "application/octet-stream")
 
     def send(self, h: BaseHTTPRequestHandler, status: int, body: bytes, headers: dict[str, str] | None = None,
              content_type: str = "application/json") -> None:

@@ -156,3 +156,10 @@ def test_max_bytes_counts_what_arrived_when_sizes_are_unknown(mirror: HubMirror,
     done = run(spec)
     assert done.returncode == 1 and "model.safetensors: more than the 1010 bytes" in done.stderr
     assert leftovers(tmp_path / "d") == []
+
+
+def test_a_mirror_serving_another_commit_is_refused(mirror: HubMirror, tmp_path: Path):
+    mirror.claimed_commit = "f" * 40
+    done = run(planned(mirror, tmp_path / "d" / "k1"))
+    assert done.returncode == 1 and "the mirror served commit 'ffff" in done.stderr
+    assert leftovers(tmp_path / "d") == []
