@@ -164,7 +164,8 @@ def spec_hash(submission: Submission) -> str:
     # Unset fields are left out, so a field added to argus later does not change existing runs' hashes; the
     # directories argus derives are hashed as argus named them before outputs were per workspace, so that
     # change is no new spec of any job (the workspace is in the hash anyway: nothing is lost).
-    canonical = json.dumps(legacy_outputs(submission).model_dump(exclude_none=True, exclude={"derived_checkpoints", "input_digests"}),
+    outside = {"derived_checkpoints", "input_digests"}
+    canonical = json.dumps(legacy_outputs(submission).model_dump(exclude_none=True, exclude=outside),
                            sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
