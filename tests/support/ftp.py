@@ -15,9 +15,12 @@ with warnings.catch_warnings():  # pyftpdlib 2.x on Python 3.11 imports the stdl
 
 
 class LoopbackFtp:
-    def __init__(self, root: Path, user: str, password: str) -> None:
+    def __init__(self, root: Path, user: str, password: str, anonymous: bool = False) -> None:
         authorizer = DummyAuthorizer()
-        authorizer.add_user(user, password, str(root), perm="elr")
+        if anonymous:  # what an `ftp:` source reads: specs carry no credentials
+            authorizer.add_anonymous(str(root), perm="elr")
+        else:
+            authorizer.add_user(user, password, str(root), perm="elr")
         handler = type("Handler", (FTPHandler,), {"authorizer": authorizer, "passive_ports": None})
         self.server = FTPServer(("127.0.0.1", 0), handler)
         host, port = self.server.address

@@ -1,0 +1,194 @@
+"""Datasets and Models end to end, on the real test cluster and a real shared root: a model from a loopback hub
+mirror (tests.support.hub_mirror stands in for the intranet's HF_ENDPOINT mirror), a data set from a loopback FTP
+server (pyftpdlib) and one made by a preparation command in a CodeSnapshot. Each is fetched or made by a Ray job,
+sealed by argus, named by a job through `${model:...}`/`${dataset:...}`; a second workspace reuses a version
+without a second download; a prune is refused while a run names a version; a new revision replaces the job."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.support.cluster import jobs_of, until
+from tests.support.ftp import LoopbackFtp
+from tests.support.hub_mirror import FakeRepo, HubMirror
+from tests.support.workspace import make_workspace
+
+MODEL_FILES = {"config.json": json.dumps({"model_type": "qwen2", "max_position_embeddings": 4096}).encode(),
+               "tokenizer.json": b'{"version": "1.0"}', "model.safetensors": b"\0" * 4096}
+PREP = """
+import pyarrow as pa, pyarrow.parquet as pq, sys, os
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+table = pa.table({"prompt": ["1+1?", "2+2?"], "reward_model": ["2", "4"]})
+pq.write_table(table, os.path.join(out, "train.parquet"))
+"""
+
+
+def parquet_bytes(columns: dict[str, list[str]]) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(pa.table(columns), sink)
+    return sink.getvalue()
+
+
+@pytest.fixture
+def mirror():
+    hub = HubMirror()
+    hub.add("tiny/qwen", MODEL_FILES)
+    yield hub
+    hub.close()
+
+
+@pytest.fixture
+def ftp(tmp_path: Path):
+    served = tmp_path / "ftp"
+    served.mkdir()
+    data = parquet_bytes({"prompt": ["a", "b", "c"], "answer": ["x", "y", "z"]})
+    (served / "gsm8k.parquet").write_bytes(data)
+    server = LoopbackFtp(served, "anonymous", "", anonymous=True)
+    yield server, hashlib.sha256(data).hexdigest()
+    server.close()
+
+
+def inputs_workspace(root: Path, name: str, address: str, shared: Path, mirror: HubMirror, ftp_url: str,
+                     digest: str):
+    ws = make_workspace(root, name, address)
+    ws.write("cluster.yaml", f"""
+        kind: Cluster
+        name: local
+        address: {address}
+        shared_root: {shared}
+        job_defaults:
+          entrypoint_num_cpus: 0.5
+          entrypoint_resources: {{worker_node: 1}}
+          env: {{HF_ENDPOINT: {mirror.endpoint}}}
+        """)
+    ws.write("inputs.yaml", f"""
+        kind: Model
+        name: qwen
+        cluster: local
+        hub: {{repo: tiny/qwen, revision: main}}
+        ---
+        kind: Dataset
+        name: gsm8k
+        cluster: local
+        ftp: {{url: {ftp_url}/gsm8k.parquet, sha256: {digest}}}
+        """)
+    return ws
+
+
+def add_prepared(ws, code_dir: Path) -> None:
+    code_dir.mkdir(exist_ok=True)
+    (code_dir / "prep.py").write_text(PREP)
+    ws.write("prep.yaml", f"""
+        kind: CodeSnapshot
+        name: prep
+        cluster: local
+        path: {code_dir}
+        ---
+        kind: Dataset
+        name: made
+        cluster: local
+        prepare:
+          code: prep
+          entrypoint: [python, prep.py, "${{output}}"]
+          outputs: [train.parquet]
+        """)
+
+
+def reader(ws) -> None:
+    ws.job("reader", ["python", "-c", "import os, sys; assert all(os.path.exists(p) for p in sys.argv[1:]); "
+                      "import time; time.sleep(600)",
+                      "${model:qwen}/config.json", "${dataset:gsm8k}/gsm8k.parquet", "${dataset:made}/train.parquet"])
+
+
+def converge(argus, ws, want: str, rounds: int = 12):
+    """apply until the plan says `want` (materialisation runs end between rounds), returning the last plan."""
+    def settled():
+        applied = argus("apply", ws.root, "--auto-approve")
+        assert applied.code == 0, applied.out + applied.err
+        plan = argus("plan", ws.root)
+        return plan if want in plan.out else None
+    return until(settled, f"plan of {ws.name} saying {want!r}", timeout=240, every=2)
+
+
+@pytest.fixture
+def stopped_after(ray_cluster):
+    """Stops what the test's workspaces left running on the shared cluster."""
+    yield
+    from tests.support.cluster import sdk
+    for name in ("inputs-team-a", "inputs-team-b"):
+        for job in jobs_of(ray_cluster.address, name):
+            if job.status.value in ("PENDING", "RUNNING"):
+                sdk(ray_cluster.address).stop_job(job.submission_id)
+
+
+def test_inputs_fetched_prepared_sealed_named_reused_and_pruned(argus, tmp_path, mirror, ftp, ray_cluster,
+                                                                  stopped_after):
+    server, digest = ftp
+    shared = tmp_path / "nfs"
+    shared.mkdir()
+    ws = inputs_workspace(tmp_path / "a", "inputs-team-a", ray_cluster.address, shared, mirror, server.url, digest)
+    add_prepared(ws, tmp_path / "prepcode")
+    reader(ws)
+
+    first = argus("plan", ws.root)
+    assert first.code == 0, first.out + first.err
+    assert "model.qwen" in first.out and mirror.repos["models/tiny/qwen"].commit[:12] in first.out
+    assert "job.reader" in first.out and "waits for" in first.out
+
+    plan = converge(argus, ws, "job.reader")
+    runs = {j.submission_id: j for j in jobs_of(ray_cluster.address, "inputs-team-a")}
+    until(lambda: any("reader" in sid for sid in runs) or _reader_running(argus, ws), "reader submitted", 240)
+    manifest = json.loads(next(shared.glob("datasets/gsm8k/*/.argus-input.json")).read_text())
+    assert manifest["files"][0]["sha256"] == digest and manifest["workspace"] == "inputs-team-a"
+    made = json.loads(next(shared.glob("datasets/made/*/.argus-input.json")).read_text())
+    assert made["facts"]["train.parquet"]["columns"] == ["prompt", "reward_model"]
+    model_dir = next(shared.glob("models/qwen/*"))
+    assert (model_dir / "model.safetensors").read_bytes() == MODEL_FILES["model.safetensors"]
+    assert not (model_dir / "config.json").stat().st_mode & 0o222, "a sealed version is read-only"
+    record = _reader_record(shared)
+    assert record["submission"]["inputs"]["dataset.gsm8k"].startswith("datasets/gsm8k/")
+    audit = "\n".join(p.read_text() for p in shared.glob(".argus/audit/**/*.jsonl"))
+    assert '"dataset.gsm8k"' in audit and manifest["digest"] in audit
+    del plan
+
+    fetched = sum("/resolve/" in p for p in mirror.seen)
+    other = inputs_workspace(tmp_path / "b", "inputs-team-b", ray_cluster.address, shared, mirror, server.url, digest)
+    seen = argus("plan", other.root)
+    assert seen.code == 0 and "inputs-team-a" in seen.out, seen.out
+    applied = argus("apply", other.root, "--auto-approve")
+    assert applied.code == 0, applied.out
+    assert not [j for j in jobs_of(ray_cluster.address, "inputs-team-b") if "model--" in j.submission_id
+                or "dataset--" in j.submission_id], "the second workspace fetched again"
+    assert sum("/resolve/" in p for p in mirror.seen) == fetched
+
+    old_model = model_dir.name
+    mirror.repos["models/tiny/qwen"] = moved = FakeRepo({**MODEL_FILES, "tokenizer.json": b'{"version": "2.0"}'},
+                                                       commit="d00d" + "1" * 36)
+    moved.branches["main"] = moved.commit
+    changed = argus("plan", ws.root)
+    assert "job.reader" in changed.out and "its model model.qwen changed" in changed.out, changed.out
+
+    ws.write("inputs.yaml", (ws.root / "inputs.yaml").read_text().replace("revision: main", f"revision: {moved.commit}"))
+    pruned = argus("plan", ws.root, "--prune")
+    assert f"models/qwen/{old_model}" in pruned.out and "prune refused" in pruned.out, pruned.out
+    assert (shared / "models" / "qwen" / old_model).is_dir()
+
+
+def _reader_record(shared: Path) -> dict:
+    for status in shared.glob("jobs/*/status.json"):
+        found = json.loads(status.read_text())
+        if found.get("job") == "reader":
+            return found
+    raise AssertionError("no record of job reader on the shared root")
+
+
+def _reader_running(argus, ws) -> bool:
+    return "reader" in argus("status", ws.root).out
