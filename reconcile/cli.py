@@ -121,7 +121,8 @@ def plan(directories: list[Path] = DIRS, changed_from: str | None = CHANGED_FROM
          allow_empty: bool = ALLOW_EMPTY, output_format: Format = FORMAT, as_json: bool = JSON,
          out: Path | None = OUT,
          verify_snapshots: bool = typer.Option(False, "--verify-snapshots",
-                                               help="Re-hash every snapshot's and every named input version's files against its digest."),
+                                               help="Re-hash every snapshot's and every input version's files "
+                                                    "against their digests."),
          fetch_timeout: float = FETCH_TIMEOUT, all_workspaces: bool = ALL_WORKSPACES) -> int:
     """Show what apply would do. Read-only (it may fill argus's private cache, never the shared root)."""
     from reconcile.commands import plan as command
