@@ -25,6 +25,7 @@ from state.inputs.manifest import MANIFEST, Untrusted, read_version, write_manif
 from state.inputs.shapes import HubFile
 from state.inputs.walk import NotSealable, Walked, digest_of, make_read_only, remove_staging, walk
 from state.observed import InputFile, InputManifest
+from state.root_key import keyed
 
 FETCH_MANIFEST = ".argus-fetch.json"
 """The fetcher's own record (state/inputs/fetch_script.py): not content."""
@@ -74,6 +75,10 @@ def seal(shared_root: str, spec: Dataset | Model, step: SealInputStep, workspace
             adopt(step.adopt, shared_root, step.staged, expected.pin)
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         return _seal(shared_root, spec, step, workspace, commit, user, expected, now)
+    except beneath.NotBeneath as err:  # a link or a non-directory on the way (planted by a job)
+        remove_staging(shared_root, step.staged)
+        raise NotSealable(f"{err}: argus follows no link on the shared root; not sealed. Remove it and run "
+                          "again") from None
     except BaseException:
         remove_staging(shared_root, step.staged)
         raise
@@ -121,7 +126,7 @@ def _rename(shared_root: str, step: SealInputStep, identity: tuple[int, int], ma
         remove_staging(shared_root, step.rel)
         raise NotSealable(f"{step.staged} was replaced (by a symlink?) while argus sealed it: not sealed; "
                           "remove what is there and run again")
-    return Sealed("created", manifest)
+    return Sealed("created", manifest.model_copy(update={"signed": keyed()}))
 
 
 def _existing(shared_root: str, rel: str) -> InputManifest | None:

@@ -34,6 +34,7 @@ def step_for(input_spec: Dataset | Model, pin: str | None = None, run: str | Non
 def stage(root: Path, step: SealInputStep, files: dict[str, bytes]) -> Path:
     """What a materialisation run leaves: the files in the staging dir, and the fetcher's own record."""
     staged = root / step.staged
+    staged.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
         (staged / name).parent.mkdir(parents=True, exist_ok=True)
         (staged / name).write_bytes(data)
