@@ -52,18 +52,12 @@ def _link(source: str, folder: int, name: str, info: os.stat_result) -> None:
     except OSError as err:
         if err.errno != errno.EXDEV:
             raise
-        _copy(source, folder, name, info)
+        _copy(source, folder, name, info)  # checks the inode it copies from itself
+        return
     linked = os.stat(name, dir_fd=folder, follow_symlinks=False)
-    if _not_listed(linked, info):
+    if (linked.st_dev, linked.st_ino) != (info.st_dev, info.st_ino):
         raise NotAdoptable(f"{source} changed while argus linked it (swapped for another file or a link): not "
                            "adopted; run again")
-
-
-def _not_listed(linked: os.stat_result, info: os.stat_result) -> bool:
-    """Whether the file linked in is not the one listed (a copy keeps its size and time, not its inode)."""
-    if (linked.st_dev, linked.st_ino) == (info.st_dev, info.st_ino):
-        return False
-    return linked.st_dev == info.st_dev or (linked.st_size, linked.st_mtime_ns) != (info.st_size, info.st_mtime_ns)
 
 
 def _copy(source: str, folder: int, name: str, info: os.stat_result) -> None:
@@ -77,6 +71,7 @@ def _copy(source: str, folder: int, name: str, info: os.stat_result) -> None:
         raise NotAdoptable(f"{source} changed while argus copied it: not adopted; run again")
     with os.fdopen(fd, "rb") as reader, os.fdopen(os.open(name, CREATE, 0o644, dir_fd=folder), "wb") as writer:
         shutil.copyfileobj(reader, writer)
+        writer.flush()  # the times set after the last write, or the close's write moves them again
         with contextlib.suppress(OSError):
             os.utime(writer.fileno(), ns=(info.st_atime_ns, info.st_mtime_ns))
 

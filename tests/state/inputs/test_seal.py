@@ -145,3 +145,41 @@ def test_remove_version_removes_a_sealed_read_only_version(root: Path):
     sealed(root, input_spec, step, expected)
     remove_version(str(root), step.rel)
     assert not (root / step.rel).exists() and stored_versions(root) == {}
+
+
+def test_one_file_is_adopted_as_a_version_of_one_file(root: Path, tmp_path: Path):
+    from state.inputs.fingerprint import fingerprint
+
+    source = tmp_path / "staging" / "train.csv"
+    source.parent.mkdir()
+    source.write_bytes(DATA)
+    pin = fingerprint(str(source))
+    input_spec = spec({"path": str(source)})
+    step = step_for(input_spec, pin=pin)
+    manifest = sealed(root, input_spec, step, Expected(pin=pin)).manifest
+    assert [f.path for f in manifest.files] == ["train.csv"]
+    assert os.stat(root / step.rel / "train.csv").st_ino == source.stat().st_ino
+
+
+def test_across_filesystems_a_path_is_copied_with_its_times(root: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch):
+    import errno
+
+    from state.inputs import adopt as adopt_module
+    from state.inputs.fingerprint import fingerprint
+
+    def cross_device(*_args, **_kwargs):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    source = tmp_path / "staging" / "gsm8k"
+    source.mkdir(parents=True)
+    (source / "train.csv").write_bytes(DATA)
+    pin = fingerprint(str(source))
+    monkeypatch.setattr(adopt_module.os, "link", cross_device)
+    input_spec = spec({"path": str(source)})
+    step = step_for(input_spec, pin=pin)
+    manifest = sealed(root, input_spec, step, Expected(pin=pin)).manifest
+    copied = root / step.rel / "train.csv"
+    assert copied.read_bytes() == DATA and copied.stat().st_ino != (source / "train.csv").stat().st_ino
+    assert copied.stat().st_mtime_ns == (source / "train.csv").stat().st_mtime_ns
+    assert manifest.files[0].sha256 == sha(DATA)
