@@ -21,12 +21,13 @@ from pydantic import ValidationError
 
 from specs.errors import ArgusError
 from state import beneath
+from state.inputs.walk import NotSealable
 from state.observed import InputManifest
 from state.root_key import keyed, sign, verify
 
 MANIFEST = ".argus-input.json"
 SIGNED_AS = "input-manifest"
-MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 """A manifest of 100k files with their facts; anything bigger is not one argus wrote."""
 REL = re.compile(r"(datasets|models)/([a-z0-9][a-z0-9-]{0,62})/([0-9a-f]{12})")
 KINDS = {"datasets": "Dataset", "models": "Model"}
@@ -67,10 +68,14 @@ def write_manifest(directory: int, rel: str, manifest: InputManifest) -> None:
     fields = _fields(manifest)
     signature = sign(SIGNED_AS, rel, fields)
     body = fields if signature is None else {**fields, "sig": signature}
+    text = json.dumps(body, indent=1, sort_keys=True, allow_nan=False) + "\n"
+    if len(text.encode()) > MAX_MANIFEST_BYTES:  # one argus could not read back is no version
+        raise NotSealable(f"{rel}: its manifest would be {len(text.encode())} bytes, more than the "
+                          f"{MAX_MANIFEST_BYTES} argus reads: too many files; not sealed")
     fd = os.open(MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444,
                  dir_fd=directory)
     with os.fdopen(fd, "w") as handle:
-        handle.write(json.dumps(body, indent=1, sort_keys=True, allow_nan=False) + "\n")
+        handle.write(text)
 
 
 def stored_versions(shared_root: str | Path) -> dict[str, InputManifest]:

@@ -79,6 +79,10 @@ def seal(shared_root: str, spec: Dataset | Model, step: SealInputStep, workspace
         remove_staging(shared_root, step.staged)
         raise NotSealable(f"{err}: argus follows no link on the shared root; not sealed. Remove it and run "
                           "again") from None
+    except OSError as err:  # a file vanished or a disk refused: said, never a traceback
+        remove_staging(shared_root, step.staged)
+        raise NotSealable(f"{spec.kind.lower()}.{spec.name}: sealing {step.staged} failed ({err}): not sealed; "
+                          "run again") from None
     except BaseException:
         remove_staging(shared_root, step.staged)
         raise
