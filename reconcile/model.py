@@ -237,6 +237,9 @@ class SealInputStep(StepModel):
     address: str
     """dataset.NAME or model.NAME: the spec it seals a version of."""
     key: Hex
+    pin: str | None = None
+    """What pinned the version at plan (a hub commit, a path's fingerprint, a prepare's code digest): the seal
+    recomputes the key from it and the spec, and refuses a spec or a path changed since."""
     rel: InputRel
     staged: StagedRel
     run: str | None = None

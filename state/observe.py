@@ -21,6 +21,7 @@ from specs.models import CodeSnapshot
 from state.code import snapshots
 from state.code.cache import cache_root
 from state.code.sources import DEFAULT_FETCH_TIMEOUT, resolve_source, unresolved
+from state.inputs.observe import observe_inputs, recorded_inputs, stored_inputs
 from state.observed import (
     LAYOUT,
     ClusterQueue,
@@ -41,7 +42,6 @@ from state.root.identity import observe_root
 from state.runs.index import RunsRead, keep, read_runs
 from state.runs.past import Archive
 from state.runs.progress import read_progress
-from state.inputs.observe import observe_inputs, recorded_inputs, stored_inputs
 
 if TYPE_CHECKING:
     from state.verl.checks import JobCheck

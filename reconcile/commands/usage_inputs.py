@@ -1,5 +1,5 @@
 """argus usage --inputs: the bytes each sealed Dataset and Model version holds on the shared roots, by version and
-by the workspace (team) that asked for it, and how many runs name each version. Offline and read-only.
+by the workspace (team) that sealed it, and how many runs name each version. Offline and read-only.
 
 Every workspace's versions are counted, not only this one's: a team sees what the shared root holds for whom, and
 which versions no run names (what `argus plan --prune` of their owner would free)."""
@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import asdict, dataclass
-
+from dataclasses import asdict
 from pathlib import Path
 
 import typer
@@ -17,56 +16,40 @@ import typer
 from reconcile.boundary import EXIT_OK
 from reconcile.commands.common import load
 from state.inputs.manifest import stored_versions
-from state.queue.usage import read_runs
-
-
-@dataclass(frozen=True)
-class VersionRow:
-    root: str
-    rel: str
-    input: str
-    workspace: str
-    files: int
-    bytes: int
-    runs: int
-    """Runs (of any workspace, in any state) whose submission names this version."""
-    created_at: str
+from state.inputs.usage import Usage, input_usage
+from state.queue.usage import read_runs, readable
 
 
 def run(directory: Path, as_json: bool) -> int:
     desired = load(directory)
-    roots = sorted(set(desired.shared_roots.values()))
-    rows = version_rows(roots)
-    typer.echo(json.dumps([asdict(r) for r in rows], indent=2) if as_json else render(rows))
+    here = {name: root for name, root in sorted(desired.shared_roots.items()) if Path(root).is_dir()}
+    usage = input_usage({name: stored_versions(root) for name, root in here.items()})
+    named = Counter(rel for r in read_runs([root for root in here.values() if readable(root)])
+                    for rel in _versions(r.record.submission))
+    typer.echo(_json(usage, named) if as_json else render(usage, named))
     return EXIT_OK
 
 
-def version_rows(roots: list[str]) -> list[VersionRow]:
-    named = Counter(rel for run in read_runs(roots) for rel in _inputs(run.record))  # a key names one version
-    rows = []
-    for root in roots:
-        for rel, manifest in sorted(stored_versions(root).items()):
-            rows.append(VersionRow(root=root, rel=rel, input=f"{manifest.kind.lower()}.{manifest.name}",
-                                   workspace=manifest.workspace, files=len(manifest.files), bytes=manifest.bytes,
-                                   runs=named[rel], created_at=manifest.created_at))
-    return sorted(rows, key=lambda r: (-r.bytes, r.rel))
+def _versions(submission) -> list[str]:
+    return sorted((submission.inputs or {}).values()) if submission is not None else []
 
 
-def _inputs(record) -> list[str]:
-    sub = record.submission
-    return sorted((sub.inputs or {}).values()) if sub is not None else []
+def _json(usage: Usage, named: Counter[str]) -> str:
+    return json.dumps({"versions": [{**asdict(v), "runs": named[v.rel]} for v in usage.versions],
+                       "by_workspace": usage.by_workspace, "by_cluster": usage.by_cluster, "total": usage.total},
+                      indent=2)
 
 
-def render(rows: list[VersionRow]) -> str:
-    if not rows:
+def render(usage: Usage, named: Counter[str]) -> str:
+    if not usage.versions:
         return "No Dataset or Model version is sealed on these shared roots."
-    lines = [f"{'VERSION':<44} {'INPUT':<24} {'WORKSPACE':<20} {'FILES':>6} {'BYTES':>14} {'RUNS':>5}"]
-    lines += [f"{r.rel:<44} {r.input:<24} {r.workspace:<20} {r.files:>6} {r.bytes:>14} {r.runs:>5}" for r in rows]
-    teams: Counter[str] = Counter()
-    for r in rows:
-        teams[r.workspace] += r.bytes
+    rows = sorted(usage.versions, key=lambda v: (-v.bytes, v.rel))
+    lines = [f"{'VERSION':<44} {'CLUSTER':<12} {'WORKSPACE':<20} {'FILES':>6} {'BYTES':>14} {'RUNS':>5}"]
+    lines += [f"{v.rel:<44} {v.cluster:<12} {v.workspace:<20} {v.files:>6} {v.bytes:>14} {named[v.rel]:>5}"
+              for v in rows]
     lines += ["", f"{'WORKSPACE':<20} {'BYTES':>14}"]
-    lines += [f"{team:<20} {total:>14}" for team, total in sorted(teams.items(), key=lambda t: (-t[1], t[0]))]
-    unnamed = sum(r.bytes for r in rows if r.runs == 0)
-    lines += ["", f"{unnamed} bytes are in versions no run names (their owner's `argus plan --prune` frees them)."]
+    lines += [f"{team:<20} {total:>14}" for team, total in sorted(usage.by_workspace.items(), key=lambda t: -t[1])]
+    unnamed = sum(v.bytes for v in usage.versions if not named[v.rel])
+    lines += ["", f"{usage.total} bytes in all; {unnamed} in versions no run names (their owner's "
+                  "`argus plan --prune` frees them)."]
     return "\n".join(lines)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from reconcile.execute.world import Done, Outcome, World
 from reconcile.model import DeleteInputStep, SealInputStep
+from specs import input_refs
 from specs.desired import DesiredState
 from specs.errors import ArgusError
 from specs.inputs import Dataset, Model
@@ -19,9 +20,11 @@ from specs.submission import Submission
 from state.audit.log import actor
 from state.inputs import manifest as manifests
 from state.inputs import seal as sealing
+from state.inputs.fetch_job import fetched_name
 from state.inputs.hub import HubError, hub_repo, list_files
+from state.inputs.seal import Expected
+from state.inputs.walk import NotSealable
 from state.observed import InputState
-from specs import input_refs
 
 
 class InputShelf:
@@ -34,9 +37,12 @@ class InputShelf:
     def seal(self, step: SealInputStep) -> str:
         spec = self._spec(step.address)
         root = self._desired.shared_root(step.cluster)
-        manifest = sealing.seal(root, spec, step, self._desired.workspace.name, self._commit, actor(),
-                                self._expected(spec, step))
-        return "exists" if manifest is None else "created"
+        try:
+            sealed = sealing.seal(root, spec, step, self._desired.workspace.name, self._commit, actor(),
+                                  self._expected(spec, step))
+        except NotSealable as err:
+            raise ArgusError(f"{step.address}: {err}") from err
+        return sealed.outcome
 
     def check(self, sub: Submission, cluster: str) -> None:
         """Before a run is submitted: every version it names is sealed there with the digest the plan saw."""
@@ -55,30 +61,35 @@ class InputShelf:
             raise ArgusError(f"{address} is not in the desired state this apply loaded; run `argus plan` again")
         return spec
 
-    def _expected(self, spec: Dataset | Model, step: SealInputStep) -> sealing.Expected:
+    def _expected(self, spec: Dataset | Model, step: SealInputStep) -> Expected:
         """What the version must hold, from the spec and the source itself, never from the run's own word."""
-        if spec.hub is None:
-            return sealing.expected_of(spec)
-        state = self._observed.get(step.address)
-        listing = state.listing if state is not None and state.pin and state.key == step.key else ()
-        if not listing:  # a saved plan applied elsewhere: ask the mirror again at the pinned commit
-            endpoint = input_refs.hub_endpoint(spec, self._desired.clusters[spec.cluster]) or ""
-            pin = state.pin if state is not None and state.key == step.key else None
-            if pin is None:
-                raise ArgusError(f"{step.address}: the hub commit the plan pinned is not known here; run "
-                                 "`argus plan` again")
-            try:
-                listing = list_files(hub_repo(endpoint, spec.hub.repo, "dataset" if spec.kind == "Dataset"
-                                              else "model"), pin)
-            except HubError as err:
-                raise ArgusError(f"{step.address}: {err}; the version is not sealed without its listing") from err
-        return sealing.expected_of(spec, listing)
+        if spec.url is not None or spec.ftp is not None:
+            source = spec.url or spec.ftp
+            assert source is not None
+            return Expected(files={fetched_name(source.url): source.sha256}, pin=step.pin)
+        if spec.prepare is not None:
+            return Expected(outputs=tuple(spec.prepare.outputs), pin=step.pin)
+        if spec.path is not None:
+            return Expected(pin=step.pin)
+        assert spec.hub is not None
+        if step.pin is None:
+            raise ArgusError(f"{step.address}: the plan pinned no hub commit; run `argus plan` again")
+        endpoint = input_refs.hub_endpoint(spec, self._desired.clusters[spec.cluster]) or ""
+        try:  # asked again at apply: the listing the run fetched by is the run's word, not the mirror's
+            listing = list_files(hub_repo(endpoint, spec.hub.repo, "dataset" if spec.kind == "Dataset" else "model"),
+                                 step.pin)
+        except HubError as err:
+            raise ArgusError(f"{step.address}: {err}; the version is not sealed without its listing") from err
+        return Expected(hub=listing, pin=step.pin)
 
 
 def _verdict(root: str, rel: str, digest: str) -> str | None:
-    found = manifests.read_version(root, rel)
-    if found is None or isinstance(found, str):
-        return f"is not a sealed version ({found or 'no manifest'}); run `argus plan` again"
+    try:
+        found = manifests.read_version(root, rel)
+    except manifests.Untrusted as err:
+        return f"is not a version argus sealed ({err}); run `argus plan` again"
+    if found is None:
+        return "is not a sealed version (no manifest); run `argus plan` again"
     if digest and found.digest != digest:
         return f"holds content {found.digest[:12]}, not the {digest[:12]} planned; run `argus plan` again"
     damaged = manifests.check_sizes(root, rel, found)
@@ -92,14 +103,17 @@ def seal_input(step: SealInputStep, world: World) -> Done:
 def delete_input(step: DeleteInputStep, world: World) -> Done:
     """Only a version this workspace sealed, read again now: what a prune deletes is decided at apply too."""
     root = world.roots[step.cluster]
-    found = manifests.read_version(root, step.rel)
+    try:
+        found = manifests.read_version(root, step.rel)
+    except manifests.Untrusted as err:
+        raise ArgusError(f"{root}/{step.rel} is not a version argus sealed ({err}): not deleting it") from err
     if found is None:
         return Done(Outcome.ALREADY_GONE)
-    if isinstance(found, str) or found.workspace != world.workspace:
-        why = found if isinstance(found, str) else f"workspace {found.workspace!r}'s"
-        raise ArgusError(f"{root}/{step.rel} is not a version this workspace sealed ({why}): not deleting it")
+    if found.workspace != world.workspace:
+        raise ArgusError(f"{root}/{step.rel} is workspace {found.workspace!r}'s version, not this workspace's: "
+                         "not deleting it")
     try:
-        manifests.remove_version(root, step.rel)
+        sealing.remove_version(root, step.rel)
     except OSError as err:
         raise ArgusError(f"{root}/{step.rel} could not be deleted safely: {err}") from err
     return Done(Outcome.DELETED)

@@ -18,8 +18,9 @@ from specs.address import Address
 from specs.desired import DesiredState
 from specs.inputs import COMMIT_PATTERN, TOP, Dataset, Model, version_key, version_rel
 from state.inputs import manifest as manifests
-from state.inputs.fingerprint import FingerprintError, fingerprint
+from state.inputs.fingerprint import fingerprint
 from state.inputs.hub import HubError, hub_repo, list_files, resolve_revision
+from state.inputs.walk import NotSealable
 from state.observed import InputManifest, InputState, SnapshotState
 
 
@@ -49,9 +50,10 @@ def observe_input(desired: DesiredState, spec: Dataset | Model, snapshots: Mappi
     state = InputState(cluster=spec.cluster, key=key, pin=pin, rel=rel)
     if spec.cluster in absent:
         return state
-    found = manifests.read_version(root, rel)
-    if isinstance(found, str):
-        return state.model_copy(update={"problem": f"{rel}: {found}"})
+    try:
+        found = manifests.read_version(root, rel)
+    except manifests.Untrusted as err:
+        return state.model_copy(update={"problem": f"{rel}: {err}"})
     if found is not None:
         return state.model_copy(update=_sealed(root, rel, spec, key, found, verify))
     staged = staged_rel(spec, key, desired.workspace.name)
@@ -95,7 +97,7 @@ def _pin(desired: DesiredState, spec: Dataset | Model, snapshots: Mapping[str, S
             return None, f"its cluster's shared root is not on this machine: {spec.path} cannot be read here"
         try:
             return fingerprint(spec.path), None
-        except FingerprintError as err:
+        except NotSealable as err:
             return None, str(err)
     return _hub_commit(desired, spec)
 

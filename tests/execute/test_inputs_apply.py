@@ -176,7 +176,8 @@ def test_inputs_fetched_prepared_sealed_named_reused_and_pruned(argus, tmp_path,
     changed = argus("plan", ws.root)
     assert "job.reader" in changed.out and "its model model.qwen changed" in changed.out, changed.out
 
-    ws.write("inputs.yaml", (ws.root / "inputs.yaml").read_text().replace("revision: main", f"revision: {moved.commit}"))
+    pinned = (ws.root / "inputs.yaml").read_text().replace("revision: main", f"revision: {moved.commit}")
+    ws.write("inputs.yaml", pinned)
     pruned = argus("plan", ws.root, "--prune")
     assert f"models/qwen/{old_model}" in pruned.out and "prune refused" in pruned.out, pruned.out
     assert (shared / "models" / "qwen" / old_model).is_dir()
