@@ -15,6 +15,7 @@ from state.observed import InputFile, InputManifest, InputState, SnapshotState
 from state.verl.checks import check_job
 from state.verl.files import missing_files
 from state.verl.sealed import JobInputs
+from tests.support.verl_inputs import write_parquet
 from tests.support.workspace import make_workspace
 
 SCRIPT = Path(__file__).resolve().parent / "verl_scripts" / "grpo-fsdp-vllm.yaml"
@@ -87,6 +88,9 @@ def test_a_sealed_data_set_is_checked_from_its_manifest_with_no_file_on_disk(tmp
     train = f"{tmp_path}/datasets/gsm8k/{KEY[:12]}/train.parquet"
     assert found[0][1].startswith(f"data.prompt_key='question' is not a column of {train} "
                                   "(it has data_source, prompt, reward_model)"), found[0][1]
+    # a file on disk that says otherwise is never opened: the manifest is what was sealed
+    write_parquet(Path(train), ("question",)).chmod(0)
+    assert findings(tmp_path, inputs, config(inputs)) == []
     # the columns said are the manifest's: another data set's columns make the same key right
     inputs = JobInputs(states(data={n: {"columns": ["question"]} for n in DATA}), str(tmp_path))
     assert findings(tmp_path, inputs, config(inputs, **{"data.prompt_key": "question"})) == []
@@ -118,6 +122,18 @@ def test_a_sealed_models_config_and_tokenizer_come_from_its_manifest(tmp_path: P
     inputs = JobInputs(states(model={"model.safetensors": {}, "vocab.json": {}}), str(tmp_path))
     [(_, message, severity)] = findings(tmp_path, inputs, config(inputs))
     assert severity == "error" and message.startswith("config.json is not in it (model.qwen's manifest)")
+
+
+def test_a_tokenizer_or_model_path_into_a_sealed_model_is_read_from_its_file_list(tmp_path: Path):
+    bare = {"config.json": MODEL["config.json"], "model.safetensors": {}}
+    inputs = JobInputs({**states(model=bare), "model.tok": sealed("Model", "tok", {"tokenizer.json": {}})},
+                       str(tmp_path))
+    assert findings(tmp_path, inputs, config(inputs, **{f"{A}.model.tokenizer_path": inputs.fill("${model:tok}")})) \
+        == []
+    [(keys, message, severity)] = findings(tmp_path, inputs, config(
+        inputs, **{f"{A}.model.path": inputs.fill("${model:qwen}/step-10")}))
+    assert keys == (f"{A}.model.path",) and severity == "error"
+    assert message == "step-10 is not in model.qwen's manifest (its files: config.json, model.safetensors)"
 
 
 def test_an_input_not_sealed_yet_is_a_note_not_an_error(tmp_path: Path):
