@@ -6,7 +6,16 @@ from __future__ import annotations
 from reconcile.model import Action, DeleteInputStep, PlanOptions
 from reconcile.plan.planner import plan
 from state.observed import RayJob
-from tests.support.input_planning import KEY_A, KEY_B, desired_with, manifest, observed_inputs, ray_run, state, url_dataset
+from tests.support.input_planning import (
+    KEY_A,
+    KEY_B,
+    desired_with,
+    manifest,
+    observed_inputs,
+    ray_run,
+    state,
+    url_dataset,
+)
 from tests.support.planning import job
 
 OLD = "datasets/gsm8k/aaaaaaaaaaaa"

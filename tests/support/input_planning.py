@@ -47,7 +47,7 @@ def manifest(spec: Dataset | Model, key: str = KEY_A, workspace: str = "team") -
 
 def state(spec: Dataset | Model, key: str | None = KEY_A, *, sealed: str | None = None, staged: bool = False,
           problem: str | None = None, fetch: str | None = FETCH) -> InputState:
-    """`sealed`: the workspace whose manifest is there; `staged`: this workspace's materialisation waits to be sealed."""
+    """`sealed`: the workspace whose manifest is there; `staged`: this workspace's materialisation awaits its seal."""
     rel = version_rel(spec, key) if key else None
     return InputState(cluster=spec.cluster, key=key, rel=rel, problem=problem,
                       manifest=manifest(spec, key, sealed) if sealed and key else None,
