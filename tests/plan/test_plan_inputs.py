@@ -9,6 +9,7 @@ from reconcile.plan.inputs import materialisation, materialiser
 from reconcile.plan.planner import plan
 from specs.models import Job
 from specs.submission import resolve, spec_hash
+from state.observed import ClusterQueue, ObservedState
 from tests.support.input_planning import (
     FETCH,
     KEY_A,
@@ -22,7 +23,7 @@ from tests.support.input_planning import (
     state,
     url_dataset,
 )
-from tests.support.planning import CLUSTER, WS, job
+from tests.support.planning import CLUSTER, NOW, WS, cluster_of, job
 
 READER = Job(kind="Job", name="train", cluster="c", workload="command",
              entrypoint=["python", "train.py", "--data", "${dataset:gsm8k}/train.parquet"])
@@ -217,3 +218,12 @@ def test_a_removed_inputs_materialisation_run_is_stopped_like_a_removed_job():
     running, record = materialising_run(spec, state(spec), "RUNNING")
     result = plan(desired_with((job("keep"),)), observed_inputs(running, states={}, records=(record,)))
     assert by_address(result)["job.dataset--gsm8k"].action is Action.STOP
+
+
+def test_a_materialisation_goes_through_admission_like_any_job():
+    spec = url_dataset()
+    seen = ObservedState(clusters={"c": cluster_of()}, records={}, observed_at=NOW, queues={"c": ClusterQueue()},
+                         inputs={"dataset.gsm8k": state(spec)})
+    change = by_address(plan(desired_with(inputs=(spec,)), seen))["dataset.gsm8k"]
+    assert change.action is Action.SUBMIT and change.queue is not None and change.queue.position is None
+    assert "driver 1 CPU" in change.queue.demand
