@@ -58,8 +58,7 @@ class Inputs:
         blocked = [(a, words) for a, words, stuck in pending if stuck]
         if blocked:
             address, words = blocked[0]
-            reason = (f"blocked until {address} is ready: {words}; fix it (see {address}), then `argus apply` "
-                      f"(`--replace {address}` tries its run again)")
+            reason = f"blocked until {address} is ready: {words}"
         else:
             reason = "waits for " + ", ".join(f"{a}: {words}" for a, words, _ in pending)
         return Change(address=change.address, action=Action.WAIT, reason=reason, current=change.current,
@@ -71,7 +70,8 @@ class Inputs:
         if state is None:
             return "not observed (its cluster did not answer)", False
         if state.problem or state.rel is None or change is None:
-            return f"it has an error: {state.problem or 'its version could not be pinned'}", True
+            return (f"it has an error ({state.problem or 'its version could not be pinned'}); see the error at "
+                    f"{address}"), True
         if change.action is Action.CREATE:
             return "its version is sealed by this apply", False
         if change.action in (*STARTS, Action.QUEUE):

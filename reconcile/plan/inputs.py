@@ -35,12 +35,12 @@ def materialiser(spec: Dataset | Model, state: InputState, desired: DesiredState
     if spec.path is not None or state.key is None:
         return None
     staged = f"{SHARED_ROOT_PLACEHOLDER}/{staged_rel(spec, state.key, desired.workspace.name)}"
+    here = shlex.quote(staged)  # a retry starts clean: what an earlier run (or argus) left is not trusted
     if spec.prepare is not None:
         argv = [arg.replace(OUTPUT_PLACEHOLDER, staged) for arg in spec.prepare.entrypoint]
-        here = shlex.quote(staged)  # a retry starts from an empty directory
         command, code = f"rm -rf {here} && mkdir -p {here} && {shlex.join(argv)}", spec.prepare.code
-    elif state.fetch:
-        command, code = state.fetch, None
+    elif state.fetch:  # the fetcher makes the directory itself, and refuses one that exists
+        command, code = f"rm -rf {here} && {state.fetch}", None
     else:
         return None
     return Job(kind="Job", name=materialiser_name(spec), cluster=spec.cluster, workload="command",
@@ -112,7 +112,7 @@ def _reason(spec: Dataset | Model, change: Change, address: str, rel: str) -> st
         return f"being {_verb(spec)}: run {run.submission_id} is {run.status}"
     if run is not None and change.action is Action.NOOP:
         failure = f" ({run.failure})" if run.failure else ""
-        return (f"its run {run.submission_id} {run.health}{failure}, nothing sealed; fix the cause, then "
+        return (f"its run {run.submission_id} {run.health}{failure}, nothing sealed; once the cause is fixed "
                 f"`argus apply --replace {address}` {_verb(spec, 'again')}")
     return change.reason
 

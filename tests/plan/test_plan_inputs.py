@@ -43,7 +43,9 @@ def test_a_fetched_input_is_a_one_cpu_job_of_its_own_running_the_observed_fetch(
     spec = url_dataset()
     built = materialiser(spec, state(spec), desired_with(inputs=(spec,)))
     assert built.name == "dataset--gsm8k" and built.cluster == "c" and built.workload == "command"
-    assert built.entrypoint == FETCH and built.entrypoint_num_cpus == 1 and built.entrypoint_num_gpus == 0
+    staged = "${shared_root}/datasets/gsm8k/.incoming-aaaaaaaaaaaa-team"
+    assert built.entrypoint == f"rm -rf '{staged}' && {FETCH}"
+    assert built.entrypoint_num_cpus == 1 and built.entrypoint_num_gpus == 0
     assert materialiser(spec, state(spec, fetch=None), desired_with(inputs=(spec,))) is None
     assert materialiser(hub_model(), state(hub_model()), desired_with(inputs=(hub_model(),))).name == "model--qwen"
 
@@ -87,7 +89,7 @@ def test_nothing_there_materialises_it_under_the_inputs_address_and_the_reader_w
     assert fetch.action is Action.SUBMIT and "fetch it into datasets/gsm8k/aaaaaaaaaaaa" in fetch.reason
     [step] = fetch.steps
     assert isinstance(step, SubmitStep) and step.submission.job == "dataset--gsm8k"
-    assert step.submission.entrypoint == FETCH and step.submission_id.startswith("team.dataset--gsm8k.")
+    assert step.submission.entrypoint.endswith(FETCH) and step.submission_id.startswith("team.dataset--gsm8k.")
     reader = changes["job.train"]
     assert reader.action is Action.WAIT and not reader.steps
     assert reader.reason == "waits for dataset.gsm8k: its version is materialised by this apply (submit)"
@@ -127,7 +129,8 @@ def test_a_failed_materialisation_is_not_sealed_and_blocks_its_readers_until_rep
     changes = by_address(plan(desired_with((READER,), (spec,)), seen))
     assert changes["dataset.gsm8k"].action is Action.NOOP and not changes["dataset.gsm8k"].steps
     assert "argus apply --replace dataset.gsm8k" in changes["dataset.gsm8k"].reason
-    assert changes["job.train"].action is Action.WAIT and changes["job.train"].reason.startswith("blocked until")
+    assert changes["job.train"].action is Action.WAIT
+    assert changes["job.train"].reason == f"blocked until dataset.gsm8k is ready: {changes['dataset.gsm8k'].reason}"
     again = by_address(plan(desired_with((READER,), (spec,)), seen, PlanOptions(replace=("dataset.gsm8k",))))
     assert again["dataset.gsm8k"].action is Action.SUBMIT and again["dataset.gsm8k"].steps[0].attempt == 2
 
