@@ -14,7 +14,7 @@ from functools import partial
 from specs.address import Address
 from specs.desired import Source
 from specs.diagnostics import Diagnostic
-from specs.inputs import Dataset, Input, Model, url_problem
+from specs.inputs import MATERIALISER_PREFIXES, Dataset, Input, Model, materialiser_name, url_problem
 from specs.models import Cluster, CodeSnapshot, Job
 
 REFERENCE = re.compile(r"\$\{(dataset|model):([^}]*)\}")
@@ -93,6 +93,22 @@ def diagnostics(clusters: Mapping[str, Cluster], snapshots: Mapping[str, CodeSna
         at = partial(_error, Address.job(name), sources[Address.job(name)])
         found += [d for path, text in referenced_texts(job)
                   for d in _reference_diagnostics(job, path, text, inputs, at)]
+    return found
+
+
+def reserved_names(jobs: Mapping[str, Job], inputs: Mapping[Address, Dataset | Model],
+                   sources: Mapping[str, Source]) -> list[Diagnostic]:
+    """Job names argus keeps for its materialisation runs, and input names too long to make one: a user's job
+    named `dataset--gsm8k` would be taken for the runs that fetch dataset.gsm8k (and stop them)."""
+    found = [_error(Address.job(name), sources[Address.job(name)], "name",
+                    f"job name {name!r} starts with {name.split('--')[0]}--, which argus keeps for the runs that "
+                    "fetch or prepare Datasets and Models", "rename the job")
+             for name in sorted(jobs) if name.startswith(MATERIALISER_PREFIXES)]
+    found += [_error(address, sources[address], "name",
+                     f"{spec.kind} name {spec.name!r} is too long: argus runs its materialisation as the job "
+                     f"{materialiser_name(spec)!r}, and a job name has at most 63 characters",
+                     f"shorten it to at most {63 - len(materialiser_name(spec)) + len(spec.name)} characters")
+              for address, spec in sorted(inputs.items()) if len(materialiser_name(spec)) > 63]
     return found
 
 

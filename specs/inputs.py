@@ -225,6 +225,21 @@ def version_rel(spec: Dataset | Model, key: str) -> str:
     return f"{TOP[spec.kind]}/{spec.name}/{key[:12]}"
 
 
+def staged_rel(spec: Dataset | Model, key: str, workspace: str) -> str:
+    """Where a workspace's materialisation of one version is written before argus seals it: per workspace, so two
+    workspaces materialising the same version at once never write into one directory."""
+    return f"{TOP[spec.kind]}/{spec.name}/.incoming-{version_rel(spec, key).rpartition('/')[2]}-{workspace}"
+
+
+MATERIALISER_PREFIXES = ("dataset--", "model--")
+"""Job names argus keeps for its materialisation runs (`dataset--NAME`, `model--NAME`): the loader refuses them."""
+
+
+def materialiser_name(spec: Dataset | Model) -> str:
+    """The job whose runs fetch or prepare this input's versions."""
+    return f"{spec.kind.lower()}--{spec.name}"
+
+
 def _pinned(spec: Dataset | Model, pin: str | None) -> list[object]:
     if spec.hub is not None:
         return [spec.hub.repo, _commit(spec.hub.revision, pin)]

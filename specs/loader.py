@@ -229,6 +229,7 @@ def _assemble(root: Path, loaded: list[tuple[Spec, Source]], diagnostics: list[D
     inputs = {address_of(r.kind, r.name): r for r, _ in unique if isinstance(r, Input)}
     diagnostics += rules.broken_references(clusters, snapshots, jobs, sources)
     diagnostics += input_refs.diagnostics(clusters, snapshots, jobs, inputs, sources)
+    diagnostics += input_refs.reserved_names(jobs, inputs, sources)
     diagnostics += [d for job in jobs.values() for d in rules.workload_diagnostics(job, sources[Address.job(job.name)])]
     diagnostics += after.pipeline_diagnostics(jobs, sources)
     shared_roots = _shared_roots(root, clusters, sources, diagnostics)

@@ -315,6 +315,10 @@ class InputState(Frozen):
     (datasets/NAME/.incoming-KEY12-WORKSPACE)."""
     problem: str | None = None
     """Why the version can be neither used nor made now (hub unreachable, a manifest not signed, files changed)."""
+    fetch: str | None = None
+    """A hub, url or ftp version not sealed: the fetch job's entrypoint (state.inputs.fetch_job), built by
+    observation into the staging directory (specs.inputs.staged_rel, absolute): the fetcher's program is a file and
+    a hub's listing an answer of the hub, neither the pure planner's to read. None when not built."""
 
 
 class SnapshotState(Frozen):
