@@ -20,8 +20,8 @@ from specs.submission import Submission
 from state.audit.log import actor
 from state.inputs import manifest as manifests
 from state.inputs import seal as sealing
-from state.inputs.fetch_job import fetched_name
 from state.inputs.hub import HubError, hub_repo, list_files
+from state.inputs.materialise import file_name
 from state.inputs.seal import Expected
 from state.inputs.walk import NotSealable
 from state.observed import InputState
@@ -66,7 +66,7 @@ class InputShelf:
         if spec.url is not None or spec.ftp is not None:
             source = spec.url or spec.ftp
             assert source is not None
-            return Expected(files={fetched_name(source.url): source.sha256}, pin=step.pin)
+            return Expected(files={file_name(source.url): source.sha256}, pin=step.pin)
         if spec.prepare is not None:
             return Expected(outputs=tuple(spec.prepare.outputs), pin=step.pin)
         if spec.path is not None:

@@ -76,7 +76,8 @@ def _materialise(desired: DesiredState, observed: ObservedState, spec: Dataset |
     address, key, rel = Address.of_spec(spec.kind, spec.name), state.key or "", state.rel or ""
     staged = staged_rel(spec, key, desired.workspace.name)
     if spec.path is not None:
-        step = SealInputStep(cluster=spec.cluster, address=address, key=key, rel=rel, staged=staged, adopt=spec.path)
+        step = SealInputStep(cluster=spec.cluster, address=address, key=key, pin=state.pin, rel=rel, staged=staged,
+                             adopt=spec.path)
         return Change(address=address, action=Action.CREATE, reason=f"adopt {spec.path} (no copy)", steps=(step,))
     job = materialiser(spec, state, desired)
     if job is None:
@@ -86,8 +87,8 @@ def _materialise(desired: DesiredState, observed: ObservedState, spec: Dataset |
     last = newest(mine)
     if last is not None and last.on_ray and last.status is RunStatus.SUCCEEDED:
         if state.staged:
-            step = SealInputStep(cluster=spec.cluster, address=address, key=key, rel=rel, staged=state.staged,
-                                 run=last.submission_id)
+            step = SealInputStep(cluster=spec.cluster, address=address, key=key, pin=state.pin, rel=rel,
+                                 staged=state.staged, run=last.submission_id)
             return Change(address=address, action=Action.CREATE, current=last, steps=(step,),
                           reason=f"seal what {last.submission_id} {_verb(spec)} ({rel})")
         if last.attempt < MAX_EMPTY_SUCCESSES:

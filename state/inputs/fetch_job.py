@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import shlex
 import zlib
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from specs.errors import ArgusError
 from state.inputs.hub import HubRepo
@@ -41,13 +39,6 @@ def url_spec(url: str, name: str, sha256: str, dest: str, *, max_bytes: int, siz
     if url.startswith("ftp://"):
         source = {"ftp": {"url": url, "user": user, "password_env": password_env}}
     return _spec(source, [{"path": name, "size": size, "sha256": sha256}], dest, 1, max_bytes, timeout)
-
-
-def fetched_name(url: str) -> str:
-    """The name a url or ftp source's one file has in its version: the URL path's last part when it is a plain
-    file name (no '/', not hidden), else `data` (a query-only URL names nothing)."""
-    last = unquote(urlsplit(url).path).rsplit("/", 1)[-1]
-    return last if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._+-]{0,254}", last) else "data"
 
 
 def entrypoint(spec: dict[str, Any], python: str = "python3") -> str:

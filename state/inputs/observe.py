@@ -16,10 +16,12 @@ from pathlib import Path
 from specs import input_refs
 from specs.address import Address
 from specs.desired import DesiredState
-from specs.inputs import COMMIT_PATTERN, TOP, Dataset, Model, version_key, version_rel
+from specs.inputs import COMMIT_PATTERN, TOP, Dataset, Model, staged_rel, version_key, version_rel
 from state.inputs import manifest as manifests
+from state.inputs.fetch_job import FetchTooBig
 from state.inputs.fingerprint import fingerprint
 from state.inputs.hub import HubError, hub_repo, list_files, resolve_revision
+from state.inputs.materialise import fetch_command
 from state.inputs.walk import NotSealable
 from state.observed import InputManifest, InputState, SnapshotState
 
@@ -59,15 +61,7 @@ def observe_input(desired: DesiredState, spec: Dataset | Model, snapshots: Mappi
     staged = staged_rel(spec, key, desired.workspace.name)
     if _real_dir(Path(root), staged):
         state = state.model_copy(update={"staged": staged})
-    if spec.hub is not None and re.fullmatch(COMMIT_PATTERN, pin or ""):
-        return _listed(desired, spec, state)
-    return state
-
-
-def staged_rel(spec: Dataset | Model, key: str, workspace: str) -> str:
-    """Where this workspace's materialisation of a version writes, beside the version: its own, so two
-    workspaces fetching the same version at once never write into one directory."""
-    return f"{TOP[spec.kind]}/{spec.name}/.incoming-{key[:12]}-{workspace}"
+    return _with_fetch(desired, spec, state, root)
 
 
 def _sealed(root: str, rel: str, spec: Dataset | Model, key: str, found: InputManifest, verify: bool) -> dict:
@@ -116,15 +110,25 @@ def _hub_commit(desired: DesiredState, spec: Dataset | Model) -> tuple[str | Non
                       "commit to plan while it is away")
 
 
-def _listed(desired: DesiredState, spec: Dataset | Model, state: InputState) -> InputState:
-    """The files the fetch job fetches and checks, from the mirror, only while the version is not sealed."""
-    assert spec.hub is not None and state.pin is not None
-    endpoint = input_refs.hub_endpoint(spec, desired.clusters[spec.cluster])
+def _with_fetch(desired: DesiredState, spec: Dataset | Model, state: InputState, root: str) -> InputState:
+    """The fetch job's command of a version not sealed yet (the planner may read neither the fetcher's program
+    nor the mirror): a hub source's files listed from the mirror at the pinned commit."""
+    if spec.hub is None and spec.url is None and spec.ftp is None:
+        return state
+    assert state.key is not None
+    endpoint, listing = None, ()
+    if spec.hub is not None:
+        endpoint = input_refs.hub_endpoint(spec, desired.clusters[spec.cluster])
+        try:
+            listing = list_files(hub_repo(endpoint or "", spec.hub.repo, _hub_kind(spec)), state.pin or "")
+        except HubError as err:
+            return state.model_copy(update={"problem": f"{err}; its files cannot be listed to fetch them"})
     try:
-        listing = list_files(hub_repo(endpoint or "", spec.hub.repo, _hub_kind(spec)), state.pin)
-    except HubError as err:
-        return state.model_copy(update={"problem": f"{err}; its files cannot be listed to fetch them"})
-    return state.model_copy(update={"listing": listing})
+        command = fetch_command(spec, root, desired.workspace.name, state.key, endpoint=endpoint, commit=state.pin,
+                                listing=listing)
+    except FetchTooBig as err:
+        return state.model_copy(update={"problem": str(err)})
+    return state.model_copy(update={"fetch": command})
 
 
 def _hub_kind(spec: Dataset | Model) -> str:
