@@ -61,6 +61,8 @@ class Inputs:
             reason = f"blocked until {address} is ready: {words}"
         else:
             reason = "waits for " + ", ".join(f"{a}: {words}" for a, words, _ in pending)
+        if change.current is not None:  # what happens to the run there once the inputs are ready
+            reason += f"; then {change.action.value}: {change.reason}"
         return Change(address=change.address, action=Action.WAIT, reason=reason, current=change.current,
                       before=change.before, after=change.after, diff=change.diff)
 

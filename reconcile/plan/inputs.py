@@ -59,7 +59,8 @@ def plan_inputs(desired: DesiredState, observed: ObservedState, runs: dict[str, 
             diagnostics.append(_error(desired, address, spec.source, state.problem or "its version is not pinned"))
             continue
         if state.manifest is not None:
-            changes.append(Change(address=address, action=Action.NOOP, reason=_ready(state, desired)))
+            changes.append(Change(address=address, action=Action.NOOP,
+                                  reason=f"{shown_source(spec, state)}: {_ready(state, desired)}"))
             ready[address] = state
             continue
         change = _materialise(desired, observed, spec, state, runs, options)
@@ -96,7 +97,8 @@ def _materialise(desired: DesiredState, observed: ObservedState, spec: Dataset |
             return change.model_copy(update={"address": address, "reason": f"{last.submission_id} SUCCEEDED but "
                                              f"left nothing to seal at {staged}: {_verb(spec, 'again')}"})
     change = plan_job(job, sub, runs.get(job.name, []), forced=address in options.replace)
-    return change.model_copy(update={"address": address, "reason": _reason(spec, change, address, rel)})
+    reason = f"{shown_source(spec, state)}: {_reason(spec, change, address, rel)}"
+    return change.model_copy(update={"address": address, "reason": reason})
 
 
 def materialisation(desired: DesiredState, observed: ObservedState, job: Job) -> Submission:
@@ -118,6 +120,20 @@ def _reason(spec: Dataset | Model, change: Change, address: str, rel: str) -> st
     return change.reason
 
 
+def shown_source(spec: Dataset | Model, state: InputState) -> str:
+    """The source and what pinned it, as a reviewer checks it: a branch shown with the commit it resolved to."""
+    pin = (state.pin or "")[:12]
+    if spec.hub is not None:
+        resolved = f" = commit {pin}" if pin and spec.hub.revision != state.pin else ""
+        return f"hub {spec.hub.repo} at {spec.hub.revision}{resolved}"
+    source = spec.url or spec.ftp
+    if source is not None:
+        return f"{source.url} (sha256 {source.sha256[:12]})"
+    if spec.prepare is not None:
+        return f"prepared by code.{spec.prepare.code} (content {pin})"
+    return f"{spec.path} (files {pin})"
+
+
 def _verb(spec: Dataset | Model, form: str = "past") -> str:
     """fetch (hub, url, ftp) or prepare, in the form a reason needs."""
     fetch = spec.prepare is None
@@ -128,7 +144,7 @@ def _verb(spec: Dataset | Model, form: str = "past") -> str:
 def _ready(state: InputState, desired: DesiredState) -> str:
     manifest = state.manifest
     assert manifest is not None
-    commit = f", commit {manifest.commit[:12]}" if manifest.commit else ""
+    commit = f", commit {manifest.commit[:12]}" if manifest.commit not in ("", "none") else ""
     shared = "; shared" if manifest.workspace != desired.workspace.name else ""
     return (f"ready: {len(manifest.files)} files, {manifest.bytes} bytes (workspace {manifest.workspace}{commit})"
             f"{shared}")

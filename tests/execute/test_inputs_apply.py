@@ -15,9 +15,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.support.cluster import jobs_of, until
+from tests.support.cluster import jobs_of, until, wait_for
 from tests.support.ftp import LoopbackFtp
 from tests.support.hub_mirror import FakeRepo, HubMirror
+from tests.support.repos import git
 from tests.support.workspace import make_workspace
 
 MODEL_FILES = {"config.json": json.dumps({"model_type": "qwen2", "max_position_embeddings": 4096}).encode(),
@@ -86,6 +87,9 @@ def inputs_workspace(root: Path, name: str, address: str, shared: Path, mirror: 
 def add_prepared(ws, code_dir: Path) -> None:
     code_dir.mkdir(exist_ok=True)
     (code_dir / "prep.py").write_text(PREP)
+    git(code_dir, "init", "-q")
+    git(code_dir, "add", "-A")
+    git(code_dir, "commit", "-qm", "prep")
     ws.write("prep.yaml", f"""
         kind: CodeSnapshot
         name: prep
@@ -108,14 +112,14 @@ def reader(ws) -> None:
                       "${model:qwen}/config.json", "${dataset:gsm8k}/gsm8k.parquet", "${dataset:made}/train.parquet"])
 
 
-def converge(argus, ws, want: str, rounds: int = 12):
-    """apply until the plan says `want` (materialisation runs end between rounds), returning the last plan."""
-    def settled():
+def converge(argus, ws, address: str, job: str, other_than: str = "") -> list:
+    """apply (as `argus serve --sync auto` would, turn after turn) until a run of `job` is on Ray: the inputs'
+    runs end between turns, the next seals them, the one after submits the job naming them."""
+    def submitted():
         applied = argus("apply", ws.root, "--auto-approve")
         assert applied.code == 0, applied.out + applied.err
-        plan = argus("plan", ws.root)
-        return plan if want in plan.out else None
-    return until(settled, f"plan of {ws.name} saying {want!r}", timeout=240, every=2)
+        return [j for j in jobs_of(address, ws.name) if f".{job}." in j.submission_id and j.submission_id != other_than]
+    return until(submitted, f"a run of {job} in {ws.name}", timeout=300, every=3)
 
 
 @pytest.fixture
@@ -143,9 +147,8 @@ def test_inputs_fetched_prepared_sealed_named_reused_and_pruned(argus, tmp_path,
     assert "model.qwen" in first.out and mirror.repos["models/tiny/qwen"].commit[:12] in first.out
     assert "job.reader" in first.out and "waits for" in first.out
 
-    plan = converge(argus, ws, "job.reader")
-    runs = {j.submission_id: j for j in jobs_of(ray_cluster.address, "inputs-team-a")}
-    until(lambda: any("reader" in sid for sid in runs) or _reader_running(argus, ws), "reader submitted", 240)
+    [run] = converge(argus, ws, ray_cluster.address, "reader")
+    wait_for(ray_cluster.address, run.submission_id, {"RUNNING"})  # it found every file it names
     manifest = json.loads(next(shared.glob("datasets/gsm8k/*/.argus-input.json")).read_text())
     assert manifest["files"][0]["sha256"] == digest and manifest["workspace"] == "inputs-team-a"
     made = json.loads(next(shared.glob("datasets/made/*/.argus-input.json")).read_text())
@@ -153,18 +156,19 @@ def test_inputs_fetched_prepared_sealed_named_reused_and_pruned(argus, tmp_path,
     model_dir = next(shared.glob("models/qwen/*"))
     assert (model_dir / "model.safetensors").read_bytes() == MODEL_FILES["model.safetensors"]
     assert not (model_dir / "config.json").stat().st_mode & 0o222, "a sealed version is read-only"
-    record = _reader_record(shared)
+    record = _reader_records(shared)[run.submission_id]
     assert record["submission"]["inputs"]["dataset.gsm8k"].startswith("datasets/gsm8k/")
     audit = "\n".join(p.read_text() for p in shared.glob(".argus/audit/**/*.jsonl"))
     assert '"dataset.gsm8k"' in audit and manifest["digest"] in audit
-    del plan
 
     fetched = sum("/resolve/" in p for p in mirror.seen)
     other = inputs_workspace(tmp_path / "b", "inputs-team-b", ray_cluster.address, shared, mirror, server.url, digest)
+    other.job("reader", ["python", "-c", "import os, sys, time; assert os.path.exists(sys.argv[1]); time.sleep(600)",
+                         "${dataset:gsm8k}/gsm8k.parquet"])
     seen = argus("plan", other.root)
-    assert seen.code == 0 and "inputs-team-a" in seen.out, seen.out
-    applied = argus("apply", other.root, "--auto-approve")
-    assert applied.code == 0, applied.out
+    assert seen.code == 0 and "ready: 1 files" in seen.out and "workspace inputs-team-a" in seen.out, seen.out
+    [reuse] = converge(argus, other, ray_cluster.address, "reader")
+    wait_for(ray_cluster.address, reuse.submission_id, {"RUNNING"})
     assert not [j for j in jobs_of(ray_cluster.address, "inputs-team-b") if "model--" in j.submission_id
                 or "dataset--" in j.submission_id], "the second workspace fetched again"
     assert sum("/resolve/" in p for p in mirror.seen) == fetched
@@ -174,22 +178,27 @@ def test_inputs_fetched_prepared_sealed_named_reused_and_pruned(argus, tmp_path,
                                                        commit="d00d" + "1" * 36)
     moved.branches["main"] = moved.commit
     changed = argus("plan", ws.root)
-    assert "job.reader" in changed.out and "its model model.qwen changed" in changed.out, changed.out
+    assert f"then replace: its model model.qwen changed ({old_model} -> " in changed.out, changed.out
+    [again] = converge(argus, ws, ray_cluster.address, "reader", other_than=run.submission_id)
+    wait_for(ray_cluster.address, again.submission_id, {"RUNNING"})
+    assert wait_for(ray_cluster.address, run.submission_id, {"STOPPED"}) == "STOPPED"
+    replaced = _reader_records(shared)[again.submission_id]
+    assert replaced["submission"]["inputs"]["model.qwen"] != f"models/qwen/{old_model}"
 
-    pinned = (ws.root / "inputs.yaml").read_text().replace("revision: main", f"revision: {moved.commit}")
-    ws.write("inputs.yaml", pinned)
+    # team a stops naming the FTP data set; team b's running reader still reads the version team a sealed
+    ws.write("inputs.yaml", (ws.root / "inputs.yaml").read_text().split("---")[0])
+    ws.job("reader", ["python", "-c", "import time; time.sleep(600)", "${model:qwen}/config.json"])
+    ws.remove("prep.yaml")
+    gsm8k = next(shared.glob("datasets/gsm8k/*")).relative_to(shared).as_posix()
     pruned = argus("plan", ws.root, "--prune")
-    assert f"models/qwen/{old_model}" in pruned.out and "prune refused" in pruned.out, pruned.out
-    assert (shared / "models" / "qwen" / old_model).is_dir()
+    assert pruned.code == 1 and f"prune refused: run {reuse.submission_id}" in pruned.out, pruned.out
+    assert f"names {gsm8k}" in pruned.out and f"models/qwen/{old_model}" in pruned.out
+    refused = argus("apply", ws.root, "--prune", "--auto-approve")
+    assert refused.code == 1 and (shared / gsm8k / "gsm8k.parquet").is_file()
+    assert (shared / "models" / "qwen" / old_model / "config.json").is_file()  # nothing of that apply ran
 
 
-def _reader_record(shared: Path) -> dict:
-    for status in shared.glob("jobs/*/status.json"):
-        found = json.loads(status.read_text())
-        if found.get("job") == "reader":
-            return found
-    raise AssertionError("no record of job reader on the shared root")
+def _reader_records(shared: Path) -> dict[str, dict]:
+    found = [json.loads(status.read_text()) for status in shared.glob("jobs/*/status.json")]
+    return {record["submission_id"]: record for record in found if record.get("job") == "reader"}
 
-
-def _reader_running(argus, ws) -> bool:
-    return "reader" in argus("status", ws.root).out

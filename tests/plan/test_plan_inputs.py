@@ -103,7 +103,8 @@ def test_a_running_materialisation_is_in_sync_and_the_reader_still_waits():
                   observed_inputs(running, states={"dataset.gsm8k": state(spec)}, records=(record,)))
     changes = by_address(result)
     assert changes["dataset.gsm8k"].action is Action.NOOP
-    assert changes["dataset.gsm8k"].reason == f"being fetched: run {running.submission_id} is RUNNING"
+    assert changes["dataset.gsm8k"].reason == f"https://data.test/train.parquet (sha256 000000000000): being " \
+                                              f"fetched: run {running.submission_id} is RUNNING"
     assert changes["job.train"].reason == f"waits for dataset.gsm8k: being materialised (run {running.submission_id} " \
                                           "RUNNING)"
     assert "job.dataset--gsm8k" not in changes  # never stopped as a job whose spec is gone
@@ -150,7 +151,7 @@ def test_a_reader_waits_then_starts_once_sealed_reading_the_versions_directory()
     waiting = by_address(plan(desired, observed_inputs(states={"dataset.gsm8k": state(spec)})))["job.train"]
     sealed = by_address(plan(desired, observed_inputs(states={"dataset.gsm8k": state(spec, sealed="team")})))
     assert sealed["dataset.gsm8k"].action is Action.NOOP
-    assert sealed["dataset.gsm8k"].reason == "ready: 1 files, 10 bytes (workspace team, commit cccccccccccc)"
+    assert sealed["dataset.gsm8k"].reason.endswith(": ready: 1 files, 10 bytes (workspace team, commit cccccccccccc)")
     start = sealed["job.train"]
     assert start.action is Action.SUBMIT
     [step] = start.steps
