@@ -202,3 +202,45 @@ def _reader_records(shared: Path) -> dict[str, dict]:
     found = [json.loads(status.read_text()) for status in shared.glob("jobs/*/status.json")]
     return {record["submission_id"]: record for record in found if record.get("job") == "reader"}
 
+
+
+GRPO = Path(__file__).resolve().parents[1] / "state" / "verl" / "verl_scripts" / "grpo-fsdp-vllm.yaml"
+
+
+def test_a_verl_job_naming_sealed_inputs_is_checked_from_their_manifests(argus, tmp_path, mirror, ray_cluster,
+                                                                          verl_repo, monkeypatch, stopped_after):
+    """verl 0.9.1's GRPO example naming a model fetched from the mirror and a data set a prepare step made, both
+    sealed by the real cluster: the plan checks the columns and the model from the manifests, and a planted wrong
+    prompt_key, or a file the data set does not hold, is an error at its line."""
+    monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path / "cache"))
+    shared = tmp_path / "nfs"
+    shared.mkdir()
+    ws = inputs_workspace(tmp_path / "c", "inputs-team-c", ray_cluster.address, shared, mirror, "ftp://unused",
+                          "0" * 64)
+    ws.write("inputs.yaml", (ws.root / "inputs.yaml").read_text().split("---")[0])
+    add_prepared(ws, tmp_path / "prepcode")
+
+    def sealed():
+        applied = argus("apply", ws.root, "--auto-approve")
+        assert applied.code == 0, applied.out + applied.err
+        return len(list(shared.glob("*/*/*/.argus-input.json"))) == 2
+    until(sealed, "model.qwen and dataset.made sealed", timeout=300, every=3)
+
+    ws.write("code.yaml", f"kind: CodeSnapshot\nname: verl\ncluster: local\ngit: {{url: {verl_repo}, ref: v0.9.1}}\n")
+    text = GRPO.read_text().replace('model: "Qwen/Qwen3-8B"', "model: ${model:qwen}")
+
+    def planned(train: str, val: str, *overrides: str):
+        job = text.replace("${shared_root}/datasets/gsm8k/train.parquet", train) \
+            .replace("${shared_root}/datasets/gsm8k/test.parquet", val)
+        ws.write("jobs/grpo.yaml", job + "".join(f'  - "{line}"\n' for line in overrides))
+        return argus("plan", ws.root)
+
+    good = planned("${dataset:made}/train.parquet", "${dataset:made}/train.parquet")
+    assert "is not a column" not in good.out and "manifest" not in good.out, good.out
+    assert "${model:qwen}" not in good.out.split("job.grpo")[1].split("\n\n")[0]  # filled with the version
+    wrong = planned("${dataset:made}/train.parquet", "${dataset:made}/train.parquet", "data.prompt_key=question")
+    assert wrong.code == 1 and "data.prompt_key='question' is not a column of" in wrong.out, wrong.out
+    assert "(it has prompt, reward_model)" in wrong.out and "jobs/grpo.yaml:" in wrong.out
+    missing = planned("${dataset:made}/train.parquet", "${dataset:made}/tran.parquet")
+    assert missing.code == 1, missing.out
+    assert "tran.parquet is not in dataset.made's manifest (its files: train.parquet)" in missing.out
