@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from specs.models import KINDS, SYSTEM_TREES, Name, Spec
+from specs.models import KINDS, SECRET_REF_PATTERN, SYSTEM_TREES, Name, Spec
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 COMMIT_PATTERN = r"^[0-9a-f]{40}$"
@@ -137,12 +137,29 @@ class UrlSource(Spec):
 
 
 class FtpSource(Spec):
-    """One file over FTP (anonymous), checked against its digest."""
+    """One file over FTP, checked against its digest: anonymous, or as `user` with a `password` from argus's
+    environment."""
 
     url: FtpUrl
     """ftp://host/path, without credentials."""
     sha256: Sha256
     """The file's SHA-256 (64 lowercase hex): what is fetched must match it, and it is part of the version."""
+    user: Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")] | None = None
+    """The login name; anonymous when absent. Not part of the version: who logs in does not change the bytes."""
+    password: Annotated[str, Field(pattern=SECRET_REF_PATTERN)] | None = None
+    """`${env:NAME}`, NAME a variable the Workspace's `secrets:` lists: handed to the fetch run as any job's secret
+    is, never in its command, the manifest, a plan or Ray's job table."""
+
+    @model_validator(mode="after")
+    def _password_with_user(self) -> FtpSource:
+        if self.password is not None and self.user is None:
+            raise ValueError("a `password` logs in as someone: give the `user` too")
+        return self
+
+    @property
+    def password_variable(self) -> str | None:
+        match = re.match(SECRET_REF_PATTERN, self.password or "")
+        return match.group(1) if match else None
 
 
 class PrepareSource(Spec):

@@ -235,7 +235,7 @@ def _assemble(root: Path, loaded: list[tuple[Spec, Source]], diagnostics: list[D
     shared_roots = _shared_roots(root, clusters, sources, diagnostics)
     if workspace is None:
         return None
-    diagnostics += job_secrets.diagnostics(workspace, clusters, jobs, sources)
+    diagnostics += job_secrets.diagnostics(workspace, clusters, jobs, sources, inputs)
     diagnostics += rules.quota_diagnostics(workspace.name, clusters, quotas, sources)
     return DesiredState(str(root), workspace, clusters, jobs, snapshots, sources, shared_roots, quotas, inputs)
 

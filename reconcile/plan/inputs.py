@@ -43,8 +43,10 @@ def materialiser(spec: Dataset | Model, state: InputState, desired: DesiredState
         command, code = f"rm -rf {here} && {state.fetch}", None
     else:
         return None
+    secret = spec.ftp.password_variable if spec.ftp is not None else None
     return Job(kind="Job", name=materialiser_name(spec), cluster=spec.cluster, workload="command",
-               entrypoint=command, code=code, entrypoint_num_cpus=1, entrypoint_num_gpus=0)
+               entrypoint=command, code=code, entrypoint_num_cpus=1, entrypoint_num_gpus=0,
+               env={secret: f"${{env:{secret}}}"} if secret else {})
 
 
 def plan_inputs(desired: DesiredState, observed: ObservedState, runs: dict[str, list[RunView]],

@@ -16,9 +16,7 @@ from reconcile.plan.idle import with_idle_stops
 from reconcile.plan.input_jobs import Inputs, with_changed_reason
 from reconcile.plan.input_prune import prune_inputs
 from reconcile.plan.inputs import plan_inputs, with_materialisers
-from reconcile.plan.jobs import MAX_DRIFT_RESTARTS as MAX_DRIFT_RESTARTS
-from reconcile.plan.jobs import plan_job as plan_job
-from reconcile.plan.jobs import plan_removed
+from reconcile.plan.jobs import plan_job, plan_removed
 from reconcile.plan.outputs import continued_outputs, foreign_outputs, legacy_steps
 from reconcile.plan.queue import plan_admission
 from reconcile.plan.quotas import migration_warnings, plan_quotas

@@ -35,7 +35,8 @@ def fetch_command(spec: Dataset | Model, shared_root: str, workspace: str, key: 
     source = spec.url or spec.ftp
     if source is None:
         return None
-    return entrypoint(url_spec(source.url, file_name(source.url), source.sha256, dest, max_bytes=MAX_SIZE),
+    login = {"user": spec.ftp.user, "password_env": spec.ftp.password_variable} if spec.ftp is not None else {}
+    return entrypoint(url_spec(source.url, file_name(source.url), source.sha256, dest, max_bytes=MAX_SIZE, **login),
                       python=python)
 
 

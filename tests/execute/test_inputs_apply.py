@@ -32,6 +32,9 @@ pq.write_table(table, os.path.join(out, "train.parquet"))
 """
 
 
+FTP_PASSWORD = "ftp-pass-9c1e7d"
+
+
 def parquet_bytes(columns: dict[str, list[str]]) -> bytes:
     sink = io.BytesIO()
     pq.write_table(pa.table(columns), sink)
@@ -52,14 +55,14 @@ def ftp(tmp_path: Path):
     served.mkdir()
     data = parquet_bytes({"prompt": ["a", "b", "c"], "answer": ["x", "y", "z"]})
     (served / "gsm8k.parquet").write_bytes(data)
-    server = LoopbackFtp(served, "anonymous", "", anonymous=True)
+    server = LoopbackFtp(served, "reader", FTP_PASSWORD)
     yield server, hashlib.sha256(data).hexdigest()
     server.close()
 
 
 def inputs_workspace(root: Path, name: str, address: str, shared: Path, mirror: HubMirror, ftp_url: str,
                      digest: str):
-    ws = make_workspace(root, name, address)
+    ws = make_workspace(root, name, address, secrets=("FTP_PASSWORD",))
     ws.write("cluster.yaml", f"""
         kind: Cluster
         name: local
@@ -79,7 +82,7 @@ def inputs_workspace(root: Path, name: str, address: str, shared: Path, mirror: 
         kind: Dataset
         name: gsm8k
         cluster: local
-        ftp: {{url: {ftp_url}/gsm8k.parquet, sha256: {digest}}}
+        ftp: {{url: {ftp_url}/gsm8k.parquet, sha256: {digest}, user: reader, password: "${{env:FTP_PASSWORD}}"}}
         """)
     return ws
 
@@ -134,8 +137,9 @@ def stopped_after(ray_cluster):
 
 
 def test_inputs_fetched_prepared_sealed_named_reused_and_pruned(argus, tmp_path, mirror, ftp, ray_cluster,
-                                                                  stopped_after):
+                                                                  stopped_after, monkeypatch):
     server, digest = ftp
+    monkeypatch.setenv("FTP_PASSWORD", FTP_PASSWORD)
     shared = tmp_path / "nfs"
     shared.mkdir()
     ws = inputs_workspace(tmp_path / "a", "inputs-team-a", ray_cluster.address, shared, mirror, server.url, digest)
@@ -160,6 +164,9 @@ def test_inputs_fetched_prepared_sealed_named_reused_and_pruned(argus, tmp_path,
     assert record["submission"]["inputs"]["dataset.gsm8k"].startswith("datasets/gsm8k/")
     audit = "\n".join(p.read_text() for p in shared.glob(".argus/audit/**/*.jsonl"))
     assert '"dataset.gsm8k"' in audit and manifest["digest"] in audit
+    written = [p for p in shared.rglob("*") if p.is_file() and FTP_PASSWORD.encode() in p.read_bytes()]
+    assert written == [] and FTP_PASSWORD not in first.out, "the FTP password reached a file or the plan"
+    assert FTP_PASSWORD not in repr(jobs_of(ray_cluster.address, "inputs-team-a")), "... or Ray's job table"
 
     fetched = sum("/resolve/" in p for p in mirror.seen)
     other = inputs_workspace(tmp_path / "b", "inputs-team-b", ray_cluster.address, shared, mirror, server.url, digest)
