@@ -44,6 +44,7 @@ def entries(path: str) -> list[tuple[str, os.stat_result]]:
         with beneath.opened_dir("/", parent) as fd:
             info = os.stat(name, dir_fd=fd, follow_symlinks=False)
             if stat.S_ISREG(info.st_mode):
+                _refuse_private(info.st_mode, path)
                 return [(name, info)]
             _refuse(info.st_mode, path)
             child = _open_dir(fd, name, path)
@@ -66,8 +67,13 @@ def _walk(fd: int, prefix: str, shown: str, depth: int) -> Iterator[tuple[str, o
     if depth > MAX_DEPTH:
         raise NotAdoptable(f"{shown}: deeper than {MAX_DEPTH} directories: argus does not adopt it")
     for name in beneath.names_in(fd, lambda _: True, MAX_FILES, f"{shown}/{prefix}"):
+        if name.startswith("."):
+            raise NotAdoptable(f"{shown}/{prefix}{name} is hidden: argus adopts data only, and a hidden file or "
+                               "directory (.ssh, .env, .git) is where keys live; every job of the cluster would read "
+                               "it. Stage the data in a directory of its own, without hidden names")
         info = os.stat(name, dir_fd=fd, follow_symlinks=False)
         if stat.S_ISREG(info.st_mode):
+            _refuse_private(info.st_mode, f"{shown}/{prefix}{name}")
             yield f"{prefix}{name}", info
             continue
         _refuse(info.st_mode, f"{shown}/{prefix}{name}")
@@ -76,6 +82,15 @@ def _walk(fd: int, prefix: str, shown: str, depth: int) -> Iterator[tuple[str, o
             yield from _walk(child, f"{prefix}{name}/", shown, depth + 1)
         finally:
             os.close(child)
+
+
+def _refuse_private(mode: int, shown: str) -> None:
+    """A file others may not read is private (a key, a token): adopting it would publish it to every job of
+    the cluster and seal it 0444, so argus never does; making it readable (chmod o+r) is the owner's say."""
+    if not mode & stat.S_IROTH:
+        raise NotAdoptable(f"{shown} is not readable by others (mode {stat.S_IMODE(mode):o}): argus would "
+                           "publish it to every job of the cluster; not adopted. If it is data, make it readable "
+                           "(chmod a+r) and plan again")
 
 
 def _refuse(mode: int, shown: str) -> None:
