@@ -75,6 +75,10 @@ class RayJob(Frozen):
     job by (a placement group's creator_job_id, an actor's job_id)."""
     driver_pid: int | None = None
     """The pid of the job's driver once it called ray.init (its row's `driver_info.pid`), on driver_node_id."""
+    env_values: tuple[str, ...] = Field(default=(), exclude=True, repr=False)
+    """The values of the job's runtime_env env_vars, as Ray reports them: what a run reads may be named there and
+    not in its entrypoint (a command job's `env: {DATA: ${dataset:x}}`), so prune looks there too. Never dumped
+    or shown (argus sends no secret in them, but a job submitted by hand may)."""
 
     @property
     def run_id(self) -> RunId | None:

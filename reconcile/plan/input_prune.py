@@ -48,7 +48,8 @@ def _users(desired: DesiredState, observed: ObservedState, runs: Mapping[str, li
     ws, named = desired.workspace.name, _naming(rel)
     for state in sorted(observed.clusters.values(), key=lambda c: c.name):
         for job in state.jobs:
-            if state.name == cluster and job.status not in TERMINAL and named(job.entrypoint):
+            if state.name == cluster and job.status not in TERMINAL and (named(job.entrypoint)
+                                                                       or any(map(named, job.env_values))):
                 yield _who(job.submission_id, job.job, job.workspace)
     for sid, record in sorted(observed.records.items()):
         if record.cluster == cluster and record.status in MAYBE_RUNNING and _names(record.submission, rel, named):
