@@ -71,7 +71,8 @@ def _sealed(root: str, rel: str, spec: Dataset | Model, key: str, found: InputMa
     damaged = manifests.verify_digests(root, rel, found) if verify else manifests.check_sizes(root, rel, found)
     if damaged is not None:
         return {"problem": f"{rel} is damaged: {damaged}; jobs naming it are not submitted. Versions never change "
-                           "in place: remove it (argus apply --prune) and apply to make it again"}
+                           f"in place, and prune never deletes one a spec names: once no run reads it, remove it "
+                           f"(chmod -R u+w {root}/{rel} && rm -rf {root}/{rel}) and apply to make it again"}
     return {"manifest": found}
 
 
