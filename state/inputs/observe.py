@@ -154,12 +154,14 @@ def recorded_inputs(desired: DesiredState, absent: tuple[str, ...]) -> dict[str,
     """Every input as the shared root's sealed versions say, with no network and no fingerprint (status, logs): the
     newest version sealed from the spec's source as written. A branch that moved since shows as that version until
     the next plan pins the new one."""
-    found = {}
+    found, stored = {}, {}
     for address, spec in sorted(desired.inputs.items()):
         root = desired.shared_roots.get(spec.cluster)
         state = InputState(cluster=spec.cluster)
         if root is not None and spec.cluster not in absent:
-            versions = [m for rel, m in manifests.stored_versions(root).items()
+            if root not in stored:  # once per root: a listing reads every manifest on it
+                stored[root] = manifests.stored_versions(root)
+            versions = [m for rel, m in stored[root].items()
                         if rel.startswith(f"{TOP[spec.kind]}/{spec.name}/") and m.source.get(spec.source)
                         == spec.model_dump(mode="json")[spec.source]]
             if versions:
