@@ -42,6 +42,8 @@ class Walked:
     blob_sha1: str | None = None
     """The git blob sha1, when the caller asked for it (a hub file listed without LFS)."""
     facts: dict[str, Any] = field(default_factory=dict)
+    identity: tuple[int, int] = (0, 0)
+    """The (device, inode) of the file hashed: an adopted path's files must be the ones apply linked."""
 
 
 def walk(root: str | Path, rel: str, kind: str, blobs: frozenset[str] = frozenset()
@@ -125,7 +127,9 @@ def _read_file(folder: int, name: str, path: str, kind: str, blob: bool, shown: 
                 sha1.update(chunk)
         if read != size:
             raise NotSealable(f"{shown} changed size while argus read it (a job still writing?): run again")
-        return Walked(path, size, sha256.hexdigest(), sha1.hexdigest() if sha1 else None, facts_of(fd, path, kind))
+        info = os.fstat(fd)
+        return Walked(path, size, sha256.hexdigest(), sha1.hexdigest() if sha1 else None, facts_of(fd, path, kind),
+                      (info.st_dev, info.st_ino))
     finally:
         os.close(fd)
 

@@ -75,3 +75,52 @@ def test_one_private_file_named_by_path_is_never_published(root: Path, tmp_path:
         sealed(root, input_spec, step_for(input_spec, pin=pin), Expected(pin=pin))
     assert _published(root) == []
     assert stat.S_IMODE(os.stat(source).st_mode) == 0o600
+
+
+def _racing(monkeypatch, harm) -> None:
+    """A job on the cluster writes into the adoption's staging dir (a predictable name on a root every job may
+    write) while apply links the path's files into it: `harm(folder_fd, name)` after each real link."""
+    from state.inputs import adopt as adopt_module
+
+    real = adopt_module._link
+
+    def link(source, folder, name, info):
+        real(source, folder, name, info)
+        harm(folder, name)
+    monkeypatch.setattr(adopt_module, "_link", link)
+
+
+def _staged_path_case(tmp_path: Path):
+    source = tmp_path / "staging" / "gsm8k"
+    source.mkdir(parents=True)
+    (source / "train.csv").write_bytes(b"q,a\n1+1,2\n")
+    pin = fingerprint(str(source))
+    input_spec = spec({"path": str(source)})
+    return input_spec, step_for(input_spec, pin=pin), pin
+
+
+def test_a_file_a_job_adds_to_an_adoption_is_never_sealed_into_the_version(root: Path, tmp_path: Path, monkeypatch):
+    def plant(folder, _name):
+        fd = os.open("poison.csv", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=folder)
+        os.write(fd, b"poisoned")
+        os.close(fd)
+    _racing(monkeypatch, plant)
+    input_spec, step, pin = _staged_path_case(tmp_path)
+    with pytest.raises(NotSealable):
+        sealed(root, input_spec, step, Expected(pin=pin))
+    assert not (root / step.rel).exists()
+    assert not [p for p in root.rglob("poison.csv")]
+
+
+def test_a_file_a_job_swaps_in_an_adoption_is_never_sealed_into_the_version(root: Path, tmp_path: Path, monkeypatch):
+    def swap(folder, name):
+        os.unlink(name, dir_fd=folder)
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=folder)
+        os.write(fd, b"poisoned!!")  # the same size as the original
+        os.close(fd)
+    _racing(monkeypatch, swap)
+    input_spec, step, pin = _staged_path_case(tmp_path)
+    with pytest.raises(NotSealable):
+        sealed(root, input_spec, step, Expected(pin=pin))
+    assert not (root / step.rel).exists()
+    assert (tmp_path / "staging" / "gsm8k" / "train.csv").read_bytes() == b"q,a\n1+1,2\n"
