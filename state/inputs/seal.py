@@ -97,7 +97,12 @@ def _seal(shared_root: str, spec: Dataset | Model, step: SealInputStep, workspac
     for name in (FETCH_MANIFEST, MANIFEST):  # a manifest a job planted is never argus's
         beneath.unlink_beneath(shared_root, f"{step.staged}/{name}")
     blobs = frozenset(f.path for f in expected.hub or () if f.sha256 is None)
-    files, identity = walk(shared_root, step.staged, spec.kind, blobs)
+    known: dict[str, int | None] | None = None  # names (and sizes) checked before any file is hashed
+    if expected.files is not None:
+        known = dict.fromkeys(expected.files)
+    if expected.hub is not None:
+        known = {f.path: f.size for f in expected.hub}
+    files, identity = walk(shared_root, step.staged, spec.kind, blobs, known)
     if adopted is not None and {f.path: f.identity for f in files} != dict(adopted):
         raise NotSealable(f"{spec.kind.lower()}.{spec.name}: {step.staged} changed while argus adopted {step.adopt} "
                           "into it (a file added, removed or swapped by a job?): not sealed; run again")
