@@ -301,6 +301,15 @@ class InputManifest(Frozen):
     signed: bool = Field(default=False, exclude=True)
     """Set by the reader: its HMAC verified under ARGUS_ROOT_KEY (never the file's own word)."""
 
+    @field_validator("name", "key", "workspace", "commit", "created_by", "created_at", "run", "digest")
+    @classmethod
+    def _printable(cls, value: str | None) -> str | None:
+        """Shown in plans and `argus usage --inputs` as it is: a manifest a job wrote (no ARGUS_ROOT_KEY) with an
+        escape sequence or a line break in it is no manifest argus wrote."""
+        if value is not None and (len(value) > 1024 or not value.isprintable()):
+            raise ValueError("not a short line of printable text")
+        return value
+
 
 class InputState(Frozen):
     """A Dataset or Model spec as observed: its pinned version, and what the shared root holds of it."""
