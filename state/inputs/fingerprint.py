@@ -47,6 +47,7 @@ def entries(path: str) -> list[tuple[str, os.stat_result]]:
                 _refuse_private(info.st_mode, path)
                 return [(name, info)]
             _refuse(info.st_mode, path)
+            _refuse_closed(info.st_mode, path)
             child = _open_dir(fd, name, path)
     except FileNotFoundError:
         raise NotAdoptable(f"{path} does not exist: stage the files there, or fix the spec's `path`") from None
@@ -77,6 +78,7 @@ def _walk(fd: int, prefix: str, shown: str, depth: int) -> Iterator[tuple[str, o
             yield f"{prefix}{name}", info
             continue
         _refuse(info.st_mode, f"{shown}/{prefix}{name}")
+        _refuse_closed(info.st_mode, f"{shown}/{prefix}{name}")
         child = _open_dir(fd, name, f"{shown}/{prefix}{name}")
         try:
             yield from _walk(child, f"{prefix}{name}/", shown, depth + 1)
@@ -91,6 +93,15 @@ def _refuse_private(mode: int, shown: str) -> None:
         raise NotAdoptable(f"{shown} is not readable by others (mode {stat.S_IMODE(mode):o}): argus would "
                            "publish it to every job of the cluster; not adopted. If it is data, make it readable "
                            "(chmod a+r) and plan again")
+
+
+def _refuse_closed(mode: int, shown: str) -> None:
+    """A directory others cannot list and enter (a 0700 home) keeps what is in it private, whatever the files'
+    own modes: argus does not publish it either."""
+    if (mode & (stat.S_IROTH | stat.S_IXOTH)) != (stat.S_IROTH | stat.S_IXOTH):
+        raise NotAdoptable(f"{shown} is a directory others cannot list or enter (mode {stat.S_IMODE(mode):o}): "
+                           "what is in it is private, and argus would publish it to every job of the cluster; not "
+                           "adopted. If it is data, make it readable (chmod a+rx) and plan again")
 
 
 def _refuse(mode: int, shown: str) -> None:

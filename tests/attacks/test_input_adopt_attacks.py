@@ -124,3 +124,24 @@ def test_a_file_a_job_swaps_in_an_adoption_is_never_sealed_into_the_version(root
         sealed(root, input_spec, step, Expected(pin=pin))
     assert not (root / step.rel).exists()
     assert (tmp_path / "staging" / "gsm8k" / "train.csv").read_bytes() == b"q,a\n1+1,2\n"
+
+
+def test_files_in_a_directory_others_cannot_enter_are_never_published(root: Path, tmp_path: Path):
+    """A home directory is often 0700: the files in it are the owner's alone, whatever their own mode says.
+    (The path's ancestors are not checked: pytest's own tmp dirs are 0700.)"""
+    home = tmp_path / "home" / "runner"
+    (home / "notes").mkdir(parents=True)
+    (home / "notes" / "token.txt").write_bytes(KEY)  # 0644, but nobody else can reach it
+    (home / "train.csv").write_bytes(b"q,a\n")
+    os.chmod(home, 0o700)
+    input_spec = spec({"path": str(home)})
+    with pytest.raises(NotAdoptable, match="others cannot"):
+        pin = fingerprint(str(home))
+        sealed(root, input_spec, step_for(input_spec, pin=pin), Expected(pin=pin))
+    os.chmod(home, 0o755)
+    os.chmod(home / "notes", 0o700)
+    with pytest.raises(NotAdoptable, match="others cannot"):
+        pin = fingerprint(str(home))
+        sealed(root, input_spec, step_for(input_spec, pin=pin), Expected(pin=pin))
+    assert _published(root) == []
+    assert stat.S_IMODE(os.stat(home / "notes" / "token.txt").st_mode) == 0o644
