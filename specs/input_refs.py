@@ -120,6 +120,11 @@ def _input_diagnostics(spec: Dataset | Model, clusters: Mapping[str, Cluster], s
         return [at("hub", f"no hub endpoint: cluster {spec.cluster!r} sets no {HUB_ENDPOINT} URL in job_defaults.env",
                    "give `hub.endpoint: https://huggingface.co` (or your mirror's URL)")]
     code = spec.prepare.code if spec.prepare is not None else None
+    for i, arg in enumerate(spec.prepare.entrypoint if spec.prepare is not None else ()):
+        for match in REFERENCE.finditer(arg):  # never filled nor waited for here: the program would get the text
+            return [at(f"prepare.entrypoint.{i}", f"`{match.group()}`: a prepare step's entrypoint is not filled "
+                                                   "with an input's version (nor does it wait for one)",
+                       "give the path the program reads (a `path:` source's directory), or prepare it in one step")]
     if code is not None and code not in snapshots:
         return [at("prepare.code", f"no CodeSnapshot named {code!r} (known: {_known(snapshots)})")]
     if code is not None and snapshots[code].cluster != spec.cluster:

@@ -75,6 +75,10 @@ class RayJob(Frozen):
     job by (a placement group's creator_job_id, an actor's job_id)."""
     driver_pid: int | None = None
     """The pid of the job's driver once it called ray.init (its row's `driver_info.pid`), on driver_node_id."""
+    env_values: tuple[str, ...] = Field(default=(), exclude=True, repr=False)
+    """The values of the job's runtime_env env_vars, as Ray reports them: what a run reads may be named there and
+    not in its entrypoint (a command job's `env: {DATA: ${dataset:x}}`), so prune looks there too. Never dumped
+    or shown (argus sends no secret in them, but a job submitted by hand may)."""
 
     @property
     def run_id(self) -> RunId | None:
@@ -296,6 +300,15 @@ class InputManifest(Frozen):
     `config` (config.json's keys the verl checks use)."""
     signed: bool = Field(default=False, exclude=True)
     """Set by the reader: its HMAC verified under ARGUS_ROOT_KEY (never the file's own word)."""
+
+    @field_validator("name", "key", "workspace", "commit", "created_by", "created_at", "run", "digest")
+    @classmethod
+    def _printable(cls, value: str | None) -> str | None:
+        """Shown in plans and `argus usage --inputs` as it is: a manifest a job wrote (no ARGUS_ROOT_KEY) with an
+        escape sequence or a line break in it is no manifest argus wrote."""
+        if value is not None and (len(value) > 1024 or not value.isprintable()):
+            raise ValueError("not a short line of printable text")
+        return value
 
 
 class InputState(Frozen):

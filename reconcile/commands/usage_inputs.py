@@ -22,8 +22,12 @@ from state.queue.usage import read_runs, readable
 
 def run(directory: Path, as_json: bool) -> int:
     desired = load(directory)
-    here = {name: root for name, root in sorted(desired.shared_roots.items()) if Path(root).is_dir()}
-    usage = input_usage({name: stored_versions(root) for name, root in here.items()})
+    here: dict[str, str] = {}  # one entry per root: clusters may share one (named together, counted once)
+    for name, root in sorted(desired.shared_roots.items()):
+        if Path(root).is_dir():
+            here[root] = f"{here[root]},{name}" if root in here else name
+    here = {names: root for root, names in here.items()}
+    usage = input_usage({names: stored_versions(root) for names, root in here.items()})
     named = Counter(rel for r in read_runs([root for root in here.values() if readable(root)])
                     for rel in _versions(r.record.submission))
     typer.echo(_json(usage, named) if as_json else render(usage, named))

@@ -31,10 +31,13 @@ def prune_inputs(desired: DesiredState, observed: ObservedState, runs: Mapping[s
                 continue
             seen.add((root, rel))
             address = Address.parse(f"{manifest.kind.lower()}.{manifest.name}") or Address.cluster(cluster)
-            user = next(_users(desired, observed, runs, cluster, root, rel), None)
-            if user is not None:
+            # another workspace's run first: that it still reads the version is what its owner cannot see
+            users = sorted(dict.fromkeys(_users(desired, observed, runs, cluster, root, rel)),
+                           key=lambda user: user[0] == desired.workspace.name)
+            if users:
+                more = f" (and {len(users) - 1} more)" if len(users) > 1 else ""
                 diagnostics.append(Diagnostic(severity="error", address=address,
-                                              message=f"prune refused: run {user} names {rel}"))
+                                              message=f"prune refused: run {users[0][1]} names {rel}{more}"))
             else:
                 changes.append(Change(address=address, action=Action.DELETE, reason=f"pruned: no spec names {rel}",
                                       steps=(DeleteInputStep(cluster=cluster, rel=rel, bytes=manifest.bytes),)))
@@ -42,13 +45,14 @@ def prune_inputs(desired: DesiredState, observed: ObservedState, runs: Mapping[s
 
 
 def _users(desired: DesiredState, observed: ObservedState, runs: Mapping[str, list[RunView]], cluster: str,
-           root: str, rel: str) -> Iterator[str]:
+           root: str, rel: str) -> Iterator[tuple[str | None, str]]:
     """"S (job J, workspace W)" for each run that may read the version: any workspace's job Ray runs there, this
     workspace's records of runs that may be running, and the newest run of each of its desired jobs."""
     ws, named = desired.workspace.name, _naming(rel)
     for state in sorted(observed.clusters.values(), key=lambda c: c.name):
         for job in state.jobs:
-            if state.name == cluster and job.status not in TERMINAL and named(job.entrypoint):
+            if state.name == cluster and job.status not in TERMINAL and (named(job.entrypoint)
+                                                                       or any(map(named, job.env_values))):
                 yield _who(job.submission_id, job.job, job.workspace)
     for sid, record in sorted(observed.records.items()):
         if record.cluster == cluster and record.status in MAYBE_RUNNING and _names(record.submission, rel, named):
@@ -71,5 +75,5 @@ def _names(sub: Submission | None, rel: str, named: Callable[[str | None], bool]
     return rel in (sub.inputs or {}).values() or named(sub.entrypoint) or any(map(named, sub.env_vars.values()))
 
 
-def _who(sid: str, job: str | None, workspace: str | None) -> str:
-    return f"{sid} (job {job or 'unknown'}, workspace {workspace or 'unknown'})"
+def _who(sid: str, job: str | None, workspace: str | None) -> tuple[str | None, str]:
+    return workspace, f"{sid} (job {job or 'unknown'}, workspace {workspace or 'unknown'})"

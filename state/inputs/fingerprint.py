@@ -44,8 +44,10 @@ def entries(path: str) -> list[tuple[str, os.stat_result]]:
         with beneath.opened_dir("/", parent) as fd:
             info = os.stat(name, dir_fd=fd, follow_symlinks=False)
             if stat.S_ISREG(info.st_mode):
+                _refuse_private(info.st_mode, path)
                 return [(name, info)]
             _refuse(info.st_mode, path)
+            _refuse_closed(info.st_mode, path)
             child = _open_dir(fd, name, path)
     except FileNotFoundError:
         raise NotAdoptable(f"{path} does not exist: stage the files there, or fix the spec's `path`") from None
@@ -66,16 +68,40 @@ def _walk(fd: int, prefix: str, shown: str, depth: int) -> Iterator[tuple[str, o
     if depth > MAX_DEPTH:
         raise NotAdoptable(f"{shown}: deeper than {MAX_DEPTH} directories: argus does not adopt it")
     for name in beneath.names_in(fd, lambda _: True, MAX_FILES, f"{shown}/{prefix}"):
+        if name.startswith("."):
+            raise NotAdoptable(f"{shown}/{prefix}{name} is hidden: argus adopts data only, and a hidden file or "
+                               "directory (.ssh, .env, .git) is where keys live; every job of the cluster would read "
+                               "it. Stage the data in a directory of its own, without hidden names")
         info = os.stat(name, dir_fd=fd, follow_symlinks=False)
         if stat.S_ISREG(info.st_mode):
+            _refuse_private(info.st_mode, f"{shown}/{prefix}{name}")
             yield f"{prefix}{name}", info
             continue
         _refuse(info.st_mode, f"{shown}/{prefix}{name}")
+        _refuse_closed(info.st_mode, f"{shown}/{prefix}{name}")
         child = _open_dir(fd, name, f"{shown}/{prefix}{name}")
         try:
             yield from _walk(child, f"{prefix}{name}/", shown, depth + 1)
         finally:
             os.close(child)
+
+
+def _refuse_private(mode: int, shown: str) -> None:
+    """A file others may not read is private (a key, a token): adopting it would publish it to every job of
+    the cluster and seal it 0444, so argus never does; making it readable (chmod o+r) is the owner's say."""
+    if not mode & stat.S_IROTH:
+        raise NotAdoptable(f"{shown} is not readable by others (mode {stat.S_IMODE(mode):o}): argus would "
+                           "publish it to every job of the cluster; not adopted. If it is data, make it readable "
+                           "(chmod a+r) and plan again")
+
+
+def _refuse_closed(mode: int, shown: str) -> None:
+    """A directory others cannot list and enter (a 0700 home) keeps what is in it private, whatever the files'
+    own modes: argus does not publish it either."""
+    if (mode & (stat.S_IROTH | stat.S_IXOTH)) != (stat.S_IROTH | stat.S_IXOTH):
+        raise NotAdoptable(f"{shown} is a directory others cannot list or enter (mode {stat.S_IMODE(mode):o}): "
+                           "what is in it is private, and argus would publish it to every job of the cluster; not "
+                           "adopted. If it is data, make it readable (chmod a+rx) and plan again")
 
 
 def _refuse(mode: int, shown: str) -> None:

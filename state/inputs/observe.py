@@ -71,7 +71,8 @@ def _sealed(root: str, rel: str, spec: Dataset | Model, key: str, found: InputMa
     damaged = manifests.verify_digests(root, rel, found) if verify else manifests.check_sizes(root, rel, found)
     if damaged is not None:
         return {"problem": f"{rel} is damaged: {damaged}; jobs naming it are not submitted. Versions never change "
-                           "in place: remove it (argus apply --prune) and apply to make it again"}
+                           f"in place, and prune never deletes one a spec names: once no run reads it, remove it "
+                           f"(chmod -R u+w {root}/{rel} && rm -rf {root}/{rel}) and apply to make it again"}
     return {"manifest": found}
 
 
@@ -153,12 +154,14 @@ def recorded_inputs(desired: DesiredState, absent: tuple[str, ...]) -> dict[str,
     """Every input as the shared root's sealed versions say, with no network and no fingerprint (status, logs): the
     newest version sealed from the spec's source as written. A branch that moved since shows as that version until
     the next plan pins the new one."""
-    found = {}
+    found, stored = {}, {}
     for address, spec in sorted(desired.inputs.items()):
         root = desired.shared_roots.get(spec.cluster)
         state = InputState(cluster=spec.cluster)
         if root is not None and spec.cluster not in absent:
-            versions = [m for rel, m in manifests.stored_versions(root).items()
+            if root not in stored:  # once per root: a listing reads every manifest on it
+                stored[root] = manifests.stored_versions(root)
+            versions = [m for rel, m in stored[root].items()
                         if rel.startswith(f"{TOP[spec.kind]}/{spec.name}/") and m.source.get(spec.source)
                         == spec.model_dump(mode="json")[spec.source]]
             if versions:

@@ -71,10 +71,9 @@ def seal(shared_root: str, spec: Dataset | Model, step: SealInputStep, workspace
         remove_staging(shared_root, step.staged)
         return Sealed("exists", existing)
     try:
-        if step.adopt:
-            adopt(step.adopt, shared_root, step.staged, expected.pin)
+        adopted = adopt(step.adopt, shared_root, step.staged, expected.pin) if step.adopt else None
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        return _seal(shared_root, spec, step, workspace, commit, user, expected, now)
+        return _seal(shared_root, spec, step, workspace, commit, user, expected, now, adopted)
     except beneath.NotBeneath as err:  # a link or a non-directory on the way (planted by a job)
         remove_staging(shared_root, step.staged)
         raise NotSealable(f"{err}: argus follows no link on the shared root; not sealed. Remove it and run "
@@ -94,11 +93,19 @@ def remove_version(shared_root: str, rel: str) -> None:
 
 
 def _seal(shared_root: str, spec: Dataset | Model, step: SealInputStep, workspace: str, commit: str, user: str,
-          expected: Expected, now: str) -> Sealed:
+          expected: Expected, now: str, adopted: Mapping[str, tuple[int, int]] | None = None) -> Sealed:
     for name in (FETCH_MANIFEST, MANIFEST):  # a manifest a job planted is never argus's
         beneath.unlink_beneath(shared_root, f"{step.staged}/{name}")
     blobs = frozenset(f.path for f in expected.hub or () if f.sha256 is None)
-    files, identity = walk(shared_root, step.staged, spec.kind, blobs)
+    known: dict[str, int | None] | None = None  # names (and sizes) checked before any file is hashed
+    if expected.files is not None:
+        known = dict.fromkeys(expected.files)
+    if expected.hub is not None:
+        known = {f.path: f.size for f in expected.hub}
+    files, identity = walk(shared_root, step.staged, spec.kind, blobs, known)
+    if adopted is not None and {f.path: f.identity for f in files} != dict(adopted):
+        raise NotSealable(f"{spec.kind.lower()}.{spec.name}: {step.staged} changed while argus adopted {step.adopt} "
+                          "into it (a file added, removed or swapped by a job?): not sealed; run again")
     _check(spec, files, expected)
     manifest = _manifest(spec, step, files, workspace, commit, user, expected, now)
     with beneath.opened_dir(shared_root, step.staged) as fd:

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -42,17 +43,21 @@ class Walked:
     blob_sha1: str | None = None
     """The git blob sha1, when the caller asked for it (a hub file listed without LFS)."""
     facts: dict[str, Any] = field(default_factory=dict)
+    identity: tuple[int, int] = (0, 0)
+    """The (device, inode) of the file hashed: an adopted path's files must be the ones apply linked."""
 
 
-def walk(root: str | Path, rel: str, kind: str, blobs: frozenset[str] = frozenset()
-         ) -> tuple[list[Walked], tuple[int, int]]:
+def walk(root: str | Path, rel: str, kind: str, blobs: frozenset[str] = frozenset(),
+         known: Mapping[str, int | None] | None = None) -> tuple[list[Walked], tuple[int, int]]:
     """Every regular file beneath root/rel, sorted by path, and the (device, inode) of the directory walked (the
-    one a rename must then move); NotSealable on anything but files and directories."""
+    one a rename must then move); NotSealable on anything but files and directories. `known`: the only names
+    (and, where given, sizes) the version may hold, checked before a file is read, so a huge file a job planted
+    is refused by its stat, never hashed."""
     found: list[Walked] = []
     try:
         with beneath.opened_dir(root, rel) as fd:
             info = os.fstat(fd)
-            _walk_dir(fd, "", found, kind, blobs, f"{root}/{rel}", 0)
+            _walk_dir(fd, "", found, kind, blobs, f"{root}/{rel}", 0, known)
     except beneath.Refused as err:
         raise NotSealable(f"{err}: argus seals regular files and directories only; remove it and run again") from None
     except beneath.NotBeneath as err:
@@ -84,19 +89,25 @@ def _read_only(fd: int, shown: str) -> None:
 
 
 def _walk_dir(fd: int, prefix: str, found: list[Walked], kind: str, blobs: frozenset[str], shown: str,
-              depth: int) -> None:
+              depth: int, known: Mapping[str, int | None] | None = None) -> None:
     if depth > MAX_DEPTH:
         raise NotSealable(f"{shown}/{prefix}: deeper than {MAX_DEPTH} directories: not sealing it")
     for name in beneath.names_in(fd, lambda _: True, MAX_FILES, f"{shown}/{prefix}"):
         path = f"{prefix}{name}"
-        mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
-        if stat.S_ISDIR(mode):
+        info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        if stat.S_ISDIR(info.st_mode):
             child = _open_dir(fd, name, f"{shown}/{path}")
             try:
-                _walk_dir(child, f"{path}/", found, kind, blobs, shown, depth + 1)
+                _walk_dir(child, f"{path}/", found, kind, blobs, shown, depth + 1, known)
             finally:
                 os.close(child)
             continue
+        if known is not None and stat.S_ISREG(info.st_mode) and path not in known:
+            raise NotSealable(f"{shown}/{path} is not expected (the pinned source lists no such file): not sealed; "
+                              "remove it (a job wrote it?) and run again")
+        if known is not None and known.get(path) is not None and info.st_size != known[path]:
+            raise NotSealable(f"{shown}/{path} is {info.st_size} bytes, the pinned source lists {known[path]}: not "
+                              "sealed; run again")
         found.append(_read_file(fd, name, path, kind, path in blobs, f"{shown}/{path}"))
         if len(found) > MAX_FILES:
             raise NotSealable(f"{shown}: more than {MAX_FILES} files: not sealing it")
@@ -118,14 +129,16 @@ def _read_file(folder: int, name: str, path: str, kind: str, blob: bool, shown: 
         size = os.fstat(fd).st_size
         sha256, sha1 = hashlib.sha256(), hashlib.sha1(b"blob %d\0" % size) if blob else None
         read = 0
-        while chunk := os.read(fd, CHUNK):
+        while read <= size and (chunk := os.read(fd, CHUNK)):  # a file a job keeps growing ends the read
             read += len(chunk)
             sha256.update(chunk)
             if sha1 is not None:
                 sha1.update(chunk)
         if read != size:
             raise NotSealable(f"{shown} changed size while argus read it (a job still writing?): run again")
-        return Walked(path, size, sha256.hexdigest(), sha1.hexdigest() if sha1 else None, facts_of(fd, path, kind))
+        info = os.fstat(fd)
+        return Walked(path, size, sha256.hexdigest(), sha1.hexdigest() if sha1 else None, facts_of(fd, path, kind),
+                      (info.st_dev, info.st_ino))
     finally:
         os.close(fd)
 

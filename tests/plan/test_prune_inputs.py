@@ -71,3 +71,27 @@ def test_prune_is_refused_while_this_workspaces_newest_run_of_a_job_names_it_eve
     assert deletes(result) == []
     assert any(d.message.startswith(f"prune refused: run {done.submission_id} (job train, workspace team)")
                for d in result.errors)
+
+
+def test_prune_is_refused_while_another_workspaces_running_job_names_the_version_in_its_env():
+    """A command job's `env: {DATA: ${dataset:gsm8k}}` reaches Ray in runtime_env, not in the entrypoint: a run of
+    another workspace (whose records this workspace does not read) reading the version through it must still hold
+    it."""
+    from state.ray.client import _ray_job
+
+    foreign = _ray_job({"type": "SUBMISSION", "submission_id": "other-1", "status": "RUNNING",
+                        "entrypoint": "sh -c 'wrapper' python train.py",
+                        "runtime_env": {"env_vars": {"DATA": f"/shared/{OLD}/train.parquet"}}})
+    assert foreign is not None
+    desired, seen = setting(foreign)
+    result = plan(desired, seen, PRUNE)
+    assert deletes(result) == []
+    assert any(d.message.startswith("prune refused: run other-1") for d in result.errors)
+
+
+def test_a_ray_jobs_env_is_never_shown_where_observations_are_dumped():
+    from state.ray.client import _ray_job
+
+    job_ = _ray_job({"type": "SUBMISSION", "submission_id": "x", "status": "RUNNING", "entrypoint": "e",
+                     "runtime_env": {"env_vars": {"TOKEN": "plain-value"}}})
+    assert job_ is not None and "plain-value" not in job_.model_dump_json()

@@ -123,3 +123,27 @@ def test_stand_ins_and_fill_replace_only_references() -> None:
     where = {"dataset.gsm8k": "${shared_root}/datasets/gsm8k/0123456789ab", "model.qwen": "/m"}
     assert input_refs.fill(text, where) == ("data.train_files=${shared_root}/datasets/gsm8k/0123456789ab/train.parquet"
                                             " /m ${dataset:Bad} ${job:a.checkpoint_dir}")
+
+
+def test_a_reference_in_a_prepare_step_is_refused_not_passed_on_literally(tmp_path: Path) -> None:
+    """A prepare step's argv is not filled (nor does it wait for the input): `${dataset:raw}` would reach the
+    program as those very characters, so the loader refuses it at its field."""
+    ws = workspace(tmp_path)
+    ws.write("inputs.yaml", """
+        kind: Dataset
+        name: raw
+        cluster: h20
+        path: /staging/raw
+        ---
+        kind: Dataset
+        name: prepped
+        cluster: h20
+        prepare:
+          code: verl
+          entrypoint: [python, prep.py, --in, "${dataset:raw}/train.parquet", --out, "${output}"]
+          outputs: [train.parquet]
+        """)
+    with pytest.raises(SpecError) as caught:
+        load_workspace(ws.root)
+    [problem] = [str(d) for d in caught.value.diagnostics]
+    assert "prepare.entrypoint.3" in problem and "${dataset:raw}" in problem

@@ -64,3 +64,20 @@ def test_no_manifest_is_none_and_garbage_is_untrusted(root: Path):
     (root / "datasets" / "x" / "aaaaaaaaaaaa" / MANIFEST).write_text("{not json")
     with pytest.raises(Untrusted, match="not a manifest argus wrote"):
         read_version(root, "datasets/x/aaaaaaaaaaaa")
+
+
+@pytest.mark.parametrize("field", ["workspace", "commit", "created_by", "created_at"])
+def test_a_manifest_a_job_wrote_with_terminal_escapes_is_never_trusted(root: Path, field: str):
+    """Without ARGUS_ROOT_KEY a job can write a version's manifest; its text reaches the plan's lines ("ready: ...
+    (workspace W, commit C)") and `argus usage --inputs` unescaped, so one carrying escape sequences (clear the
+    screen, rewrite a line of the plan under review) is not argus's."""
+    rel = seal_one(root)
+    path = root / rel / MANIFEST
+    body = json.loads(path.read_text())
+    body[field] = "team\x1b[2J\x1b[1A+ all in sync"
+    os.chmod(root / rel, 0o755)
+    path.unlink()
+    path.write_text(json.dumps(body))
+    with pytest.raises(Untrusted):
+        read_version(root, rel)
+    assert stored_versions(root) == {}

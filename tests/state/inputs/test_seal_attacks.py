@@ -175,3 +175,38 @@ def test_a_file_changed_after_the_seal_is_found(root: Path):
     target.unlink()
     os.symlink("/etc/passwd", target)
     assert "no longer a regular file" in check_sizes(root, step.rel, manifest)
+
+
+HUGE = 20 * 1024 ** 3
+"""A sparse 20 GiB file: hashing it would hold apply for a long while."""
+
+
+def test_a_huge_file_planted_beside_a_fetched_one_is_refused_without_being_read(root: Path):
+    import time
+
+    input_spec, step, expected = url_case(root)
+    with open(root / step.staged / "zz-huge.bin", "wb") as f:
+        f.truncate(HUGE)
+    started = time.monotonic()
+    with pytest.raises(NotSealable, match="not expected"):
+        sealed(root, input_spec, step, expected)
+    assert time.monotonic() - started < 5
+    assert not (root / step.rel).exists()
+
+
+def test_a_hub_file_swapped_for_a_huge_one_is_refused_by_its_listed_size_without_being_read(root: Path):
+    import time
+
+    from state.inputs.shapes import HubFile
+
+    input_spec = spec({"hub": {"repo": "o/m", "revision": "c" * 40, "endpoint": "http://hub.test"}}, kind="Model")
+    step = step_for(input_spec, pin="c" * 40)
+    stage(root, step, {})
+    with open(root / step.staged / "model.safetensors", "wb") as f:
+        f.truncate(HUGE)
+    listing = (HubFile("model.safetensors", 4, sha(b"abcd"), None),)
+    started = time.monotonic()
+    with pytest.raises(NotSealable):
+        sealed(root, input_spec, step, Expected(hub=listing, pin="c" * 40))
+    assert time.monotonic() - started < 5
+    assert not (root / step.rel).exists()
