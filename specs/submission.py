@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import Field, StringConstraints, ValidationError
+from pydantic import Field, SerializerFunctionWrapHandler, StringConstraints, ValidationError, model_serializer
 
 from specs import verl
 from specs.base import Frozen
@@ -84,6 +84,16 @@ class Submission(Frozen):
     derived_checkpoints: bool | None = None
     """verl jobs without `trainer.checkpoint_dir`: argus derived the directory (outputs/<workspace>/...). Outside
     the hash; it says which directory spec_hash names as argus named it before outputs were per workspace."""
+
+    @model_serializer(mode="wrap")
+    def _without_unnamed_inputs(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A job naming no input is written as before inputs existed: records, plans and their golden files keep
+        their shape, and an older argus reads them."""
+        dumped = handler(self)
+        for name in ("inputs", "input_digests"):
+            if dumped.get(name) is None:
+                dumped.pop(name, None)
+        return dumped
 
 
 def resolve(workspace: Workspace, cluster: Cluster, job: Job, code: CodeRef | None = None) -> Submission:
