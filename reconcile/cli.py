@@ -121,7 +121,8 @@ def plan(directories: list[Path] = DIRS, changed_from: str | None = CHANGED_FROM
          allow_empty: bool = ALLOW_EMPTY, output_format: Format = FORMAT, as_json: bool = JSON,
          out: Path | None = OUT,
          verify_snapshots: bool = typer.Option(False, "--verify-snapshots",
-                                               help="Re-hash every snapshot's files against its digest."),
+                                               help="Re-hash every snapshot's and every input version's files "
+                                                    "against their digests."),
          fetch_timeout: float = FETCH_TIMEOUT, all_workspaces: bool = ALL_WORKSPACES) -> int:
     """Show what apply would do. Read-only (it may fill argus's private cache, never the shared root)."""
     from reconcile.commands import plan as command
@@ -175,6 +176,8 @@ class Kind(str, Enum):
     CodeSnapshot = "CodeSnapshot"
     Quotas = "Quotas"
     Job = "Job"
+    Dataset = "Dataset"
+    Model = "Model"
 
 
 SCHEMA_KIND = typer.Option(None, "--kind", help="Only this kind's schema (schema/job.schema.json for Job); "
@@ -308,8 +311,14 @@ def usage(directory: Path = DIR,
                                            "time on (UTC unless it names a zone); runs that ended before it are "
                                            "left out."),
           by: UsageKey = USAGE_BY,
-          as_json: bool = typer.Option(False, "--json", help="A JSON list of objects, one a row.")) -> int:
+          as_json: bool = typer.Option(False, "--json", help="A JSON list of objects, one a row."),
+          inputs: bool = typer.Option(False, "--inputs", help="Bytes of each sealed Dataset and Model version and "
+                                      "of each workspace's, and how many runs name each version, instead.")) -> int:
     """GPU-hours and run counts of every workspace's runs on the shared roots, from their records. Offline."""
+    if inputs:
+        from reconcile.commands import usage_inputs
+
+        return usage_inputs.run(directory, as_json)
     from reconcile.commands import usage as command
 
     return command.run(directory, by.value, since, as_json)

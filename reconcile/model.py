@@ -221,8 +221,51 @@ class DeleteSnapshotStep(StepModel):
         return f"delete snapshot {self.path} from the shared root of {self.cluster}"
 
 
+INPUT_REL_PATTERN = r"^(datasets|models)/[a-z0-9][a-z0-9-]{0,62}/[0-9a-f]{12}$"
+InputRel = Annotated[str, StringConstraints(pattern=INPUT_REL_PATTERN)]
+STAGED_REL_PATTERN = r"^(datasets|models)/[a-z0-9][a-z0-9-]{0,62}/\.incoming-[0-9a-f]{12}-[a-z0-9][a-z0-9-]{0,62}$"
+StagedRel = Annotated[str, StringConstraints(pattern=STAGED_REL_PATTERN)]
+
+
+class SealInputStep(StepModel):
+    """Seal one version of a Dataset or Model: digest what its materialisation run left in `staged` (or what a
+    `path:` source holds, linked in without copying), check it against the pinned source, write the signed
+    manifest, make it read-only and rename it to `rel` in one step. Refused, and nothing sealed, on any mismatch."""
+
+    kind: Literal["seal-input"] = "seal-input"
+    cluster: Name
+    address: str
+    """dataset.NAME or model.NAME: the spec it seals a version of."""
+    key: Hex
+    pin: str | None = None
+    """What pinned the version at plan (a hub commit, a path's fingerprint, a prepare's code digest): the seal
+    recomputes the key from it and the spec, and refuses a spec or a path changed since."""
+    rel: InputRel
+    staged: StagedRel
+    run: str | None = None
+    """The materialisation run whose success Ray reported; None for a `path:` adopted by apply itself."""
+    adopt: str | None = None
+    """A `path:` source's directory or file, linked (or copied across filesystems) into `staged` first."""
+
+    def describe(self) -> str:
+        what = f"adopt {self.adopt} as" if self.adopt else f"seal what {self.run or 'its run'} left as"
+        return f"{what} {self.address} version {self.rel}"
+
+
+class DeleteInputStep(StepModel):
+    """Delete one sealed input version no desired spec, kept run or running job names (--prune)."""
+
+    kind: Literal["delete-input"] = "delete-input"
+    cluster: Name
+    rel: InputRel
+    bytes: int = 0
+
+    def describe(self) -> str:
+        return f"delete input version {self.rel} ({self.bytes} bytes) from the shared root of {self.cluster}"
+
+
 Step = Annotated[SubmitStep | StopStep | MkdirStep | RootStep | SnapshotStep | DeleteSnapshotStep | EnqueueStep
-                 | QuotasStep, Field(discriminator="kind")]
+                 | QuotasStep | SealInputStep | DeleteInputStep, Field(discriminator="kind")]
 
 
 class RunView(Frozen):

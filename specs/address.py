@@ -1,7 +1,8 @@
 """Addresses: how plans, targets, diagnostics and the audit log name what argus manages.
 
-`job.NAME`, `code.NAME`, `dirs.CLUSTER`, `cluster.NAME`, `quotas.CLUSTER` and `workspace`. An Address is a str, so it
-prints and serialises as itself; it is made and taken apart here and nowhere else.
+`job.NAME`, `code.NAME`, `dirs.CLUSTER`, `cluster.NAME`, `quotas.CLUSTER`, `dataset.NAME`, `model.NAME` and
+`workspace`. An Address is a str, so it prints and serialises as itself; it is made and taken apart here and
+nowhere else.
 """
 
 from __future__ import annotations
@@ -21,12 +22,16 @@ class Kind(TextEnum):
     QUOTAS = "quotas"
     """A cluster's quotas (specs.models.Quotas), named by the cluster."""
     WORKSPACE = "workspace"
+    DATASET = "dataset"
+    """A Dataset (specs.inputs), on one cluster's shared root."""
+    MODEL = "model"
+    """A Model (specs.inputs), on one cluster's shared root."""
 
 
 SPEC_KINDS = {"Job": Kind.JOB, "CodeSnapshot": Kind.CODE, "Cluster": Kind.CLUSTER, "Workspace": Kind.WORKSPACE,
-              "Quotas": Kind.QUOTAS}
+              "Quotas": Kind.QUOTAS, "Dataset": Kind.DATASET, "Model": Kind.MODEL}
 """The address kind of each resource kind a spec file can hold."""
-_FORM = re.compile(r"(job|code|dirs|cluster|quotas)\.[a-z0-9][a-z0-9-]*|workspace")
+_FORM = re.compile(r"(job|code|dirs|cluster|quotas|dataset|model)\.[a-z0-9][a-z0-9-]*|workspace")
 """Names as specs write them, without their length cap: a snapshot found on a shared root is
 named by its directory, and argus still has to name it to report or prune it."""
 

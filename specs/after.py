@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator, Mapping
 from functools import partial
 
+from specs import input_refs
 from specs.address import Address
 from specs.desired import Source
 from specs.diagnostics import Diagnostic
@@ -70,7 +71,7 @@ def stand_ins(text: str) -> str:
     for name, field in references(text):
         value = f"/argus-stand-in/{name}/checkpoints" if field == "checkpoint_dir" else f"{name}-stand-in"
         text = text.replace(placeholder(name, field), value)
-    return text
+    return input_refs.stand_ins(text)  # `${dataset:...}` and `${model:...}` too: the callers check overrides
 
 
 def in_order(jobs: Mapping[str, Job]) -> list[str]:

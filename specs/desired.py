@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from specs.address import Address
 from specs.diagnostics import Where
+from specs.inputs import Dataset, Model
 from specs.models import Cluster, CodeSnapshot, Job, Quotas, Workspace
 
 
@@ -45,6 +46,9 @@ class DesiredState:
     """Absolute shared root of each cluster (a relative one resolved against the workspace root)."""
     quotas: Mapping[str, Quotas] = field(default_factory=dict)
     """By cluster: the quotas this workspace sets as the cluster's `admin` (the loader refuses any other)."""
+    inputs: Mapping[str, Dataset | Model] = field(default_factory=dict)
+    """Datasets and Models by address (`dataset.NAME`, `model.NAME`): their versions' paths are
+    specs.inputs.version_rel, beside snapshot_rel."""
 
     def included_files(self) -> list[str]:
         """The shared files (the Workspace's `include:`) its Clusters came from, relative to `root`: the only

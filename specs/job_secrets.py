@@ -15,16 +15,18 @@ from collections.abc import Iterator, Mapping
 from specs.address import Address
 from specs.desired import Source
 from specs.diagnostics import Diagnostic
+from specs.inputs import Dataset, Model
 from specs.models import SECRET_REF_PATTERN, Cluster, Job, Workspace
 from specs.reading import WORKSPACE_FILE
 
 
 def diagnostics(workspace: Workspace, clusters: Mapping[str, Cluster], jobs: Mapping[str, Job],
-                sources: Mapping[str, Source]) -> list[Diagnostic]:
-    """An error at each `${env:NAME}` whose NAME the workspace's `secrets:` does not list."""
+                sources: Mapping[str, Source], inputs: Mapping[str, Dataset | Model] | None = None) -> list[Diagnostic]:
+    """An error at each `${env:NAME}` whose NAME the workspace's `secrets:` does not list (an FTP source's password
+    is one too: its fetch run receives it)."""
     allowed = set(workspace.secrets)
     found = []
-    for address, field, name in references(clusters, jobs):
+    for address, field, name in [*references(clusters, jobs), *_passwords(inputs or {})]:
         if name not in allowed:
             found.append(Diagnostic(severity="error", address=address, field=field,
                                     message=f"`${{env:{name}}}` names a variable the workspace does not let its "
@@ -39,6 +41,13 @@ def references(clusters: Mapping[str, Cluster], jobs: Mapping[str, Job]) -> Iter
         yield from _in(Address.cluster(name), "job_defaults.env", cluster.job_defaults.env)
     for name, job in jobs.items():
         yield from _in(Address.job(name), "env", job.env)
+
+
+def _passwords(inputs: Mapping[str, Dataset | Model]) -> Iterator[tuple[str, str, str]]:
+    for address, spec in sorted(inputs.items()):
+        name = spec.ftp.password_variable if spec.ftp is not None else None
+        if name is not None:
+            yield address, "ftp.password", name
 
 
 def how_to_allow(name: str, listed: list[str]) -> str:

@@ -14,13 +14,13 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from specs import after, includes, job_secrets, rules, secret_scan
+from specs import after, includes, input_refs, job_secrets, rules, secret_scan
 from specs.address import Address
 from specs.desired import DesiredState, Source, address_of
 from specs.diagnostics import Diagnostic
 from specs.errors import ArgusError, SpecError
+from specs.inputs import ALL_KINDS, Input
 from specs.models import (
-    KINDS,
     SHARED_ROOT_RULE,
     Cluster,
     CodeSnapshot,
@@ -162,11 +162,11 @@ def _validate(walked: Walked, rel: str, diagnostics: list[Diagnostic], node: Cal
         diagnostics.append(Diagnostic.in_file(rel, line, "", "a resource must be a mapping with a `kind:` key"))
         return None
     kind = document.get("kind")
-    model = KINDS.get(kind) if isinstance(kind, str) else None
+    model = ALL_KINDS.get(kind) if isinstance(kind, str) else None
     if model is None:
         where = walked.lines.get("kind", line)
         hint = f"got {kind!r}" if "kind" in document else "missing"
-        diagnostics.append(Diagnostic.in_file(rel, where, "kind", f"{hint}; expected one of {', '.join(KINDS)}"))
+        diagnostics.append(Diagnostic.in_file(rel, where, "kind", f"{hint}; expected one of {', '.join(ALL_KINDS)}"))
         return None
     if walked.bad_keys:
         diagnostics.extend(Diagnostic.in_file(rel, line, path, "keys must be strings")
@@ -226,15 +226,18 @@ def _assemble(root: Path, loaded: list[tuple[Spec, Source]], diagnostics: list[D
     snapshots = {r.name: r for r, _ in unique if isinstance(r, CodeSnapshot)}
     jobs = {r.name: r for r, _ in unique if isinstance(r, Job)}
     quotas = {r.cluster: r for r, _ in unique if isinstance(r, Quotas)}
+    inputs = {address_of(r.kind, r.name): r for r, _ in unique if isinstance(r, Input)}
     diagnostics += rules.broken_references(clusters, snapshots, jobs, sources)
+    diagnostics += input_refs.diagnostics(clusters, snapshots, jobs, inputs, sources)
+    diagnostics += input_refs.reserved_names(jobs, inputs, sources)
     diagnostics += [d for job in jobs.values() for d in rules.workload_diagnostics(job, sources[Address.job(job.name)])]
     diagnostics += after.pipeline_diagnostics(jobs, sources)
     shared_roots = _shared_roots(root, clusters, sources, diagnostics)
     if workspace is None:
         return None
-    diagnostics += job_secrets.diagnostics(workspace, clusters, jobs, sources)
+    diagnostics += job_secrets.diagnostics(workspace, clusters, jobs, sources, inputs)
     diagnostics += rules.quota_diagnostics(workspace.name, clusters, quotas, sources)
-    return DesiredState(str(root), workspace, clusters, jobs, snapshots, sources, shared_roots, quotas)
+    return DesiredState(str(root), workspace, clusters, jobs, snapshots, sources, shared_roots, quotas, inputs)
 
 
 def _shared_roots(root: Path, clusters: dict[str, Cluster], sources: dict[str, Source],

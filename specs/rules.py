@@ -56,7 +56,7 @@ def dangling(invalid: list[tuple[Any, Source]], clusters: set[str], snapshots: s
     """References of resources that failed validation, reported with their other problems in one run."""
     found = []
     for raw, source in invalid:
-        if not isinstance(raw, dict) or raw.get("kind") not in ("Job", "CodeSnapshot"):
+        if not isinstance(raw, dict) or raw.get("kind") not in ("Job", "CodeSnapshot", "Dataset", "Model"):
             continue
         for field, known, kind in (("cluster", clusters, "Cluster"), ("code", snapshots, "CodeSnapshot")):
             value = raw.get(field)
@@ -101,9 +101,10 @@ def _verl_field_diagnostics(job: Job, at: Callable[..., Diagnostic]) -> list[Dia
     if job.workload in ("ppo", "grpo") and job.data is not None and job.data.val is None:
         found.append(at("data", "PPO and GRPO validate on `data.val`: without it verl reads its own default path"))
     for field, value in _paths(job):
-        if not (value.startswith("/") or value.startswith("${shared_root}/")):
+        if not value.startswith(("/", "${shared_root}/", "${dataset:", "${model:")):
             found.append(at(field, f"{value!r} must be on the shared filesystem: `${{shared_root}}/...` or an "
-                                   "absolute path (a job runs inside its read-only code snapshot)"))
+                                   "absolute path (a job runs inside its read-only code snapshot)",
+                            "or name a Dataset or Model: `${dataset:NAME}/train.parquet`"))
     trainer = job.trainer
     for name in ("save_freq", "test_freq"):
         if trainer is not None and getattr(trainer, name) == "after_each_epoch" and job.workload != "sft":

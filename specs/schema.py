@@ -1,7 +1,7 @@
 """The JSON Schema of every kind, for editors (yaml-language-server) and tools.
 
-Each field's description is its docstring in specs/models.py, read here from the source when a schema
-is made. pydantic's use_attribute_docstrings would read them at every start-up of every command
+Each field's description is its docstring in specs/models.py (or specs/inputs.py), read here from the source
+when a schema is made. pydantic's use_attribute_docstrings would read them at every start-up of every command
 instead, by parsing the module's source again for each class (~0.035 s of `argus plan`'s start-up).
 """
 
@@ -17,18 +17,22 @@ from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter
 
-from specs import models
+from specs import inputs, models
+from specs.inputs import Dataset, Model
 from specs.models import Cluster, CodeSnapshot, Job, Quotas, Workspace
 from specs.schema_rules import add_rules
 
 SCHEMA_BASE = "https://argus.dev/schema/"
 SCHEMA_ID = SCHEMA_BASE + "argus.schema.json"
-KINDS = ("Workspace", "Cluster", "CodeSnapshot", "Job", "Quotas")
+KINDS = ("Workspace", "Cluster", "CodeSnapshot", "Job", "Quotas", "Dataset", "Model")
+MODULES = (models, inputs)
+"""The modules whose classes' field docstrings describe the schema."""
 
 
 def json_schema(kind: str | None = None) -> dict[str, Any]:
     """Any kind, told by its `kind` (one document: editors apply it to each document of a file), or one kind."""
-    resource = Annotated[Workspace | Cluster | CodeSnapshot | Job | Quotas, Field(discriminator="kind")]
+    resource = Annotated[Workspace | Cluster | CodeSnapshot | Job | Quotas | Dataset | Model,
+                         Field(discriminator="kind")]
     schema = TypeAdapter(resource).json_schema()
     _describe(schema.get("$defs", {}))
     add_rules(schema)
@@ -73,22 +77,29 @@ def _describe(definitions: dict[str, Any]) -> None:
     where pydantic puts a field's description, at the top of the property's schema."""
     docstrings = field_docstrings()
     for name, definition in definitions.items():
-        model = getattr(models, name, None)
-        if not isinstance(model, type):
+        model = next((getattr(m, name) for m in MODULES if isinstance(getattr(m, name, None), type)), None)
+        if model is None:
             continue
         described: dict[str, str] = {}
         for base in reversed(model.__mro__):
-            described |= docstrings.get(base.__name__, {}) if base.__module__ == models.__name__ else {}
+            described |= docstrings.get(base.__name__, {}) if base.__module__ in _MODULE_NAMES else {}
         properties = definition.get("properties", {})
         for field, docstring in described.items():
             if field in properties:
                 properties[field].setdefault("description", docstring)
 
 
+_MODULE_NAMES = {module.__name__ for module in MODULES}
+
+
 def field_docstrings() -> dict[str, dict[str, str]]:
-    """Class of specs/models.py -> field -> the string right after the field's annotated assignment, cleaned as
-    pydantic cleans a docstring."""
-    tree = ast.parse(Path(models.__file__).read_text(encoding="utf-8"))
+    """Class of specs/models.py or specs/inputs.py -> field -> the string right after the field's annotated
+    assignment, cleaned as pydantic cleans a docstring (no class name is defined in both)."""
+    return {name: fields for module in MODULES for name, fields in _docstrings_of(module.__file__ or "").items()}
+
+
+def _docstrings_of(file: str) -> dict[str, dict[str, str]]:
+    tree = ast.parse(Path(file).read_text(encoding="utf-8"))
     return {node.name: {field.target.id: inspect.cleandoc(doc.value.value)
                         for field, doc in pairwise(node.body)
                         if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)

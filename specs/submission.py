@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import Field, StringConstraints, ValidationError
+from pydantic import Field, SerializerFunctionWrapHandler, StringConstraints, ValidationError, model_serializer
 
 from specs import verl
 from specs.base import Frozen
@@ -75,9 +75,25 @@ class Submission(Frozen):
     follows: dict[str, str] | None = None
     """`rerun_with_predecessors: true` only: predecessor job -> its run this one follows, so a new
     predecessor run that ended as required is a new spec of this job (None keeps every other hash)."""
+    inputs: dict[str, str] | None = None
+    """The Datasets and Models the job names, by address (dataset.NAME), each the version's directory relative to
+    the shared root (datasets/NAME/KEY12): a new version is a new spec. None (outside the hash) when it names none."""
+    input_digests: dict[str, str] | None = None
+    """Each named input's content digest from its sealed manifest, for the record and the audit log; outside the
+    hash (the directory pins the version; the digest says what it held)."""
     derived_checkpoints: bool | None = None
     """verl jobs without `trainer.checkpoint_dir`: argus derived the directory (outputs/<workspace>/...). Outside
     the hash; it says which directory spec_hash names as argus named it before outputs were per workspace."""
+
+    @model_serializer(mode="wrap")
+    def _without_unnamed_inputs(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A job naming no input is written as before inputs existed: records, plans and their golden files keep
+        their shape, and an older argus reads them."""
+        dumped = handler(self)
+        for name in ("inputs", "input_digests"):
+            if dumped.get(name) is None:
+                dumped.pop(name, None)
+        return dumped
 
 
 def resolve(workspace: Workspace, cluster: Cluster, job: Job, code: CodeRef | None = None) -> Submission:
@@ -158,7 +174,8 @@ def spec_hash(submission: Submission) -> str:
     # Unset fields are left out, so a field added to argus later does not change existing runs' hashes; the
     # directories argus derives are hashed as argus named them before outputs were per workspace, so that
     # change is no new spec of any job (the workspace is in the hash anyway: nothing is lost).
-    canonical = json.dumps(legacy_outputs(submission).model_dump(exclude_none=True, exclude={"derived_checkpoints"}),
+    outside = {"derived_checkpoints", "input_digests"}
+    canonical = json.dumps(legacy_outputs(submission).model_dump(exclude_none=True, exclude=outside),
                            sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -10,7 +10,7 @@ The door the commands use. May import: specs, state.*.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -21,10 +21,12 @@ from specs.models import CodeSnapshot
 from state.code import snapshots
 from state.code.cache import cache_root
 from state.code.sources import DEFAULT_FETCH_TIMEOUT, resolve_source, unresolved
+from state.inputs.observe import observe_inputs, recorded_inputs, stored_inputs
 from state.observed import (
     LAYOUT,
     ClusterQueue,
     ClusterState,
+    InputState,
     LedgerEntry,
     ObservedState,
     OutputMark,
@@ -55,9 +57,12 @@ def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: 
     absent = absent_roots(desired)
     states = {name: observe_snapshot(desired, name, verify_snapshots, absent, fetch_timeout)
               for name in sorted(desired.snapshots)}
+    inputs = observe_inputs(desired, states, absent, verify_snapshots)
     runs = read_run_records(desired, clusters, absent)
-    return _settled(desired, _world(desired, clusters, absent, states, workload_checks(desired, states, absent),
-                                    unreachable, runs, ray), runs)
+    world = _world(desired, clusters, absent, states, workload_checks(desired, states, absent, inputs),
+                   unreachable, runs, ray)
+    return _settled(desired, world.model_copy(update={"inputs": inputs,
+                                                      "stored_inputs": stored_inputs(desired, absent)}), runs)
 
 
 def observe_sync(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedState:
@@ -72,8 +77,9 @@ def observe_sync(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedSt
     clusters, unreachable = read_clusters(ray)
     absent = absent_roots(desired)
     runs = read_run_records(desired, clusters, absent)
-    return _settled(desired, _world(desired, clusters, absent, recorded_snapshots(desired, absent), {},
-                                    unreachable, runs, ray, with_claims=False), runs)
+    world = _world(desired, clusters, absent, recorded_snapshots(desired, absent), {}, unreachable, runs, ray,
+                   with_claims=False)
+    return _settled(desired, world.model_copy(update={"inputs": recorded_inputs(desired, absent)}), runs)
 
 
 def observe_runs(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedState:
@@ -85,6 +91,7 @@ def observe_runs(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedSt
     runs = read_run_records(desired, clusters, absent)
     return _settled(desired, ObservedState(clusters=clusters, unreachable=unreachable, records=_merged(runs),
                                            absent_roots=absent, snapshots=recorded_snapshots(desired, absent),
+                                           inputs=recorded_inputs(desired, absent),
                                            run_index_problems=_index_problems(desired, runs),
                                            registries=read_registries(desired, runs),
                                            past=Archive(runs, desired.workspace.name)), runs)
@@ -359,14 +366,15 @@ def unclassified_failures(desired: DesiredState, ray: dict[str, RayClient], clus
 
 
 def workload_checks(desired: DesiredState, states: dict[str, SnapshotState],
-                    absent: tuple[str, ...]) -> dict[str, JobCheck]:
+                    absent: tuple[str, ...], inputs: Mapping[str, InputState] | None = None) -> dict[str, JobCheck]:
     checked = [(name, job) for name, job in sorted(desired.jobs.items())
                if job.workload != "command" and job.code in states and job.cluster not in absent]
     if not checked:  # nor are the checks themselves (~0.03 s of start-up) when only commands run
         return {}
     from state.verl.checks import check_job  # Hydra is imported only when there are verl jobs
 
-    return {name: check_job(desired, job, states[job.code], cache_root()) for name, job in checked}
+    return {name: check_job(desired, job, states[job.code], cache_root(), inputs=inputs or {})
+            for name, job in checked}
 
 
 def absent_roots(desired: DesiredState) -> tuple[str, ...]:

@@ -75,6 +75,10 @@ class RayJob(Frozen):
     job by (a placement group's creator_job_id, an actor's job_id)."""
     driver_pid: int | None = None
     """The pid of the job's driver once it called ray.init (its row's `driver_info.pid`), on driver_node_id."""
+    env_values: tuple[str, ...] = Field(default=(), exclude=True, repr=False)
+    """The values of the job's runtime_env env_vars, as Ray reports them: what a run reads may be named there and
+    not in its entrypoint (a command job's `env: {DATA: ${dataset:x}}`), so prune looks there too. Never dumped
+    or shown (argus sends no secret in them, but a job submitted by hand may)."""
 
     @property
     def run_id(self) -> RunId | None:
@@ -258,6 +262,76 @@ class Manifest(Frozen):
     bytes: int
     created_at: str
     created_by: str
+
+
+class InputFile(Frozen):
+    """One file of a sealed data set or model version."""
+
+    path: str
+    """Relative to the version's directory, `/`-separated."""
+    size: int
+    sha256: str
+
+
+class InputManifest(Frozen):
+    """.argus-input.json: one sealed version of a Dataset or Model, written by argus (never by a job) when it
+    sealed the version, signed with ARGUS_ROOT_KEY (state.root_key) when one is set."""
+
+    kind: Literal["Dataset", "Model"]
+    name: str
+    key: str
+    """The 64-hex version key (specs.inputs.version_key): the directory is named by its first 12."""
+    source: dict[str, Any]
+    """The spec's source as written, plus what pinned it (a hub source's resolved commit)."""
+    workspace: str
+    """The workspace that asked for it first (a second workspace's plan reuses it)."""
+    commit: str = ""
+    """The desired state's git commit that asked for it ("" outside a git checkout)."""
+    created_by: str
+    created_at: str
+    run: str | None = None
+    """The materialisation run's submission id; None when argus adopted a `path:` itself."""
+    files: tuple[InputFile, ...]
+    bytes: int
+    digest: str
+    """sha256 over the sorted files' (path, size, sha256): the version's content."""
+    facts: dict[str, dict[str, Any]] = {}
+    """Per file, what checks read without opening it again: a parquet's `columns` and `rows`, a model's
+    `config` (config.json's keys the verl checks use)."""
+    signed: bool = Field(default=False, exclude=True)
+    """Set by the reader: its HMAC verified under ARGUS_ROOT_KEY (never the file's own word)."""
+
+    @field_validator("name", "key", "workspace", "commit", "created_by", "created_at", "run", "digest")
+    @classmethod
+    def _printable(cls, value: str | None) -> str | None:
+        """Shown in plans and `argus usage --inputs` as it is: a manifest a job wrote (no ARGUS_ROOT_KEY) with an
+        escape sequence or a line break in it is no manifest argus wrote."""
+        if value is not None and (len(value) > 1024 or not value.isprintable()):
+            raise ValueError("not a short line of printable text")
+        return value
+
+
+class InputState(Frozen):
+    """A Dataset or Model spec as observed: its pinned version, and what the shared root holds of it."""
+
+    cluster: str
+    key: str | None = None
+    """The version key; None when it could not be pinned (a hub that did not answer: see `problem`)."""
+    pin: str | None = None
+    """What pinned it beyond the spec: a hub revision's commit, a path's fingerprint, a prepare's code digest."""
+    rel: str | None = None
+    """The version's directory relative to the shared root (datasets/NAME/KEY12), when the key is known."""
+    manifest: InputManifest | None = None
+    """The sealed version at `rel`, when one is there and trusted."""
+    staged: str | None = None
+    """A finished materialisation waiting for argus's seal, relative to the shared root
+    (datasets/NAME/.incoming-KEY12-WORKSPACE)."""
+    problem: str | None = None
+    """Why the version can be neither used nor made now (hub unreachable, a manifest not signed, files changed)."""
+    fetch: str | None = None
+    """A hub, url or ftp version not sealed: the fetch job's entrypoint (state.inputs.fetch_job), built by
+    observation into the staging directory (specs.inputs.staged_rel, absolute): the fetcher's program is a file and
+    a hub's listing an answer of the hub, neither the pure planner's to read. None when not built."""
 
 
 class SnapshotState(Frozen):
@@ -526,6 +600,11 @@ class ObservedState(Frozen):
     unread_rows: dict[str, str] = {}
     """By submission id: failed runs of this workspace whose log Ray would not give, so not classified
     (nor retried) this time, and why: reported, never the end of the command."""
+    inputs: dict[str, InputState] = {}
+    """By address (dataset.NAME, model.NAME): every Dataset and Model of the desired state."""
+    stored_inputs: dict[str, dict[str, InputManifest]] = {}
+    """Per cluster whose shared root is here: every sealed input version there, by path relative to it (prune,
+    usage)."""
     progress: dict[str, Progress] = {}
     """By submission id: how far each running run of this workspace has come, from its log's tail
     (state.runs.progress): shown, never planned from."""

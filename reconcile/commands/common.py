@@ -69,9 +69,10 @@ def _joined(prefix: str, file: str) -> str:
 
 def check_addresses(desired: DesiredState, options: PlanOptions) -> None:
     """--target and --replace must name things that exist: a typo must not mean "nothing"."""
-    known = {f"job.{n}" for n in desired.jobs} | {f"code.{n}" for n in desired.snapshots}
-    for flag, addresses, allowed in (("--target", options.targets, known),
-                                     ("--replace", options.replace, {a for a in known if a.startswith("job.")})):
+    inputs = set(desired.inputs)  # dataset.NAME, model.NAME: --replace materialises a version again
+    known = {f"job.{n}" for n in desired.jobs} | {f"code.{n}" for n in desired.snapshots} | inputs
+    replaceable = {a for a in known if a.startswith("job.")} | inputs
+    for flag, addresses, allowed in (("--target", options.targets, known), ("--replace", options.replace, replaceable)):
         unknown = sorted(set(addresses) - allowed)
         if unknown:
             raise ArgusError(f"{flag} {', '.join(unknown)}: no such address. Known: {', '.join(sorted(allowed))}")

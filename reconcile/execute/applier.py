@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from reconcile.execute.batch import Display, is_independent, lines, run_batch, segments
 from reconcile.execute.claims import claim_unclaimed
 from reconcile.execute.code import CodeShelf
+from reconcile.execute.inputs import InputShelf
 from reconcile.execute.registry import adopt_unregistered
 from reconcile.execute.runbook import RunBook
 from reconcile.execute.steps import execute
@@ -97,6 +98,7 @@ def open_world(ctx: ApplyContext, secrets: Secrets) -> World:
     return World(clients=ctx.clients, roots=desired.shared_roots, workspace=desired.workspace.name,
                  audit=AuditTrail(_sound_roots(desired, observed), desired.workspace.name, provenance, secrets),
                  runs=runs, code=CodeShelf(desired, sources, ctx.fetch_timeout), secrets=secrets,
+                 inputs=InputShelf(desired, observed.inputs if observed else {}, ctx.git.commit),
                  echo=ctx.echo, journal=ctx.journal, stop_timeout=ctx.stop_timeout,
                  known=known_demands(desired, observed) if observed else {},
                  chains=observed.registries if observed else {},

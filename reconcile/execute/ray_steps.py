@@ -13,7 +13,7 @@ from reconcile.execute.wrapper import wrapped
 from reconcile.model import StopStep, SubmitStep
 from specs.after import fill
 from specs.errors import ArgusError
-from specs.submission import expand, secret_refs
+from specs.submission import Submission, expand, secret_refs
 from state.audit.events import RunRefused, RunStopping, RunSubmitting
 from state.observed import IDLE, RunRecord, RunStatus
 from state.ray.client import ClusterUnreachable
@@ -39,6 +39,8 @@ def submit(step: SubmitStep, world: World) -> Done:
         return Done(Outcome.QUEUED)
     if step.submission.code is not None:
         world.code.check(step.submission.code, step.cluster)
+    if step.submission.inputs:
+        world.inputs.check(step.submission, step.cluster)
     payload = payload_of(step, root, world.runs.labels(step))
     record = world.runs.open(step, payload)
     directory = job_dir(root, step.submission_id)
@@ -75,11 +77,18 @@ def _register(step: SubmitStep, world: World, record: RunRecord) -> None:
     try:
         world.audit.append(step.cluster, RunSubmitting(
             submission_id=step.submission_id, address=f"job.{sub.job}", job=sub.job, spec_hash=step.spec_hash,
-            attempt=step.attempt, cluster=step.cluster))
+            attempt=step.attempt, cluster=step.cluster, inputs=_inputs_read(sub)))
     except ArgusError as err:
         run_secrets.remove(job_dir(world.roots[step.cluster], step.submission_id))
         world.runs.refused(record, err)
         raise
+
+
+def _inputs_read(sub: Submission) -> dict[str, str] | None:
+    if not sub.inputs:
+        return None
+    digests = sub.input_digests or {}
+    return {address: f"{rel} sha256:{digests.get(address, '?')}" for address, rel in sorted(sub.inputs.items())}
 
 
 def _refused(step: SubmitStep, world: World, err: ArgusError) -> None:

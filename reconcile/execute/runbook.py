@@ -16,6 +16,8 @@ from reconcile.plan.queue import ask_demand
 from reconcile.plan.runs import outran_ray
 from specs.desired import DesiredState
 from specs.errors import ArgusError
+from specs.inputs import materialiser_name
+from specs.models import Job, Spec
 from specs.submission import RunId, labels
 from state.observed import ClusterState, RunRecord, RunStatus
 from state.ray.client import ClusterUnreachable
@@ -60,16 +62,17 @@ class RunBook:
     def open(self, step: SubmitStep, payload: dict[str, Any]) -> RunRecord:
         """Before the submit: configs, payload (secrets as references) and status SUBMITTING on NFS."""
         sub, root = step.submission, self._root(step.cluster)
+        job, spec = self._spec_of(sub.job)
         record = RunRecord.submitting(_run_of(step), sub, updated_at=records.now(), plan_id=self._plan_id,
-                                      commit=self._commit, protect=self._desired.jobs[sub.job].protect,
+                                      commit=self._commit, protect=job.protect if job is not None else False,
                                       session_name=self._session(step.cluster), gpus=_demanded_gpus(step),
                                       bindings=dict(step.bindings),
                                       outputs=None if step.legacy_outputs else "workspace")
         configs = {"ray_config": self._cluster_yaml(step.cluster),
-                   "jobspec": records.config_yaml(self._desired.jobs[sub.job].model_dump(mode="json"))}
+                   "jobspec": records.config_yaml(spec.model_dump(mode="json"))}
         self._never_unseen(root, step.submission_id)
-        job = self._desired.jobs[sub.job]
-        output_marks.mark(root, checkpoint_path(self._desired, job, step.legacy_outputs), sub.workspace, job.name)
+        if job is not None:  # a materialisation run writes its input's staging directory, no checkpoints
+            output_marks.mark(root, checkpoint_path(self._desired, job, step.legacy_outputs), sub.workspace, job.name)
         run_index.mark_open(root, sub.workspace, step.submission_id)
         records.write_intent(root, record, configs, {"submission_id": step.submission_id, **payload})
         if step.submission_id in self._known:  # sent again (refused before): a racing plan may have unmarked it
@@ -78,6 +81,16 @@ class RunBook:
             records.write_debug(root, step.submission_id, "ray_status_pre.txt", self._status_text(step.cluster))
         self._known[record.submission_id] = record
         return record
+
+    def _spec_of(self, name: str) -> tuple[Job | None, Spec]:
+        """The job a run is of, or for a materialisation run (`dataset--NAME`) None and the input it makes."""
+        if name in self._desired.jobs:
+            return self._desired.jobs[name], self._desired.jobs[name]
+        made = [s for s in self._desired.inputs.values() if materialiser_name(s) == name]
+        if not made:
+            raise ArgusError(f"{name} is neither a job nor an input's materialisation in the desired state; "
+                             "run `argus plan` again")
+        return None, made[0]
 
     def refused(self, record: RunRecord, err: ArgusError) -> None:
         """SUBMIT_FAILED when Ray refused the submit; SUBMITTING when the request was lost on the way,

@@ -10,14 +10,16 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, get_args
 
-from reconcile.execute import admit, files, quotas, ray_steps
+from reconcile.execute import admit, files, inputs, quotas, ray_steps
 from reconcile.execute.world import Done, World
 from reconcile.model import (
+    DeleteInputStep,
     DeleteSnapshotStep,
     EnqueueStep,
     MkdirStep,
     QuotasStep,
     RootStep,
+    SealInputStep,
     SnapshotStep,
     Step,
     StepModel,
@@ -36,6 +38,8 @@ EXECUTORS: Mapping[type[StepModel], Executor] = MappingProxyType({
     DeleteSnapshotStep: files.delete_snapshot,
     EnqueueStep: admit.enqueue,
     QuotasStep: quotas.apply_quotas,
+    SealInputStep: inputs.seal_input,
+    DeleteInputStep: inputs.delete_input,
 })
 
 

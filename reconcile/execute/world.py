@@ -22,6 +22,7 @@ from state.audit.group_commit import GroupCommit
 
 if TYPE_CHECKING:
     from reconcile.execute.code import CodeShelf
+    from reconcile.execute.inputs import InputShelf
     from reconcile.execute.runbook import RunBook
     from reconcile.plan.placement import Demand
     from state.observed import Registry
@@ -166,6 +167,7 @@ class World:
     audit: AuditTrail
     runs: RunBook
     code: CodeShelf
+    inputs: InputShelf
     secrets: Secrets
     echo: Callable[[str], None] = print
     """Whole lines only: concurrent submits share it (execute.batch serialises the calls)."""

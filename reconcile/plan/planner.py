@@ -7,13 +7,16 @@ left to do.
 
 from __future__ import annotations
 
-from reconcile.model import Action, Change, Plan, PlanOptions, RunView, StopStep, SubmitStep
+from reconcile.model import Action, Change, Plan, PlanOptions, RunView
 from reconcile.plan.after import Pipeline
 from reconcile.plan.claims import claim_diagnostics
 from reconcile.plan.code import code_ref, plan_dirs, plan_prune, plan_snapshots
 from reconcile.plan.deadline import early_save_warnings, with_deadlines
-from reconcile.plan.diff import field_diff
 from reconcile.plan.idle import with_idle_stops
+from reconcile.plan.input_jobs import Inputs, with_changed_reason
+from reconcile.plan.input_prune import prune_inputs
+from reconcile.plan.inputs import plan_inputs, with_materialisers
+from reconcile.plan.jobs import plan_job, plan_removed
 from reconcile.plan.outputs import continued_outputs, foreign_outputs, legacy_steps
 from reconcile.plan.queue import plan_admission
 from reconcile.plan.quotas import migration_warnings, plan_quotas
@@ -26,14 +29,11 @@ from specs.address import WORKSPACE, Address, Kind
 from specs.after import in_order
 from specs.desired import DesiredState, Source
 from specs.diagnostics import Diagnostic
+from specs.input_refs import inputs_of
+from specs.inputs import materialiser_name
 from specs.models import Job
-from specs.submission import RunId, Submission, resolve, spec_hash
-from state.observed import DEADLINE, MAYBE_RUNNING, PREEMPTED, ObservedState, RunStatus
-
-MAX_DRIFT_RESTARTS = 3
-"""How many times `on_drift: restart` starts a spec's runs again after stops outside argus: past it the newest
-stays stopped and is reported as drift (something keeps stopping it: a restart loop helps nobody)."""
-RESTARTS_SPENT = "on_drift: restart has restarted this spec's runs as many times as it does"
+from specs.submission import resolve, spec_hash
+from state.observed import MAYBE_RUNNING, ObservedState
 
 
 def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | None = None) -> Plan:
@@ -42,8 +42,12 @@ def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | 
     changes: list[Change] = plan_dirs(desired, observed) + plan_quotas(desired, observed)
     code_changes, diagnostics = plan_snapshots(desired, observed)
     changes += code_changes
+    input_changes, input_diagnostics, ready = plan_inputs(desired, observed, runs, options)
+    changes += input_changes  # before the jobs: a job waits on its inputs' changes
+    diagnostics += input_diagnostics
+    inputs = Inputs(observed.inputs, ready, {c.address: c for c in input_changes})
     broken = {d.address for d in diagnostics}
-    job_changes, job_diagnostics = _plan_jobs(desired, observed, runs, options, broken)
+    job_changes, job_diagnostics = _plan_jobs(desired, observed, runs, options, broken, inputs)
     job_changes = with_deadlines(desired.jobs, job_changes, runs, observed.observed_at)
     job_changes = with_idle_stops(desired.jobs, job_changes, runs, observed.idle)
     changes += job_changes
@@ -52,12 +56,13 @@ def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | 
     diagnostics += verl_diagnostics(desired, observed) + early_save_warnings(desired)
     diagnostics += foreign_outputs(desired, observed)
     flagged = {d.address for d in diagnostics if d.severity == "error"}
-    changes, admission = plan_admission(desired, observed, changes, flagged)
+    changes, admission = plan_admission(with_materialisers(desired, observed), observed, changes, flagged)
     diagnostics += admission + resume_diagnostics(desired, observed, changes)
     changes = with_verl_notes(desired, observed, changes)
     prune_changes, prune_diagnostics = plan_prune(desired, observed, runs, options.prune)
-    changes += prune_changes
-    diagnostics += prune_diagnostics + _empty_guard(desired, changes, options)
+    input_prunes, input_prune_diagnostics = prune_inputs(desired, observed, runs, options.prune)
+    changes += prune_changes + input_prunes
+    diagnostics += prune_diagnostics + input_prune_diagnostics + _empty_guard(desired, changes, options)
     diagnostics += ownership_diagnostics(desired.workspace.name, observed, changes)
     diagnostics += registry_diagnostics(desired.workspace.name, observed) + resubmits(observed, changes)
     changes.sort(key=lambda c: (c.action.order, c.address))
@@ -67,7 +72,8 @@ def plan(desired: DesiredState, observed: ObservedState, options: PlanOptions | 
 
 
 def targeted(plan_: Plan, desired: DesiredState) -> Plan:
-    """Only the targets and what they need: a job's code snapshot and its cluster's directories.
+    """Only the targets and what they need: a job's code snapshot, the Datasets and Models it reads (and a prepare
+    step's snapshot), and its cluster's directories.
 
     Diagnostics are kept for those addresses and for the clusters the targets live on: a cluster
     that is down (or misconfigured) elsewhere must not keep a runaway job here from being stopped.
@@ -75,18 +81,21 @@ def targeted(plan_: Plan, desired: DesiredState) -> Plan:
     keep = set(plan_.options.targets)
     for target in filter(None, map(Address.parse, plan_.options.targets)):
         job = desired.jobs.get(target.name) if target.kind is Kind.JOB else None
+        needed = [desired.inputs[a] for a in ([*inputs_of(job)] if job else [target]) if a in desired.inputs]
+        keep |= {Address.of_spec(spec.kind, spec.name) for spec in needed}
+        codes = [job.code] if job is not None and job.code else []
+        codes += [spec.prepare.code for spec in needed if spec.prepare is not None]
+        keep |= {Address.code(code) for code in codes}
         spec = job or (desired.snapshots.get(target.name) if target.kind is Kind.CODE else None)
-        if job is not None and job.code:
-            keep.add(Address.code(job.code))
-        if spec is not None:
-            keep |= {Address.dirs(spec.cluster), Address.cluster(spec.cluster)}
+        for cluster in {s.cluster for s in [*needed, *([spec] if spec is not None else [])]}:
+            keep |= {Address.dirs(cluster), Address.cluster(cluster)}
     return plan_.model_copy(update={
         "changes": tuple(c for c in plan_.changes if c.address in keep),
         "diagnostics": tuple(d for d in plan_.diagnostics if d.address in keep)})
 
 
 def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: dict[str, list[RunView]],
-               options: PlanOptions, broken: set[str]) -> tuple[list[Change], list[Diagnostic]]:
+               options: PlanOptions, broken: set[str], inputs: Inputs) -> tuple[list[Change], list[Diagnostic]]:
     changes, diagnostics = [], []
     pipeline = Pipeline(desired, runs)
     for name in in_order(desired.jobs):  # predecessors first: a follower sees their changes (`after:`)
@@ -97,10 +106,11 @@ def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: dict[str, l
             pipeline.not_planned(name, changes[-1])
             diagnostics += blocked_elsewhere(desired, job, unseen, job_runs)
             continue
-        change, found = _plan_desired_job(desired, observed, job, runs, options, broken, pipeline)
+        change, found = _plan_desired_job(desired, observed, job, runs, options, broken, pipeline, inputs)
         changes.append(change)
         diagnostics += found
-    for name in sorted(set(runs) - set(desired.jobs)):
+    materialising = {materialiser_name(spec) for spec in desired.inputs.values()}  # planned with their inputs
+    for name in sorted(set(runs) - set(desired.jobs) - materialising):
         if unseen := unseen_clusters(observed, None, runs[name]):
             changes.append(not_planned(Address.job(name), unseen, runs[name], observed))
             continue
@@ -112,9 +122,10 @@ def _plan_jobs(desired: DesiredState, observed: ObservedState, runs: dict[str, l
 
 
 def _plan_desired_job(desired: DesiredState, observed: ObservedState, job: Job, by_job: dict[str, list[RunView]],
-                      options: PlanOptions, broken: set[str], pipeline: Pipeline) -> tuple[Change, list[Diagnostic]]:
+                      options: PlanOptions, broken: set[str], pipeline: Pipeline,
+                      inputs: Inputs) -> tuple[Change, list[Diagnostic]]:
     code = code_ref(desired, observed, job.code) if job.code else None
-    sub = resolve(desired.workspace, desired.cluster_of(job), job, code)
+    sub, unknown = inputs.fill(job, resolve(desired.workspace, desired.cluster_of(job), job, code))
     if (follows := pipeline.follows(job)) is not None:
         sub = sub.model_copy(update={"follows": follows})
     # this spec's runs the index archived (a spec reverted to), and those argus registered that nobody
@@ -125,6 +136,7 @@ def _plan_desired_job(desired: DesiredState, observed: ObservedState, job: Job, 
                                                 {r.submission_id for r in shown})
     sub, legacy = continued_outputs(sub, runs)
     planned = legacy_steps(plan_job(job, sub, runs, forced=Address.job(job.name) in options.replace), legacy)
+    planned = inputs.gate(job, with_changed_reason(planned, sub), unknown)  # before `after:`: followers see it
     change, diagnostics = pipeline.decide(job, sub, planned)
     diagnostics += _job_diagnostics(desired.source(change.address), job, change, runs, observed)
     if job.code and Address.code(job.code) in broken and change.action in (Action.SUBMIT, Action.REPLACE):
@@ -162,140 +174,6 @@ def _empty_guard(desired: DesiredState, changes: list[Change], options: PlanOpti
     return [Diagnostic(severity="error", address=WORKSPACE,
                        message=f"the desired state has no jobs, so the plan would stop all {len(stops)} active "
                                "job(s) of this workspace; if that is meant, pass --allow-empty")]
-
-
-def plan_job(job: Job, sub: Submission, runs: list[RunView], forced: bool = False) -> Change:
-    """Decide one desired job from its observed runs (on Ray or only in argus's records).
-
-    forced (--replace): a new attempt of the same spec, even if a run of it already exists.
-    """
-    address, first = Address.job(job.name), RunId.of(sub)
-    active = [r for r in runs if is_active(r)]
-    if job.state == "stopped":
-        if active:
-            return _stop(address, active, "state: stopped")
-        return Change(address=address, action=Action.NOOP, reason="state: stopped, nothing running",
-                      current=newest(runs))
-    mine = [r for r in runs if r.spec_hash == first.spec_hash]
-    older_active = [r for r in active if r.spec_hash != first.spec_hash]
-    if forced and mine:
-        again = first.with_attempt(max(r.attempt for r in mine) + 1)
-        return _submit(address, sub, again, runs, active, why="forced by --replace")
-    if mine and older_active:
-        reason = f"a run of this spec ({newest(mine).submission_id}) exists; an older spec's run is still active"
-        return _stop(address, older_active, reason)
-    if mine and (retry := _retry(job, sub, first, mine)) is not None:
-        return retry
-    if mine and (drift := _drift(job, sub, first, mine)) is not None:
-        return drift
-    if mine:
-        current = newest(mine)
-        return Change(address=address, action=Action.NOOP, reason=_in_sync_reason(current), current=current,
-                      after=sub.model_dump())
-    return _submit(address, sub, first, runs, older_active)
-
-
-def plan_removed(name: str, runs: list[RunView]) -> Change | None:
-    """A job whose spec is gone: stop what still runs; finished runs are left alone."""
-    active = [r for r in runs if is_active(r)]
-    if not active:
-        return None
-    return _stop(Address.job(name), active, "spec removed from the desired state")
-
-
-def _retry(job: Job, sub: Submission, first: RunId, mine: list[RunView]) -> Change | None:
-    """A new attempt when the newest run of this spec failed in a way its retry policy names, or was
-    preempted (never counted against the policy)."""
-    last = newest(mine)
-    attempt = last.attempt + 1
-    if last.failure == PREEMPTED and last.status is RunStatus.STOPPED:
-        why = f"attempt {attempt}: {last.submission_id} was preempted; it resumes from its checkpoint"
-    elif _retryable(job, last, mine):
-        counted = _spent(mine)  # preempted attempts are not counted against the policy
-        shown = f"{attempt}/{job.retry.max_attempts}" if counted == attempt else \
-            f"{attempt} ({counted}/{job.retry.max_attempts} by the policy)"
-        why = f"attempt {shown}: {last.submission_id} {last.failure}"
-    else:
-        return None
-    change = _submit(Address.job(job.name), sub, first.with_attempt(attempt), mine, [], why=why)
-    return change.model_copy(update={"action": Action.RETRY})
-
-
-def _drift(job: Job, sub: Submission, first: RunId, mine: list[RunView]) -> Change | None:
-    """The newest run of this spec was stopped, or deleted while it ran, outside argus: drift, shown and
-    left so; with `on_drift: restart` a new attempt (never counted against the retry policy)."""
-    last = newest(mine)
-    how = last.drifted
-    if how is None:
-        return None
-    address = Address.job(job.name)
-    restarts = sum(r.drifted is not None for r in mine) - 1  # each drifted run before the newest was restarted
-    if job.on_drift == "restart" and restarts < MAX_DRIFT_RESTARTS:
-        why = (f"attempt {last.attempt + 1}: {last.submission_id} was {how}; on_drift: restart starts it again "
-               f"(restart {restarts + 1} of at most {MAX_DRIFT_RESTARTS})")
-        change = _submit(address, sub, first.with_attempt(last.attempt + 1), mine, [], why=why)
-        return change.model_copy(update={"action": Action.RETRY})
-    if job.on_drift == "restart":
-        return Change(address=address, action=Action.DRIFT, current=last, after=sub.model_dump(),
-                      reason=f"{last.submission_id} was {how}; {RESTARTS_SPENT} ({MAX_DRIFT_RESTARTS}), so it is "
-                             f"left so. Find what stops it; `argus apply --replace {address}` runs it again")
-    return Change(address=address, action=Action.DRIFT, current=last, after=sub.model_dump(),
-                  reason=f"{last.submission_id} was {how}; left so (on_drift: report). Set `state: stopped` "
-                         f"to agree, `on_drift: restart` or `argus apply --replace {address}` to run it again")
-
-
-def _spent(mine: list[RunView]) -> int:
-    """Attempts the retry policy counts: every attempt so far (and the next) but the preempted ones and
-    those stopped outside argus."""
-    return newest(mine).attempt + 1 - sum(r.failure == PREEMPTED or r.drifted is not None for r in mine)
-
-
-def _retryable(job: Job, last: RunView, mine: list[RunView]) -> bool:
-    """The policy names the failure and has attempts left; preempted attempts are not counted."""
-    policy = job.retry
-    if policy is None or last.failure not in policy.on or _spent(mine) > policy.max_attempts:
-        return False
-    return not last.on_ray or last.status is RunStatus.FAILED or (last.failure == DEADLINE
-                                                                   and last.status is RunStatus.STOPPED)
-
-
-def _submit(address: str, sub: Submission, run: RunId, runs: list[RunView], older_active: list[RunView],
-            why: str = "") -> Change:
-    step = SubmitStep(cluster=sub.cluster, submission_id=run.submission_id, spec_hash=run.spec_hash,
-                      attempt=run.attempt, submission=sub)
-    previous = newest(older_active) or newest(runs)
-    before, after = _submitted(previous), sub.model_dump()
-    common = {"address": address, "current": previous, "before": before, "after": after,
-              "diff": field_diff(before, after)}
-    if older_active:
-        reason = why or f"spec changed while {previous.submission_id} is {previous.status}"
-        return Change(action=Action.REPLACE, reason=reason, steps=(*_stop_steps(older_active), step), **common)
-    reason = why or ("no run of this spec yet" if previous is None else
-                     f"spec changed since {previous.submission_id} ({previous.health})")
-    return Change(action=Action.SUBMIT, reason=reason, steps=(step,), **common)
-
-
-def _stop(address: str, active: list[RunView], reason: str) -> Change:
-    current = newest(active)
-    return Change(address=address, action=Action.STOP, reason=reason, current=current,
-                  before=_submitted(current), steps=_stop_steps(active))
-
-
-def _submitted(run: RunView | None) -> dict | None:
-    """What a run was asked to run, as the plan shows it (plan JSON keeps submissions as objects)."""
-    return run.submission.model_dump() if run is not None and run.submission is not None else None
-
-
-def _stop_steps(runs: list[RunView]) -> tuple[StopStep, ...]:
-    return tuple(StopStep(cluster=r.cluster, submission_id=r.submission_id) for r in runs)
-
-
-def _in_sync_reason(run: RunView) -> str:
-    if is_active(run):
-        return f"{run.submission_id} is {run.status}"
-    if run.on_ray:
-        return f"{run.submission_id} finished {run.status}; bump `run:` to run it again"
-    return f"{run.submission_id} is {run.health}: Ray no longer knows it; not resubmitted"
 
 
 def _job_diagnostics(source: Source, job: Job, change: Change, runs: list[RunView],

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 from reconcile.model import Action, Change, Plan, RunView, StopStep
 from reconcile.plan.health import last_advance, stalled
-from reconcile.plan.planner import RESTARTS_SPENT
+from reconcile.plan.jobs import RESTARTS_SPENT
 from reconcile.plan.runs import newest
 from reconcile.report import Event
 from specs.duration import shown

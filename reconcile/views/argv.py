@@ -14,6 +14,7 @@ parsed: their words are shown as sh's tokenizer cuts them, not as their commands
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -23,6 +24,9 @@ OPERATORS = ("&&", "||", ";", "|", "&")
 ARG_INDENT = "  "
 """Arguments sit under their command's name, so `cd X && python3 ...` reads as two commands."""
 
+LONG_ITEM = 400
+"""Characters of one argv item shown whole; a longer one shows SHOWN_START of them and how long it is."""
+SHOWN_START = 160
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _DOUBLE_QUOTE_ESCAPES = ("$", "`", '"', "\\", "\n")
 _PLAIN_RUN = re.compile(r"[^ \t\n'\"\\<>&|;#]+")
@@ -79,9 +83,14 @@ def field_argv_diff(path: str, before: object, after: object) -> list[tuple[str,
 def show_item(item: str) -> str:
     """The item as it is, JSON-quoted where bare text would mislead: empty, edge spaces, line
     breaks and other invisible characters, a leading `"` (it would read as our quoting), or
-    an item that would read as an operator (find's `';'`)."""
+    an item that would read as an operator (find's `';'`). An item too long to read (a program
+    carried in `python3 -c`, an encoded spec) shows its start, its length and its digest."""
     ambiguous = not item or item != item.strip() or not item.isprintable() or item.startswith('"')
-    return _json(item) if ambiguous or item in OPERATORS else item
+    shown = _json(item) if ambiguous or item in OPERATORS else item
+    if len(shown) <= LONG_ITEM:
+        return shown
+    digest = hashlib.sha256(item.encode()).hexdigest()[:12]
+    return f"{shown[:SHOWN_START]}… [{len(item)} characters in all, sha256 {digest}; --format json has it whole]"
 
 
 def split(entrypoint: str) -> list[Token] | None:

@@ -54,6 +54,9 @@ class RunSubmitting(Frozen):
     spec_hash: str
     attempt: int
     cluster: str
+    inputs: dict[str, str] | None = None
+    """The Datasets and Models the run reads: address -> `REL sha256:DIGEST` (the version's directory and its
+    sealed content), so the log says what each run trained on."""
 
 
 class RunImported(Frozen):

@@ -446,7 +446,19 @@ def _ray_job(details: dict[str, Any]) -> RayJob | None:
         driver_exit_code=_whole(details.get("driver_exit_code")),
         ray_job_id=job_id if (job_id := _text(details.get("job_id"))) and held.HEX_ID.fullmatch(job_id) else None,
         driver_pid=driver_pid(details.get("driver_info")),
+        env_values=_env_values(details.get("runtime_env")),
     )
+
+
+MAX_ENV_VALUES = 256
+"""Env values of one job kept (bounded: the job table is hostile input)."""
+
+
+def _env_values(runtime_env: Any) -> tuple[str, ...]:
+    env = runtime_env.get("env_vars") if isinstance(runtime_env, dict) else None
+    if not isinstance(env, dict):
+        return ()
+    return tuple(value[:4096] for value in list(env.values())[:MAX_ENV_VALUES] if isinstance(value, str))
 
 
 def _text(value: Any) -> str:

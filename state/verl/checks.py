@@ -11,6 +11,7 @@ import hashlib
 import json
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from specs.submission import expand
 from specs.verl_profile import VerlProfile
 from state.code.sources import entries
 from state.files import write_json
-from state.observed import SnapshotState
+from state.observed import InputState, SnapshotState
 from state.verl import files as verl_files
 from state.verl import pools as verl_pools
 from state.verl import recipe_demand
@@ -35,6 +36,7 @@ from state.verl import version as verl_version
 from state.verl.compose import Composed, compose_job
 from state.verl.entry import EntryProblem, resolve_entry
 from state.verl.legacy_keys import legacy_problems
+from state.verl.sealed import JobInputs
 
 FAKE_ID = "SUBMISSION_ID"
 CODE_CACHE = "verl-code-v2"
@@ -48,8 +50,14 @@ class JobCheck:
 
 
 def check_job(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_root: str,
-              files: bool = True) -> JobCheck:
-    """Everything that can be known about a verl job before it takes a GPU, located in its spec."""
+              files: bool = True, inputs: Mapping[str, InputState] | None = None) -> JobCheck:
+    """Everything that can be known about a verl job before it takes a GPU, located in its spec.
+
+    `inputs`: ObservedState.inputs (by address, `dataset.NAME`). A `${dataset:...}`/`${model:...}` whose
+    version is sealed is composed as its directory and checked from its manifest; any other as a stand-in
+    (not checked yet). None (`argus validate --deep`, or an observer that knows no inputs): all stand-ins.
+    """
+    known = JobInputs(inputs or {}, desired.shared_root(job.cluster))
     code = _code_files(desired, job, snapshot, cache_root)
     if code is None:
         return JobCheck()  # the snapshot's own errors already explain why
@@ -60,7 +68,7 @@ def check_job(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_ro
     if isinstance(point, EntryProblem):
         return _located(desired, job, [*found, _about(job, point.field, point.message)])
     label = f"{'verl ' + version if version else 'the snapshot'}'s config {point.config_name}"
-    composed = _composed(code, job, desired, point, cache_root, snapshot.source.digest or "", label)
+    composed = _composed(code, job, desired, point, cache_root, snapshot.source.digest or "", label, known)
     found += [_about(job, _override_field(job, index), message) for index, message in composed.errors]
     profile = None
     if composed.config is not None:
@@ -76,7 +84,7 @@ def check_job(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_ro
                       in legacy_problems(job, composed.config, code, point.module, point.config_name, version)]
         if files:
             found += [_about(job, _field_of(job, keys), message, severity) for keys, message, severity
-                      in verl_files.missing_files(job, composed.config, desired.shared_root(job.cluster), code)]
+                      in verl_files.missing_files(job, composed.config, known.shared_root, code, known)]
     return _located(desired, job, found, profile)
 
 
@@ -86,11 +94,13 @@ def _located(desired: DesiredState, job: Job, found: list[Diagnostic], profile: 
 
 
 def _composed(code: Path, job: Job, desired: DesiredState, point: Any, cache_root: str, digest: str,
-              label: str) -> Composed:
-    """Compose the job's config with Hydra; cached on disk by (code digest, entry, overrides)."""
+              label: str, inputs: JobInputs) -> Composed:
+    """Compose the job's config with Hydra; cached on disk by (code digest, entry, overrides). Inputs are filled
+    first (`${dataset:...}` is Hydra's syntax too): a sealed one's directory, else a stand-in."""
     root = desired.shared_root(job.cluster)
-    ours = [expand(a, root, FAKE_ID) for a in verl.overrides(job, desired.workspace.name)[:-len(job.overrides) or None]]
-    users = [expand(stand_ins(a), root, FAKE_ID) for a in job.overrides]  # `${job:...}`: Hydra's syntax too
+    ours = [expand(inputs.fill(a), root, FAKE_ID)
+            for a in verl.overrides(job, desired.workspace.name)[:-len(job.overrides) or None]]
+    users = [expand(stand_ins(inputs.fill(a)), root, FAKE_ID) for a in job.overrides]  # `${job:...}` too
     ours += point.searchpath
     key = hashlib.sha256(json.dumps([digest, point.config_dir, point.config_name, ours, users, label,
                                      _hydra_version()]).encode()).hexdigest()

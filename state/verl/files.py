@@ -16,6 +16,7 @@ from typing import Any
 from specs.models import Job
 from state.verl.inputs import input_findings
 from state.verl.rules import A, get
+from state.verl.sealed import Inside, JobInputs
 
 DATA_KEYS = ("data.train_files", "data.val_files")
 DATA_SUFFIXES = (".parquet", ".json", ".jsonl")
@@ -38,31 +39,50 @@ def present(path: Path, test: Callable[[Path], bool] = Path.exists) -> bool:
         return False
 
 
-def missing_files(job: Job, config: dict[str, Any], shared_root: str, code: Path) -> list[Finding]:
-    found = []
+def missing_files(job: Job, config: dict[str, Any], shared_root: str, code: Path,
+                  inputs: JobInputs | None = None) -> list[Finding]:
+    inputs = inputs or JobInputs(shared_root=shared_root)
+    found: list[Finding] = []
+    notes: set[str] = set()  # inputs said to be not ready: one note each, however many paths name them
     for key in DATA_KEYS:
-        found += _data_files(key, get(config, key))
+        found += _data_files(key, get(config, key), inputs, notes)
     for key in CODE_FILE_KEYS:
         value = get(config, key)
         if isinstance(value, str) and value and not value.startswith(REMOTE):
             path = _where(value.removeprefix("file://"), code)
-            if not present(path, Path.is_file):
+            if (at := inputs.inside(str(path))) is not None:
+                found += _in_input(key, at, notes, at.holds_file)
+            elif not present(path, Path.is_file):
                 found.append(((key,), f"{key} names {value}, which does not exist where the run looks for it "
                                       f"({path}): verl fails on it once the GPUs are held", "error"))
     model_key = "model.path" if job.workload == "sft" else f"{A}.model.path"
     model = get(config, model_key) or get(config, "model.partial_pretrain")
     if isinstance(model, str):
-        found += _model(model_key, model, shared_root)
-    return found + input_findings(job, config, shared_root)  # what is inside them: columns, config.json, tokenizer
+        at = inputs.inside(model)
+        found += _in_input(model_key, at, notes, at.holds_dir) if at is not None else _model(model_key, model,
+                                                                                           shared_root)
+    return found + input_findings(job, config, shared_root, inputs)  # what is inside: columns, config, tokenizer
 
 
-def _data_files(key: str, value: Any) -> list[Finding]:
+def _in_input(key: str, at: Inside, notes: set[str], held: Callable[[], bool]) -> list[Finding]:
+    """A path into a data set or model: its sealed manifest must list it; not sealed yet, checked later."""
+    if at.manifest is None:
+        if at.address in notes:
+            return []
+        notes.add(at.address)
+        return [((key,), at.not_ready(), "warning")]
+    return [] if held() else [((key,), at.not_listed(), "error")]
+
+
+def _data_files(key: str, value: Any, inputs: JobInputs, notes: set[str]) -> list[Finding]:
     found = []
     for path in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
         if not isinstance(path, str) or path.startswith(REMOTE):
             continue
         if not path.endswith(DATA_SUFFIXES):
             found.append(((key,), f"{path}: verl reads {', '.join(DATA_SUFFIXES)} files only", "error"))
+        elif (at := inputs.inside(path)) is not None:
+            found += _in_input(key, at, notes, at.holds_file)
         elif not present(Path(path)):
             found.append(((key,), f"{path} does not exist on the shared filesystem", "error"))
     return found

@@ -21,6 +21,7 @@ from specs.diagnostics import printable
 from specs.models import Job
 from state.verl.bounded import Unread, read_head, read_parquet_columns, within
 from state.verl.rules import A, get
+from state.verl.sealed import Inside, JobInputs
 
 Finding = tuple[tuple[str, ...], str, str]
 
@@ -40,17 +41,21 @@ LARGEST = 2 ** 63
 """A length at or above this is no length verl's int64 tensors hold: argus compares none such."""
 
 
-def input_findings(job: Job, config: dict[str, Any], shared_root: str) -> list[Finding]:
-    root = Path(shared_root)
-    found = _columns(job, config, root) if get(config, "data.custom_cls.path") in (None, "") else []
+def input_findings(job: Job, config: dict[str, Any], shared_root: str,
+                   inputs: JobInputs | None = None) -> list[Finding]:
+    """`inputs`: a path into a data set or model is read from its sealed manifest (sealed.py), not opened."""
+    root, inputs = Path(shared_root), inputs or JobInputs(shared_root=shared_root)
+    found = _columns(job, config, root, inputs) if get(config, "data.custom_cls.path") in (None, "") else []
     model_key = "model.path" if job.workload == "sft" else f"{A}.model.path"
     model = get(config, model_key)
-    if isinstance(model, str) and model.startswith("/") and _ours(model, root) and _is_dir(Path(model)):
-        found += _model(job, config, model_key, Path(model), root)
+    if isinstance(model, str) and (at := inputs.inside(model)) is not None:  # not listed, not sealed: files.py says
+        found += _sealed_model(job, config, model_key, Path(model), at, inputs) if at.holds_dir() else []
+    elif isinstance(model, str) and model.startswith("/") and _ours(model, root) and _is_dir(Path(model)):
+        found += _model(job, config, model_key, Path(model), root, inputs)
     return found
 
 
-def _columns(job: Job, config: dict[str, Any], root: Path) -> list[Finding]:
+def _columns(job: Job, config: dict[str, Any], root: Path, inputs: JobInputs) -> list[Finding]:
     """The column verl's dataset takes each row's prompt (or SFT messages) from must be in every file."""
     key = "data.messages_key" if job.workload == "sft" else "data.prompt_key"
     column = get(config, key, "messages" if job.workload == "sft" else "prompt")
@@ -63,15 +68,22 @@ def _columns(job: Job, config: dict[str, Any], root: Path) -> list[Finding]:
     for files_key in ("data.train_files", "data.val_files"):
         value = get(config, files_key)
         for path in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
-            if isinstance(path, str) and path.startswith("/") and path.endswith(DATA) and path not in seen \
-                    and _ours(path, root):
-                seen.add(path)
-                found += _file_columns(Path(path), key, column, files_key, root)
+            if not isinstance(path, str) or not path.endswith(DATA) or path in seen:
+                continue
+            seen.add(path)
+            if (at := inputs.inside(path)) is not None:
+                columns = at.columns() if at.holds_file() else None  # not listed or not sealed: files.py says
+                found += _file_columns(Path(path), key, column, files_key, columns) if columns is not None else []
+            elif path.startswith("/") and _ours(path, root):
+                found += _file_columns(Path(path), key, column, files_key, _read_columns(Path(path), root))
     return found
 
 
-def _file_columns(path: Path, key: str, column: str, files_key: str, root: Path) -> list[Finding]:
-    columns = read_parquet_columns(path, root) if path.suffix == ".parquet" else _json_columns(path, root)
+def _read_columns(path: Path, root: Path) -> set[str] | Unread:
+    return read_parquet_columns(path, root) if path.suffix == ".parquet" else _json_columns(path, root)
+
+
+def _file_columns(path: Path, key: str, column: str, files_key: str, columns: set[str] | Unread) -> list[Finding]:
     if isinstance(columns, Unread):
         return [] if columns.missing else [((files_key,), f"{path}: {columns.why}", columns.severity)]
     if column in columns:
@@ -111,7 +123,20 @@ def _records(text: str) -> list[dict[str, Any]]:
     return records
 
 
-def _model(job: Job, config: dict[str, Any], key: str, model: Path, root: Path) -> list[Finding]:
+def _sealed_model(job: Job, config: dict[str, Any], key: str, model: Path, at: Inside,
+                  inputs: JobInputs) -> list[Finding]:
+    """A model in a sealed version: config.json as the seal step read it, the tokenizer from its file list."""
+    found = _tokenizer(config, key, model, Path(inputs.shared_root), inputs)
+    if (hf := at.config()) is None:
+        what = "is no JSON object argus's seal could read" if at.holds_file("config.json") else "is not in it"
+        return [*found, ((key,), f"{at.file('config.json')} {what} ({at.address}'s manifest); a model directory "
+                                 "needs one: verl's HFModelConfig loads it with transformers' "
+                                 "AutoConfig.from_pretrained once the GPUs are held (verl/workers/config/model.py)",
+                         "error")]
+    return found + _context(job, config, key, model, hf)
+
+
+def _model(job: Job, config: dict[str, Any], key: str, model: Path, root: Path, inputs: JobInputs) -> list[Finding]:
     # Hugging Face's cache links snapshots/<revision>/config.json to ../../blobs: inside the shared root, followed
     hf_config = read_head(model / "config.json", root, CONFIG_LIMIT, whole=True)
     if isinstance(hf_config, Unread):
@@ -119,7 +144,7 @@ def _model(job: Job, config: dict[str, Any], key: str, model: Path, root: Path) 
         return [((key,), f"model directory {model} {why}: verl's HFModelConfig loads it with "
                          "transformers' AutoConfig.from_pretrained once the GPUs are held "
                          "(verl/workers/config/model.py)", hf_config.severity)]
-    found = _tokenizer(config, key, model, root)
+    found = _tokenizer(config, key, model, root, inputs)
     try:
         parsed = json.loads(hf_config)
     except (ValueError, RecursionError):
@@ -130,14 +155,17 @@ def _model(job: Job, config: dict[str, Any], key: str, model: Path, root: Path) 
     return found + _context(job, config, key, model, parsed)
 
 
-def _tokenizer(config: dict[str, Any], key: str, model: Path, root: Path) -> list[Finding]:
+def _tokenizer(config: dict[str, Any], key: str, model: Path, root: Path, inputs: JobInputs) -> list[Finding]:
     named = get(config, f"{A}.model.tokenizer_path") if key.startswith(A) else get(config, "model.tokenizer_path")
     if not isinstance(named, (str, type(None))) or (named and not named.startswith("/")):
         return []  # a hub id, a remote path or no path at all: not argus's to look into
     where = Path(named) if named else model
-    if not _ours(str(where), root):
+    if (at := inputs.inside(str(where))) is not None:  # a sealed version's file list says; else not checked yet
+        if at.manifest is None or any(at.holds_file(name) for name in TOKENIZER_FILES):
+            return []
+    elif not _ours(str(where), root):
         return []  # outside the shared root: argus says nothing of what is there
-    if any(not isinstance(read_head(where / name, root, 0), Unread) for name in TOKENIZER_FILES):
+    elif any(not isinstance(read_head(where / name, root, 0), Unread) for name in TOKENIZER_FILES):
         return []
     return [((key,), f"{where} has no tokenizer files ({', '.join(TOKENIZER_FILES)}): verl loads the tokenizer with "
                      "transformers' AutoTokenizer.from_pretrained (verl/utils/tokenizer.py hf_tokenizer, called by "

@@ -19,7 +19,7 @@ def test_the_committed_schema_is_current(argus):
     assert printed.out == committed, "schema drifted: run `argus schema > schema/argus.schema.json`"
     kinds = {d["properties"]["kind"]["const"] for d in json.loads(committed)["$defs"].values()
              if "kind" in d.get("properties", {})}
-    assert kinds == {"Workspace", "Cluster", "CodeSnapshot", "Job", "Quotas"}
+    assert kinds == {"Workspace", "Cluster", "CodeSnapshot", "Job", "Quotas", "Dataset", "Model"}
     for kind in sorted(kinds):
         name = f"{kind.lower()}.schema.json"
         one = argus("schema", "--kind", kind)

@@ -204,8 +204,9 @@ def _forbidden_for(unit: str, root: Path, same_floor: bool = False) -> str:
 
 
 def test_the_house_has_the_rooms_the_design_names(house: Path):
-    assert {"state.ray", "state.runs", "state.audit", "state.code", "state.verl", "state.queue", "reconcile.plan",
-            "reconcile.execute", "reconcile.views", "reconcile.serve", "reconcile.commands"} <= set(_rooms(house))
+    assert {"state.ray", "state.runs", "state.audit", "state.code", "state.verl", "state.queue", "state.inputs",
+            "reconcile.plan", "reconcile.execute", "reconcile.views", "reconcile.serve",
+            "reconcile.commands"} <= set(_rooms(house))
 
 
 @pytest.mark.parametrize("how", ["top", "lazy", "type_checking", "relative"])

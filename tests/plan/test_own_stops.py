@@ -5,7 +5,8 @@ whose record is gone is still argus's and still stopped at its deadline; on_drif
 from __future__ import annotations
 
 from reconcile.model import Action, StopStep, SubmitStep
-from reconcile.plan.planner import MAX_DRIFT_RESTARTS, plan
+from reconcile.plan.jobs import MAX_DRIFT_RESTARTS
+from reconcile.plan.planner import plan
 from state.observed import ObservedState, Registry
 from tests.support.planning import desired, job, observed, record_of, run_of
 

@@ -91,7 +91,8 @@ def test_every_kind_of_problem_is_reported_together(ws: Workspace) -> None:
         "jobs/bad.yaml:11: cluster: no Cluster named 'nowhere' (known: h20)",
         "jobs/bad.yaml:15: entrypoint: `workload: command` needs an `entrypoint`",
         "jobs/dup.yaml:2: name: duplicate Job 'orphan' (first defined at jobs/bad.yaml:10)",
-        "weird.yaml:1: kind: got 'Gizmo'; expected one of Workspace, Cluster, CodeSnapshot, Job, Quotas",
+        "weird.yaml:1: kind: got 'Gizmo'; expected one of Workspace, Cluster, CodeSnapshot, Job, Quotas, Dataset, "
+        "Model",
     ]
 
 
@@ -264,7 +265,8 @@ def test_verl_jobs_need_their_fields_and_keep_argus_keys(ws: Workspace) -> None:
     assert diagnostics(ws) == [
         "jobs/v.yaml:7: data: PPO and GRPO validate on `data.val`: without it verl reads its own default path",
         "jobs/v.yaml:7: data.train: 'data/train.parquet' must be on the shared filesystem: `${shared_root}/...` or "
-        "an absolute path (a job runs inside its read-only code snapshot)",
+        "an absolute path (a job runs inside its read-only code snapshot); or name a Dataset or Model: "
+        "`${dataset:NAME}/train.parquet`",
         "jobs/v.yaml:9: overrides.0: 'algorithm.adv_estimator=rloo' sets a key argus types: use `workload: grpo` "
         "instead",
         "jobs/v.yaml:9: overrides.1: 'trainer.nnodes=2' sets a key argus types: use `trainer.nnodes` instead",

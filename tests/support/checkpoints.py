@@ -10,7 +10,7 @@ from pathlib import Path
 
 from reconcile.model import Change
 from reconcile.plan.checkpoints import judge
-from reconcile.plan.planner import plan_job
+from reconcile.plan.jobs import plan_job
 from specs.checkpoint_state import CheckpointState
 from specs.desired import DesiredState, Source
 from specs.models import Job

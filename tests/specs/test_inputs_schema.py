@@ -1,0 +1,87 @@
+"""The editor's schema and `argus validate` agree on Datasets and Models: both accept the good ones and both
+refuse a bad one at the same field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from specs.schema import json_schema
+from tests.support.workspace import make_workspace
+
+DIGEST = "ab" * 32
+HEAD = {"kind": "Dataset", "name": "case", "cluster": "local"}
+URL = {**HEAD, "url": {"url": "https://example.org/t.parquet", "sha256": DIGEST}}
+PREPARE = {**HEAD, "prepare": {"code": "verl", "entrypoint": ["python3", "p.py", "${output}"],
+                               "outputs": ["t.parquet"]}}
+GOOD = {
+    "a url": URL,
+    "an ftp file": {**HEAD, "ftp": {"url": "ftp://127.0.0.1:2121/t.parquet", "sha256": DIGEST}},
+    "a staged path": {**HEAD, "path": "/staging/gsm8k"},
+    "a prepare step": PREPARE,
+    "a hub model": {"kind": "Model", "name": "case", "cluster": "local",
+                    "hub": {"repo": "Qwen/Qwen2.5-0.5B-Instruct", "revision": "main", "endpoint": "https://h/hub"}},
+}
+BAD = {  # the case, and the field both must name
+    "no digest": ({**HEAD, "url": {"url": "https://example.org/t.parquet"}}, "url.sha256"),
+    "an upper-case digest": ({**HEAD, "url": {"url": "https://h/t", "sha256": DIGEST.upper()}}, "url.sha256"),
+    "an http url as ftp": ({**HEAD, "ftp": {"url": "https://h/t", "sha256": DIGEST}}, "ftp.url"),
+    "a relative path": ({**HEAD, "path": "staging/gsm8k"}, "path"),
+    "an absolute output": ({**PREPARE, "prepare": {**PREPARE["prepare"], "outputs": ["/etc/passwd"]}},
+                           "prepare.outputs"),
+    "a repo without its org": ({**HEAD, "hub": {"repo": "gpt2", "revision": "main", "endpoint": "https://h"}},
+                               "hub.repo"),
+    "an unknown key": ({**URL, "checksum": DIGEST}, "checksum"),
+}
+
+
+@pytest.fixture(scope="module")
+def validator() -> Draft202012Validator:
+    return Draft202012Validator(json_schema())
+
+
+def schema_fields(validator: Draft202012Validator, document: dict) -> list[str]:
+    found = []
+    for error in _deepest(validator.iter_errors(document)):
+        path = ".".join(str(p) for p in error.absolute_path)
+        missing = error.message.split("'")[1] if error.validator in ("required", "additionalProperties") else ""
+        found.append(".".join(p for p in (path, missing) if p))
+    return found
+
+
+def _deepest(errors) -> list:
+    """An optional field's error is an anyOf's (the object, or null): its own errors are inside it."""
+    found = []
+    for error in errors:
+        inner = [e for e in error.context or [] if e.validator != "type" or e.validator_value != "null"]
+        found += _deepest(inner) if inner else [error]
+    return found
+
+
+def validate_fields(argus, tmp_path: Path, document: dict) -> list[str]:
+    ws = make_workspace(tmp_path / "ws", "agree", "http://127.0.0.1:9")
+    ws.write("code.yaml", json.dumps({"kind": "CodeSnapshot", "name": "verl", "cluster": "local",
+                                      "git": {"url": "/srv/verl.git", "ref": "v1"}}))
+    ws.write("case.yaml", json.dumps(document))  # JSON is YAML
+    result = argus("validate", ws.root, "--json")
+    data = json.loads(result.out)
+    assert (result.code == 0) == data.get("valid", False), result.out
+    return [d["field"] for d in data.get("diagnostics", [])]
+
+
+@pytest.mark.parametrize("case", sorted(GOOD))
+def test_both_accept(case, validator, argus, tmp_path):
+    assert schema_fields(validator, GOOD[case]) == []
+    assert validate_fields(argus, tmp_path, GOOD[case]) == []
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_both_refuse_at_the_same_field(case, validator, argus, tmp_path):
+    document, field = BAD[case]
+    by_schema = schema_fields(validator, document)
+    by_validate = validate_fields(argus, tmp_path, document)
+    assert by_schema and all(f.startswith(field) for f in by_schema), by_schema
+    assert by_validate and all(f.startswith(field) for f in by_validate), by_validate
