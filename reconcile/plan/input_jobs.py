@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from reconcile.model import Action, Change
+from reconcile.model import Action, Change, SubmitStep, Waiting
 from reconcile.plan.runs import is_active
 from specs.address import Address, Kind
 from specs.input_refs import fill, inputs_of
@@ -63,8 +63,20 @@ class Inputs:
             reason = "waits for " + ", ".join(f"{a}: {words}" for a, words, _ in pending)
         if change.current is not None:  # what happens to the run there once the inputs are ready
             reason += f"; then {change.action.value}: {change.reason}"
+        # each input as its materialisation job (`dataset--NAME`): views, followers (`after:`) and serve's events
+        # tell a blocked reader from a waiting one as they do a follower's predecessors
+        waits = tuple(Waiting(job=f"{Address(a).kind.value}--{Address(a).name}", needs="succeeded", state=words,
+                              submission_id=self._run(a), blocked=stuck) for a, words, stuck in pending)
         return Change(address=change.address, action=Action.WAIT, reason=reason, current=change.current,
-                      before=change.before, after=change.after, diff=change.diff)
+                      before=change.before, after=change.after, diff=change.diff, waiting_on=waits)
+
+    def _run(self, address: str) -> str | None:
+        """The input's materialisation run this plan shows (the one running, failed, or about to start)."""
+        change = self.changes.get(address)
+        if change is None:
+            return None
+        step = next((s for s in change.steps if isinstance(s, SubmitStep)), None)
+        return step.submission_id if step is not None else change.current.submission_id if change.current else None
 
     def _state(self, address: str) -> tuple[str, bool]:
         """The input as a waiting job sees it, in words, and whether it is stuck until someone fixes something."""

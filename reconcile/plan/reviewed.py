@@ -56,6 +56,13 @@ def step_key(step: Step) -> StepKey:
         return (step.kind, step.cluster, step.submission_id)
     if step.kind in ("mkdir", "delete-snapshot"):
         return (step.kind, step.cluster, step.path)
+    if step.kind == "seal-input":  # this run's staging (or this path) sealed as this version
+        return (step.kind, step.cluster, step.address, step.key, step.rel, step.pin or "", step.run or "",
+                step.adopt or "")
+    if step.kind == "delete-input":
+        return (step.kind, step.cluster, step.rel)
+    if step.kind == "quotas":
+        return (step.kind, step.cluster, json.dumps(step.model_dump(mode="json")["workspaces"], sort_keys=True))
     raise TypeError(f"unknown step kind {step.kind!r}")
 
 
@@ -125,6 +132,10 @@ def _done(key: StepKey, now: list[Change]) -> bool:
         return any(r.submission_id == key[2] for r in runs)
     if kind == "snapshot":
         return any(c.action is Action.NOOP for c in now)  # in place now
+    if kind == "seal-input":  # sealed now: the input is in sync with no run of its own to show
+        return any(c.action is Action.NOOP and c.current is None for c in now)
+    if kind == "delete-input":  # a prune is decided again at apply (execute.inputs): deleting less is never harm
+        return True
     return not now  # a deleted snapshot is gone: no change names it any more
 
 
@@ -139,4 +150,8 @@ def _subject(step: Step) -> str:
         return step.submission_id
     if step.kind == "snapshot":
         return f"{step.name} at {step.commit[:12]} (digest {step.digest[:12]})"
+    if step.kind == "seal-input":
+        return f"{step.address} as {step.rel}" + (f" from {step.run}" if step.run else "")
+    if step.kind in ("delete-input", "quotas"):
+        return getattr(step, "rel", step.cluster)
     return step.path

@@ -27,13 +27,14 @@ def choose(plan: Plan, sync_auto: bool, may_retry: bool = True) -> list[Change]:
 
 def _sick_clusters(blocked: set[str]) -> set[str] | None:
     """The clusters the errors name; None when one names what is neither a job, a snapshot (its jobs carry
-    errors of their own) nor a cluster: then everything waits."""
+    errors of their own), a Dataset or Model (its readers wait on it, blocked) nor a cluster: then everything
+    waits."""
     sick = set()
     for address in blocked:
         kind, _, name = address.partition(".")
         if kind in ("cluster", "dirs"):
             sick.add(name)
-        elif kind not in ("job", "code"):
+        elif kind not in ("job", "code", "dataset", "model"):
             return None
     return sick
 

@@ -231,3 +231,32 @@ def test_a_materialisation_goes_through_admission_like_any_job():
     change = by_address(plan(desired_with(inputs=(spec,)), seen))["dataset.gsm8k"]
     assert change.action is Action.SUBMIT and change.queue is not None and change.queue.position is None
     assert "driver 1 CPU" in change.queue.demand
+
+
+def test_a_reader_blocked_on_its_input_says_blocked_and_so_do_its_followers():
+    from reconcile.views.human import sync_of  # noqa: PLC0415
+
+    spec = url_dataset()
+    follower = Job(kind="Job", name="evaluate", cluster="c", workload="command", entrypoint=["true"],
+                   after=["train"])
+    failed, record = materialising_run(spec, state(spec), "FAILED")
+    seen = observed_inputs(failed, states={"dataset.gsm8k": state(spec, staged=True)}, records=(record,))
+    changes = by_address(plan(desired_with((READER, follower), (spec,)), seen))
+    reader, waiting = changes["job.train"], changes["job.evaluate"]
+    assert reader.action is Action.WAIT and sync_of(reader, {"train"}) == "blocked"
+    [on] = reader.waiting_on
+    assert on.job == "dataset--gsm8k" and on.blocked and on.submission_id == failed.submission_id
+    assert waiting.action is Action.WAIT and sync_of(waiting, {"evaluate"}) == "blocked"
+    assert "dataset--gsm8k" in waiting.waiting_on[0].state
+
+
+def test_a_reader_waiting_on_a_running_fetch_is_waiting_not_blocked():
+    from reconcile.views.human import sync_of  # noqa: PLC0415
+
+    spec = url_dataset()
+    running, record = materialising_run(spec, state(spec), "RUNNING")
+    seen = observed_inputs(running, states={"dataset.gsm8k": state(spec)}, records=(record,))
+    reader = by_address(plan(desired_with((READER,), (spec,)), seen))["job.train"]
+    assert reader.action is Action.WAIT and sync_of(reader, {"train"}) == "waiting"
+    [on] = reader.waiting_on
+    assert on.job == "dataset--gsm8k" and not on.blocked

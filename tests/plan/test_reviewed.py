@@ -121,3 +121,29 @@ def test_a_replacement_already_carried_out_is_not_asked_again():
         update={"options": PlanOptions(replace=("job.a",))})
     assert replacements_done(reviewed, {"ws.a.aaaaaaaaaaaa.1"}) == set()
     assert replacements_done(reviewed, {"ws.a.aaaaaaaaaaaa.1", "ws.a.aaaaaaaaaaaa.2"}) == {"job.a"}
+
+
+def test_input_seals_and_prunes_are_decisions_a_saved_plan_can_hold():
+    from reconcile.model import DeleteInputStep, SealInputStep
+
+    seal = SealInputStep(cluster="c", address="dataset.x", key="a" * 64, rel="datasets/x/aaaaaaaaaaaa",
+                         staged="datasets/x/.incoming-aaaaaaaaaaaa-ws", run="ws.dataset--x.aaaaaaaaaaaa.1")
+    prune = DeleteInputStep(cluster="c", rel="datasets/x/bbbbbbbbbbbb", bytes=10)
+    reviewed = plan(change("dataset.x", Action.CREATE, seal), change("dataset.x", Action.DELETE, prune))
+    assert decision_differences(reviewed, reviewed) == []
+    other = seal.model_copy(update={"run": "ws.dataset--x.aaaaaaaaaaaa.2"})
+    [line] = decision_differences(reviewed, plan(change("dataset.x", Action.CREATE, other),
+                                                 change("dataset.x", Action.DELETE, prune)))
+    assert "seal-input" in line and "dataset.x" in line
+    # sealed meanwhile (another apply did it): the input is in sync, nothing is left to decide
+    sealed = plan(change("dataset.x", Action.NOOP))
+    assert decision_differences(reviewed, sealed) == []
+    # still being made (a run there, nothing sealed): the reviewed seal is missing
+    assert decision_differences(reviewed, plan(change("dataset.x", Action.NOOP, current="ws.dataset--x.b.1")))
+
+
+def test_quotas_compare_by_what_they_set():
+    from reconcile.model import QuotasStep
+
+    reviewed = plan(change("quotas.c", Action.CREATE, QuotasStep(cluster="c", workspaces={})))
+    assert decision_differences(reviewed, reviewed) == []

@@ -129,3 +129,15 @@ def test_a_run_that_reports_steps_is_stalled_by_its_step_not_by_its_log():
                       {"ws.a.h.1": moving}) == []  # stepping: a quiet log no longer counts
     assert [e.kind for e in run_events("ws", plan, {"a": [running]}, {"a": Policy()}, {"ws.a.h.1": NOW - 3000},
                                        CLOCK)] == ["stalled"]  # no steps reported: the quiet log still does
+
+
+def test_an_input_with_an_error_holds_back_only_its_own_changes():
+    """A hub mirror that does not answer (an error at model.x) keeps its readers waiting (they carry no error of
+    their own: they wait, blocked), never another job's retry."""
+    failed = run("ws.a.h.1", RunStatus.FAILED, failure="nccl_timeout")
+    retry = retry_change("a", failed)
+    plan = Plan(workspace="ws", changes=(retry,))
+    for address in ("model.qwen", "dataset.gsm8k"):
+        hub_down = Diagnostic(severity="error", address=address, message="hub did not answer")
+        assert choose(plan.model_copy(update={"diagnostics": (hub_down,)}), sync_auto=False) == [retry]
+        assert choose(plan.model_copy(update={"diagnostics": (hub_down,)}), sync_auto=True) == [retry]
