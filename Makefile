@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo demo-multi-version test lint chromium ray-oldest
+.PHONY: install demo demo-multi-version test check lint chromium ray-oldest
 
 install: $(VENV)/.installed
 
@@ -37,6 +37,11 @@ lint: install
 test: lint chromium ray-oldest
 	$(BIN)/python -m compileall -q specs state reconcile >/dev/null
 	$(BIN)/python -m pytest -q
+
+# The inner loop: lint and every test that needs no Ray cluster (tests/support/inner_loop.py skips those), on
+# both cores. `make test` runs everything; CI runs `make test`.
+check: lint
+	ARGUS_TESTS_WITHOUT_RAY=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n 2
 
 # The status page's tests look at it in a real headless browser: Debian's chromium.
 chromium:

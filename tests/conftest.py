@@ -18,6 +18,8 @@ from tests.support.isolation import GIT_KEPT, GITCONFIG, UNSET
 from tests.support.receivers import webhook
 from tests.support.workspace import Result, make_workspace
 
+pytest_plugins = ("tests.support.inner_loop",)
+
 
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
