@@ -3,14 +3,10 @@ refuse a bad one at the same field."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from jsonschema import Draft202012Validator
 
-from specs.schema import json_schema
-from tests.support.workspace import make_workspace
+from tests.support.schema_agreement import schema_fields, schema_validator, validate_fields
 
 DIGEST = "ab" * 32
 HEAD = {"kind": "Dataset", "name": "case", "cluster": "local"}
@@ -40,36 +36,7 @@ BAD = {  # the case, and the field both must name
 
 @pytest.fixture(scope="module")
 def validator() -> Draft202012Validator:
-    return Draft202012Validator(json_schema())
-
-
-def schema_fields(validator: Draft202012Validator, document: dict) -> list[str]:
-    found = []
-    for error in _deepest(validator.iter_errors(document)):
-        path = ".".join(str(p) for p in error.absolute_path)
-        missing = error.message.split("'")[1] if error.validator in ("required", "additionalProperties") else ""
-        found.append(".".join(p for p in (path, missing) if p))
-    return found
-
-
-def _deepest(errors) -> list:
-    """An optional field's error is an anyOf's (the object, or null): its own errors are inside it."""
-    found = []
-    for error in errors:
-        inner = [e for e in error.context or [] if e.validator != "type" or e.validator_value != "null"]
-        found += _deepest(inner) if inner else [error]
-    return found
-
-
-def validate_fields(argus, tmp_path: Path, document: dict) -> list[str]:
-    ws = make_workspace(tmp_path / "ws", "agree", "http://127.0.0.1:9")
-    ws.write("code.yaml", json.dumps({"kind": "CodeSnapshot", "name": "verl", "cluster": "local",
-                                      "git": {"url": "/srv/verl.git", "ref": "v1"}}))
-    ws.write("case.yaml", json.dumps(document))  # JSON is YAML
-    result = argus("validate", ws.root, "--json")
-    data = json.loads(result.out)
-    assert (result.code == 0) == data.get("valid", False), result.out
-    return [d["field"] for d in data.get("diagnostics", [])]
+    return schema_validator()
 
 
 @pytest.mark.parametrize("case", sorted(GOOD))

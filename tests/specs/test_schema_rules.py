@@ -5,7 +5,6 @@ and by `argus validate` on a real workspace, and the two must agree on whether, 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,12 +13,12 @@ from jsonschema import Draft202012Validator
 from specs.literal_secrets import SHAPES, find_secrets
 from specs.schema import KINDS, json_schema
 from specs.schema_rules import LITERAL_SECRET_PATTERNS
-from tests.support.workspace import make_workspace
+from tests.support.schema_agreement import SNAPSHOT, schema_fields, schema_validator
+from tests.support.schema_agreement import validate_fields as agreed_fields
 
 COMMAND = {"kind": "Job", "name": "case", "cluster": "local", "workload": "command", "entrypoint": ["python3", "t.py"]}
 PPO = {"kind": "Job", "name": "case", "cluster": "local", "workload": "ppo", "code": "verl",
        "model": "Qwen/Qwen2.5-0.5B-Instruct", "data": {"train": "/data/t.parquet", "val": "/data/v.parquet"}}
-SNAPSHOT = {"kind": "CodeSnapshot", "name": "case", "cluster": "local", "git": {"url": "/srv/verl.git", "ref": "v1"}}
 MIXED = "A1b2C3d4" * 5
 """Built at run time, so no secret scanner mistakes this file for a leak."""
 TOKENS = {
@@ -67,30 +66,11 @@ BAD = {  # the case, and the field both must name
 
 @pytest.fixture(scope="module")
 def validator() -> Draft202012Validator:
-    schema = json_schema()
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
-
-
-def schema_fields(validator: Draft202012Validator, document: dict) -> list[str]:
-    """Where the schema finds the document wrong: each error's path, or the property it says is missing."""
-    found = []
-    for error in validator.iter_errors(document):
-        path = ".".join(str(p) for p in error.absolute_path)
-        missing = error.message.split("'")[1] if error.validator == "required" else ""
-        found.append(".".join(p for p in (path, missing) if p))
-    return found
+    return schema_validator()
 
 
 def validate_fields(argus, tmp_path: Path, document: dict) -> list[str]:
-    """Where `argus validate --json` finds it wrong, in a workspace holding it beside a cluster and a snapshot."""
-    ws = make_workspace(tmp_path / "ws", "agree", "http://127.0.0.1:9", secrets=("WANDB_API_KEY",))
-    ws.write("code.yaml", json.dumps({**SNAPSHOT, "name": "verl"}))
-    ws.write("case.yaml", json.dumps(document))  # JSON is YAML
-    result = argus("validate", ws.root, "--json")
-    data = json.loads(result.out)
-    assert (result.code == 0) == data.get("valid", False), result.out
-    return [d["field"] for d in data.get("diagnostics", [])]
+    return agreed_fields(argus, tmp_path, document, secrets=("WANDB_API_KEY",))
 
 
 @pytest.mark.parametrize("case", sorted(GOOD))
