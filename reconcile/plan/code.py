@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol, TypeVar
 
 from reconcile.model import Action, Change, DeleteSnapshotStep, MkdirStep, RootStep, RunView, SnapshotStep, Step
 from reconcile.plan.root import distrusted, needs_identity
@@ -14,6 +14,14 @@ from specs.diagnostics import Diagnostic
 from specs.models import CodeSnapshot
 from specs.submission import SHARED_ROOT_PLACEHOLDER, CodeRef
 from state.observed import TERMINAL, ObservedState, SnapshotState
+
+
+class _Made(Protocol):
+    @property
+    def workspace(self) -> str: ...
+
+
+M = TypeVar("M", bound=_Made)
 
 
 def plan_dirs(desired: DesiredState, observed: ObservedState) -> list[Change]:
@@ -139,26 +147,35 @@ def plan_prune(desired: DesiredState, observed: ObservedState, runs: Mapping[str
                prune: bool) -> tuple[list[Change], list[Diagnostic]]:
     """This workspace's snapshots that no spec names: deleted only with --prune, never while in use."""
     wanted = {(desired.shared_root(s.cluster), snapshot_rel(s)) for s in desired.snapshots.values()}
-    changes, diagnostics, seen = [], [], set()
-    for cluster, stored in sorted(observed.stored.items()):
-        root = desired.shared_root(cluster)  # clusters may share a root: each snapshot is seen once
-        for rel, manifest in sorted(stored.items()):
+    changes, diagnostics = [], []
+    for cluster, root, rel, manifest in owned_unnamed(desired, observed.stored, wanted):
+        address = Address.code(manifest.name)
+        users = _unfinished_users(rel, runs) + _others_using(observed, f"{root}/{rel}", desired.workspace.name)
+        if not prune:
+            changes.append(Change(address=address, action=Action.NOOP,
+                                  reason="no longer in the desired state; kept (`argus plan --prune` deletes it)"))
+        elif users:
+            diagnostics.append(Diagnostic(severity="error", address=address,
+                                          message=f"{address} cannot be pruned: unfinished run(s) "
+                                                  f"{', '.join(users)} use it"))
+        else:
+            changes.append(Change(address=address, action=Action.DELETE, reason="pruned: no spec names it",
+                                  steps=(DeleteSnapshotStep(cluster=cluster, path=rel),)))
+    return changes, diagnostics
+
+
+def owned_unnamed(desired: DesiredState, stored: Mapping[str, Mapping[str, M]],
+                  wanted: set[tuple[str, str]]) -> Iterator[tuple[str, str, str, M]]:
+    """(cluster, root, rel, manifest) of what this workspace made on a shared root (a snapshot, an input version)
+    and no spec names: what a prune may delete. Clusters may share a root: each place is given once."""
+    seen: set[tuple[str, str]] = set()
+    for cluster, found in sorted(stored.items()):
+        root = desired.shared_root(cluster)
+        for rel, manifest in sorted(found.items()):
             if manifest.workspace != desired.workspace.name or (root, rel) in wanted | seen:
                 continue
             seen.add((root, rel))
-            address = Address.code(manifest.name)
-            users = _unfinished_users(rel, runs) + _others_using(observed, f"{root}/{rel}", desired.workspace.name)
-            if not prune:
-                changes.append(Change(address=address, action=Action.NOOP,
-                                      reason="no longer in the desired state; kept (`argus plan --prune` deletes it)"))
-            elif users:
-                diagnostics.append(Diagnostic(severity="error", address=address,
-                                              message=f"{address} cannot be pruned: unfinished run(s) "
-                                                      f"{', '.join(users)} use it"))
-            else:
-                changes.append(Change(address=address, action=Action.DELETE, reason="pruned: no spec names it",
-                                      steps=(DeleteSnapshotStep(cluster=cluster, path=rel),)))
-    return changes, diagnostics
+            yield cluster, root, rel, manifest
 
 
 def _error(address: str, field: str, message: str) -> Diagnostic:

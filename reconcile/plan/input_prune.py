@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 
 from reconcile.model import Action, Change, DeleteInputStep, RunView
+from reconcile.plan.code import owned_unnamed
 from reconcile.plan.runs import newest
 from specs.address import Address
 from specs.desired import DesiredState
@@ -23,24 +24,19 @@ def prune_inputs(desired: DesiredState, observed: ObservedState, runs: Mapping[s
         return [], []
     wanted = {(desired.shared_root(spec.cluster), state.rel) for address, spec in desired.inputs.items()
               if (state := observed.inputs.get(address)) is not None and state.rel}
-    changes, diagnostics, seen = [], [], set()
-    for cluster, stored in sorted(observed.stored_inputs.items()):
-        root = desired.shared_root(cluster)  # clusters may share a root: each version is seen once
-        for rel, manifest in sorted(stored.items()):
-            if manifest.workspace != desired.workspace.name or (root, rel) in wanted | seen:
-                continue
-            seen.add((root, rel))
-            address = Address.parse(f"{manifest.kind.lower()}.{manifest.name}") or Address.cluster(cluster)
-            # another workspace's run first: that it still reads the version is what its owner cannot see
-            users = sorted(dict.fromkeys(_users(desired, observed, runs, cluster, root, rel)),
-                           key=lambda user: user[0] == desired.workspace.name)
-            if users:
-                more = f" (and {len(users) - 1} more)" if len(users) > 1 else ""
-                diagnostics.append(Diagnostic(severity="error", address=address,
-                                              message=f"prune refused: run {users[0][1]} names {rel}{more}"))
-            else:
-                changes.append(Change(address=address, action=Action.DELETE, reason=f"pruned: no spec names {rel}",
-                                      steps=(DeleteInputStep(cluster=cluster, rel=rel, bytes=manifest.bytes),)))
+    changes, diagnostics = [], []
+    for cluster, root, rel, manifest in owned_unnamed(desired, observed.stored_inputs, wanted):
+        address = Address.parse(f"{manifest.kind.lower()}.{manifest.name}") or Address.cluster(cluster)
+        # another workspace's run first: that it still reads the version is what its owner cannot see
+        users = sorted(dict.fromkeys(_users(desired, observed, runs, cluster, root, rel)),
+                       key=lambda user: user[0] == desired.workspace.name)
+        if users:
+            more = f" (and {len(users) - 1} more)" if len(users) > 1 else ""
+            diagnostics.append(Diagnostic(severity="error", address=address,
+                                          message=f"prune refused: run {users[0][1]} names {rel}{more}"))
+        else:
+            changes.append(Change(address=address, action=Action.DELETE, reason=f"pruned: no spec names {rel}",
+                                  steps=(DeleteInputStep(cluster=cluster, rel=rel, bytes=manifest.bytes),)))
     return changes, diagnostics
 
 
