@@ -15,7 +15,7 @@ from state.observed import InputFile, InputManifest, InputState, SnapshotState
 from state.verl.checks import check_job
 from state.verl.files import missing_files
 from state.verl.sealed import JobInputs
-from tests.support.verl_inputs import write_parquet
+from tests.support.verl_inputs import with_keys, write_parquet
 from tests.support.workspace import make_workspace
 
 SCRIPT = Path(__file__).resolve().parent / "verl_scripts" / "grpo-fsdp-vllm.yaml"
@@ -52,13 +52,7 @@ def config(inputs: JobInputs, train: str = "train.parquet", **more) -> dict:
                      "val_files": inputs.fill("${dataset:gsm8k}/test.parquet"),
                      "max_prompt_length": 512, "max_response_length": 1024},
             A: {"model": {"path": inputs.fill("${model:qwen}")}, "rollout": {"name": "vllm"}}}
-    for key, value in more.items():
-        node = made
-        *parents, last = key.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[last] = value
-    return made
+    return with_keys(made, **more)
 
 
 def findings(root: Path, inputs: JobInputs, made: dict) -> list[tuple[tuple[str, ...], str, str]]:
