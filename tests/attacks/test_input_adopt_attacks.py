@@ -14,7 +14,7 @@ import pytest
 from state.inputs.fingerprint import NotAdoptable, fingerprint
 from state.inputs.seal import Expected
 from state.inputs.walk import NotSealable
-from tests.state.inputs.sealing import sealed, spec, step_for
+from tests.support.sealing import sealed, spec, step_for
 
 KEY = b"-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n"
 

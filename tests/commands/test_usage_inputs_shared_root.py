@@ -8,7 +8,7 @@ from pathlib import Path
 
 from reconcile.commands import usage_inputs
 from state.inputs.seal import Expected
-from tests.state.inputs.sealing import sealed, sha, spec, stage, step_for
+from tests.support.sealing import sealed, sha, spec, stage, step_for
 from tests.support.workspace import Workspace
 
 DATA = b"q,a\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from state.inputs.observe import _sealed
 from state.inputs.seal import Expected
-from tests.state.inputs.sealing import sealed, sha, spec, stage, step_for
+from tests.support.sealing import sealed, sha, spec, stage, step_for
 
 DATA = b"q,a\n1+1,2\n"
 

@@ -11,16 +11,9 @@ import pytest
 
 from state.inputs.manifest import MANIFEST, Untrusted, read_version, stored_versions
 from state.inputs.seal import Expected
-from tests.state.inputs.sealing import sealed, sha, spec, stage, step_for
+from tests.support.sealing import sealed, sha, spec, stage, step_for
 
 DATA = b"x,y\n1,2\n"
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    return shared
 
 
 def seal_one(root: Path, name: str = "gsm8k") -> str:

@@ -10,8 +10,8 @@ from pathlib import Path
 from state.inputs import manifest as manifests
 from state.inputs import observe
 from state.inputs.seal import Expected
-from tests.state.inputs.sealing import sealed, sha, stage, step_for
 from tests.support.input_planning import desired_with, url_dataset
+from tests.support.sealing import sealed, sha, stage, step_for
 
 DATA = b"q,a\n"
 

@@ -13,17 +13,10 @@ from state.inputs.manifest import MANIFEST, read_version, stored_versions
 from state.inputs.seal import Expected, remove_version
 from state.inputs.shapes import HubFile
 from state.inputs.walk import NotSealable
-from tests.state.inputs.sealing import parquet, sealed, sha, spec, stage, step_for
 from tests.support.hub_mirror import blob_oid
+from tests.support.sealing import parquet, sealed, sha, spec, stage, step_for
 
 DATA = b"question,answer\n1+1,2\n"
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    return shared
 
 
 def url_case(root: Path, data: bytes = DATA) -> tuple:

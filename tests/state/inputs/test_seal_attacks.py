@@ -14,17 +14,10 @@ from state.inputs import seal as seal_module
 from state.inputs.manifest import MANIFEST, Untrusted, check_sizes, read_version, stored_versions, verify_digests
 from state.inputs.seal import Expected
 from state.inputs.walk import NotSealable
-from tests.state.inputs.sealing import sealed, sha, spec, stage, step_for
+from tests.support.sealing import sealed, sha, spec, stage, step_for
 
 DATA = b"prompt,answer\n1+1,2\n"
 SECRET = b"AKIA-the-runner-s-secret-key"
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    return shared
 
 
 @pytest.fixture
