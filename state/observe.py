@@ -50,9 +50,10 @@ MAX_CONCURRENT_CLUSTERS = 8
 
 
 def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: bool = False,
-            fetch_timeout: float = DEFAULT_FETCH_TIMEOUT) -> ObservedState:
+            fetch_timeout: float = DEFAULT_FETCH_TIMEOUT, prune: bool = False) -> ObservedState:
     """What plan and apply need: one snapshot (one list_jobs) per cluster, plus what the shared
-    roots hold, every snapshot's source resolved and every verl job checked against its code."""
+    roots hold, every snapshot's source resolved and every verl job checked against its code.
+    `prune`: every sealed input version on the roots too (each manifest read), which only a prune decides by."""
     clusters, unreachable = read_clusters(ray)
     absent = absent_roots(desired)
     states = {name: observe_snapshot(desired, name, verify_snapshots, absent, fetch_timeout)
@@ -61,8 +62,8 @@ def observe(desired: DesiredState, ray: dict[str, RayClient], verify_snapshots: 
     runs = read_run_records(desired, clusters, absent)
     world = _world(desired, clusters, absent, states, workload_checks(desired, states, absent, inputs),
                    unreachable, runs, ray)
-    return _settled(desired, world.model_copy(update={"inputs": inputs,
-                                                      "stored_inputs": stored_inputs(desired, absent)}), runs)
+    versions = stored_inputs(desired, absent) if prune else {}
+    return _settled(desired, world.model_copy(update={"inputs": inputs, "stored_inputs": versions}), runs)
 
 
 def observe_sync(desired: DesiredState, ray: dict[str, RayClient]) -> ObservedState:

@@ -83,7 +83,8 @@ def run_saved(plan_file: Path, directory: Path | None, options: ApplyOptions) ->
     check_addresses(desired, stored.plan.options)
     with lock.held(lockable_roots(desired), desired.workspace.name, stored.plan_id, options.lock_timeout):
         ray = connect(desired, options.timeout)
-        observed = observe(desired, ray, fetch_timeout=options.fetch_timeout or DEFAULT_FETCH_TIMEOUT)
+        observed = observe(desired, ray, fetch_timeout=options.fetch_timeout or DEFAULT_FETCH_TIMEOUT,
+                           prune=stored.plan.options.prune)
         fresh = plan(desired, observed, _options_now(stored.plan, observed))
         _refuse_unless_reviewed(plan_file, stored, fresh)
         note = _content_note(stored, desired)

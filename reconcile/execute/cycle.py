@@ -34,6 +34,7 @@ def observe_and_plan(desired: DesiredState, ray: dict[str, RayClient], options: 
     from state.code.sources import DEFAULT_FETCH_TIMEOUT
     from state.observe import observe
 
-    observed = observe(desired, ray, verify_snapshots, fetch_timeout or DEFAULT_FETCH_TIMEOUT)
+    observed = observe(desired, ray, verify_snapshots, fetch_timeout or DEFAULT_FETCH_TIMEOUT,
+                       prune=options is not None and options.prune)
     observed = judged(observed) if judged is not None else observed
     return observed, plan(desired, observed, options)

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from specs import input_refs
-from specs.address import Address
 from specs.desired import DesiredState
 from specs.inputs import COMMIT_PATTERN, TOP, Dataset, Model, staged_rel, version_key, version_rel
 from state.inputs import manifest as manifests
@@ -34,9 +33,11 @@ def observe_inputs(desired: DesiredState, snapshots: Mapping[str, SnapshotState]
 
 
 def stored_inputs(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, dict[str, InputManifest]]:
-    """Per cluster whose shared root is here: every sealed version on it (prune and usage read these)."""
-    return {name: manifests.stored_versions(root) for name, root in sorted(desired.shared_roots.items())
-            if name not in absent}
+    """Per cluster whose shared root is here: every sealed version on it (what a prune decides by), each root read
+    once however many clusters share it."""
+    roots = {root for name, root in desired.shared_roots.items() if name not in absent}
+    read = {root: manifests.stored_versions(root) for root in sorted(roots)}
+    return {name: read[root] for name, root in sorted(desired.shared_roots.items()) if root in read}
 
 
 def observe_input(desired: DesiredState, spec: Dataset | Model, snapshots: Mapping[str, SnapshotState],
@@ -144,10 +145,6 @@ def _real_dir(root: Path, rel: str) -> bool:
         if path.is_symlink() or not path.is_dir():
             return False
     return True
-
-
-def address_of(spec: Dataset | Model) -> str:
-    return Address.of_spec(spec.kind, spec.name)
 
 
 def recorded_inputs(desired: DesiredState, absent: tuple[str, ...]) -> dict[str, InputState]:
