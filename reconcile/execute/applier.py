@@ -98,7 +98,7 @@ def open_world(ctx: ApplyContext, secrets: Secrets) -> World:
     return World(clients=ctx.clients, roots=desired.shared_roots, workspace=desired.workspace.name,
                  audit=AuditTrail(_sound_roots(desired, observed), desired.workspace.name, provenance, secrets),
                  runs=runs, code=CodeShelf(desired, sources, ctx.fetch_timeout), secrets=secrets,
-                 inputs=InputShelf(desired, observed.inputs if observed else {}, ctx.git.commit),
+                 inputs=InputShelf(desired, ctx.git.commit),
                  echo=ctx.echo, journal=ctx.journal, stop_timeout=ctx.stop_timeout,
                  known=known_demands(desired, observed) if observed else {},
                  chains=observed.registries if observed else {},

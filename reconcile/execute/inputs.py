@@ -8,8 +8,6 @@ submit only when its manifest still reads as sealed with the content digest the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from reconcile.execute.world import Done, Outcome, World
 from reconcile.model import DeleteInputStep, SealInputStep
 from specs import input_refs
@@ -20,18 +18,17 @@ from specs.submission import Submission
 from state.audit.log import actor
 from state.inputs import manifest as manifests
 from state.inputs import seal as sealing
-from state.inputs.hub import HubError, hub_repo, list_files
+from state.inputs.hub import HubError, list_files, repo_of
 from state.inputs.materialise import file_name
 from state.inputs.seal import Expected
 from state.inputs.walk import NotSealable
-from state.observed import InputState
 
 
 class InputShelf:
     """The inputs of one apply; each version a submit names is checked once."""
 
-    def __init__(self, desired: DesiredState, observed: Mapping[str, InputState], commit: str) -> None:
-        self._desired, self._observed, self._commit = desired, observed, commit
+    def __init__(self, desired: DesiredState, commit: str) -> None:
+        self._desired, self._commit = desired, commit
         self._checked: dict[tuple[str, str], str | None] = {}
 
     def seal(self, step: SealInputStep) -> str:
@@ -76,8 +73,7 @@ class InputShelf:
             raise ArgusError(f"{step.address}: the plan pinned no hub commit; run `argus plan` again")
         endpoint = input_refs.hub_endpoint(spec, self._desired.clusters[spec.cluster]) or ""
         try:  # asked again at apply: the listing the run fetched by is the run's word, not the mirror's
-            listing = list_files(hub_repo(endpoint, spec.hub.repo, "dataset" if spec.kind == "Dataset" else "model"),
-                                 step.pin)
+            listing = list_files(repo_of(spec, endpoint), step.pin)
         except HubError as err:
             raise ArgusError(f"{step.address}: {err}; the version is not sealed without its listing") from err
         return Expected(hub=listing, pin=step.pin)

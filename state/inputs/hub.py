@@ -17,6 +17,7 @@ from urllib.parse import quote, urljoin, urlsplit
 import requests
 
 from specs.errors import ArgusError
+from specs.inputs import Dataset, Model
 from state.inputs import shapes
 from state.inputs.shapes import HubFile, WrongShape
 
@@ -65,6 +66,12 @@ def hub_repo(endpoint: str, repo: str, kind: Kind = "model") -> HubRepo:
     if kind not in ("model", "dataset"):
         raise HubError(f"hub mirror {endpoint}: {kind!r} is not a repository type (model or dataset)")
     return HubRepo(endpoint.rstrip("/"), repo, kind)
+
+
+def repo_of(spec: Dataset | Model, endpoint: str) -> HubRepo:
+    """The repository a Dataset's or Model's `hub:` source names, on this mirror."""
+    assert spec.hub is not None
+    return hub_repo(endpoint, spec.hub.repo, "dataset" if spec.kind == "Dataset" else "model")
 
 
 def resolve_revision(hub: HubRepo, revision: str, timeout: float = TIMEOUT) -> str:

@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlsplit
 
 from specs.inputs import Dataset, Model, staged_rel
 from state.inputs.fetch_job import entrypoint, hub_spec, url_spec
-from state.inputs.hub import HubRepo
+from state.inputs.hub import repo_of
 from state.inputs.shapes import MAX_FILES, MAX_SIZE, HubFile
 
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}")
@@ -27,11 +27,10 @@ def fetch_command(spec: Dataset | Model, shared_root: str, workspace: str, key: 
     if spec.hub is not None:
         if not (endpoint and commit and listing):
             return None
-        hub = HubRepo(endpoint=endpoint.rstrip("/"), repo=spec.hub.repo, kind="model" if spec.kind == "Model" else
-                      "dataset")
         total = sum(f.size or 0 for f in listing)
-        return entrypoint(hub_spec(hub, commit, listing, dest, max_files=MAX_FILES, max_bytes=total or MAX_SIZE),
-                          python=python)
+        fetched = hub_spec(repo_of(spec, endpoint), commit, listing, dest, max_files=MAX_FILES,
+                           max_bytes=total or MAX_SIZE)
+        return entrypoint(fetched, python=python)
     source = spec.url or spec.ftp
     if source is None:
         return None

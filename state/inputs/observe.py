@@ -19,7 +19,7 @@ from specs.inputs import COMMIT_PATTERN, TOP, Dataset, Model, staged_rel, versio
 from state.inputs import manifest as manifests
 from state.inputs.fetch_job import FetchTooBig
 from state.inputs.fingerprint import fingerprint
-from state.inputs.hub import HubError, hub_repo, list_files, resolve_revision
+from state.inputs.hub import HubError, list_files, repo_of, resolve_revision
 from state.inputs.materialise import fetch_command
 from state.inputs.walk import NotSealable
 from state.observed import InputManifest, InputState, SnapshotState
@@ -106,7 +106,7 @@ def _hub_commit(desired: DesiredState, spec: Dataset | Model) -> tuple[str | Non
     if endpoint is None:
         return None, "no hub endpoint (the loader said where to set one)"
     try:
-        return resolve_revision(hub_repo(endpoint, spec.hub.repo, _hub_kind(spec)), spec.hub.revision), None
+        return resolve_revision(repo_of(spec, endpoint), spec.hub.revision), None
     except HubError as err:
         return None, (f"{err}; the revision {spec.hub.revision!r} cannot be pinned without the mirror: pin a 40-hex "
                       "commit to plan while it is away")
@@ -122,7 +122,7 @@ def _with_fetch(desired: DesiredState, spec: Dataset | Model, state: InputState,
     if spec.hub is not None:
         endpoint = input_refs.hub_endpoint(spec, desired.clusters[spec.cluster])
         try:
-            listing = list_files(hub_repo(endpoint or "", spec.hub.repo, _hub_kind(spec)), state.pin or "")
+            listing = list_files(repo_of(spec, endpoint or ""), state.pin or "")
         except HubError as err:
             return state.model_copy(update={"problem": f"{err}; its files cannot be listed to fetch them"})
     try:
@@ -131,10 +131,6 @@ def _with_fetch(desired: DesiredState, spec: Dataset | Model, state: InputState,
     except FetchTooBig as err:
         return state.model_copy(update={"problem": str(err)})
     return state.model_copy(update={"fetch": command})
-
-
-def _hub_kind(spec: Dataset | Model) -> str:
-    return "dataset" if spec.kind == "Dataset" else "model"
 
 
 def _real_dir(root: Path, rel: str) -> bool:
