@@ -22,13 +22,12 @@ from state.queue.usage import read_runs, readable
 
 def run(directory: Path, as_json: bool) -> int:
     desired = load(directory)
-    here: dict[str, str] = {}  # one entry per root: clusters may share one (named together, counted once)
+    clusters: dict[str, list[str]] = {}  # by root: clusters may share one (named together, counted once)
     for name, root in sorted(desired.shared_roots.items()):
         if Path(root).is_dir():
-            here[root] = f"{here[root]},{name}" if root in here else name
-    here = {names: root for root, names in here.items()}
-    usage = input_usage({names: stored_versions(root) for names, root in here.items()})
-    named = Counter(rel for r in read_runs([root for root in here.values() if readable(root)])
+            clusters.setdefault(root, []).append(name)
+    usage = input_usage({",".join(names): stored_versions(root) for root, names in clusters.items()})
+    named = Counter(rel for r in read_runs([root for root in clusters if readable(root)])
                     for rel in _versions(r.record.submission))
     typer.echo(_json(usage, named) if as_json else render(usage, named))
     return EXIT_OK
