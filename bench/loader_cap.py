@@ -1,6 +1,6 @@
 """How long the loader takes on one spec file at the size cap, and on a workspace of many jobs.
 
-The per-file cap (specs/reading.py MAX_FILE_BYTES) is chosen so that even ruamel's slowest input
+The per-file cap (specs/parse/reading.py MAX_FILE_BYTES) is chosen so that even ruamel's slowest input
 loads well under a second. Prints the time and the rate of each case; run with the project venv:
     .venv/bin/python bench/loader_cap.py [jobs]
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from specs.errors import SpecError  # noqa: E402
-from specs.loader import load_workspace  # noqa: E402
-from specs.reading import MAX_FILE_BYTES  # noqa: E402
+from specs.load.loader import load_workspace  # noqa: E402
+from specs.parse.reading import MAX_FILE_BYTES  # noqa: E402
 
 JOB = ("---\nkind: Job\nname: j{i}\ncluster: h20\nworkload: command\nentrypoint: [python3, train.py, --seed, '{i}']\n"
        "env: {{HF_HOME: /mnt/shared/hf, WANDB_API_KEY: '${{env:WANDB_API_KEY}}'}}\nentrypoint_num_cpus: 1\n")

@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from specs.desired import DesiredState  # noqa: E402
-from specs.loader import load_workspace  # noqa: E402
-from specs.submission import RunId, labels, resolve, spec_hash  # noqa: E402
+from specs.load.loader import load_workspace  # noqa: E402
+from specs.workloads.submission import RunId, labels, resolve, spec_hash  # noqa: E402
 from state.audit import files as audit_files
 from state.audit import log as audit  # noqa: E402
 from state.audit.events import ApplyEnded, StepCarriedOut  # noqa: E402

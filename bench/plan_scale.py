@@ -23,7 +23,7 @@ of its cumulative profile is printed.
 Where a job's time goes (2026-11-26, 2 cores loaded by other people's tests; the "in-process" line
 measures each stage of `argus plan` in one process and prints its marginal CPU per job; the split
 within a stage is py-spy's): floor 0.195 ms a job (in-process: reading 0.02, PyYAML's parse 0.14,
-validating 0.02). argus: load 0.28 (parsing 0.12: argus walks libyaml's events itself, specs/fast_yaml.py,
+validating 0.02). argus: load 0.28 (parsing 0.12: argus walks libyaml's events itself, specs/parse/fast_yaml.py,
 cheaper than PyYAML's Python constructor, and records every field's line for diagnostics; listing with
 the hostile-file checks and reading 0.06; validating 0.03; assembling, duplicates and references 0.03;
 the secret scan 0.02; keeping shared roots out 0.01); plan 0.26 (submission, spec hash over canonical
@@ -36,7 +36,7 @@ showing each job cost another ~1.7x the floor, spread over many small steps (non
 job's cost). Meeting it would take a plan that skips unchanged jobs' work (a cache of their changes by
 spec hash and observed runs), not a cheap win. Cheap wins taken (issue 26): the argv view splits runs
 of plain characters at once (render 0.093 -> 0.071 ms a job, 6x on a verl entrypoint); start-up stopped
-parsing every model's source for field docstrings (specs/schema.py reads them when a schema is made)
+parsing every model's source for field docstrings (specs/schema/schema.py reads them when a schema is made)
 and importing asyncio, deepdiff, the verl checks and the audit log where unused: a plan of 100 jobs
 0.87 -> 0.66 s CPU (both compiled), target 2 from ~0.6 of `ray job list`'s CPU to ~0.5.
 
@@ -78,7 +78,7 @@ ROUNDS = 3
 FLOOR = """
 import os, sys
 import yaml
-from specs.models import Job
+from specs.kinds.models import Job
 texts = []
 for folder, _, names in os.walk(sys.argv[1]):
     for name in names:

@@ -1,4 +1,4 @@
-"""What scanning specs for literal secrets (specs/secret_scan.py) adds to loading a workspace.
+"""What scanning specs for literal secrets (specs/secrets/secret_scan.py) adds to loading a workspace.
 
 Loads the same workspace of many jobs (one file each, with env, entrypoint and verl-style overrides)
 with the scan and with the scan replaced by a no-op, alternately, best of 5 each (the machine is
@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from specs import secret_scan  # noqa: E402
-from specs.loader import load_workspace  # noqa: E402
+from specs.load.loader import load_workspace  # noqa: E402
+from specs.secrets import secret_scan  # noqa: E402
 
 CLUSTER = "kind: Cluster\nname: h20\naddress: http://10.0.0.1:8265\nshared_root: /mnt/shared\n"
 JOB = ("kind: Job\nname: j{i}\ncluster: h20\nworkload: command\n"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from specs.models import CodeSnapshot  # noqa: E402
+from specs.kinds.models import CodeSnapshot  # noqa: E402
 from state.code import snapshots  # noqa: E402
 from state.code.sources import resolve_source  # noqa: E402
 

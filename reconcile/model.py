@@ -11,9 +11,9 @@ from pydantic import Field, StringConstraints
 from specs.base import Frozen
 from specs.diagnostics import Diagnostic
 from specs.duration import MAX_SECONDS
-from specs.models import MAX_QUOTA_WORKSPACES, Name, Resources
-from specs.run_progress import Progress
-from specs.submission import SUBMISSION_ID_PATTERN, Submission
+from specs.kinds.models import MAX_QUOTA_WORKSPACES, Name, Resources
+from specs.workloads.run_progress import Progress
+from specs.workloads.submission import SUBMISSION_ID_PATTERN, Submission
 from state.observed import ACTIVE, DEADLINE, LAYOUT, MAYBE_RUNNING, PREEMPTED, RunStatus
 from state.runs.failures import advice_for
 

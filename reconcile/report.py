@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from reconcile.model import Plan, RunView
 from specs.base import Frozen
-from specs.notifications import EVENT_KINDS, EventKind  # noqa: F401 - the kinds routes name are these
+from specs.kinds.notifications import EVENT_KINDS, EventKind  # noqa: F401 - the kinds routes name are these
 from state.observed import RunStatus
 
 

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from reconcile.model import Plan, SubmitStep
 from specs.base import Frozen
 from specs.errors import ArgusError
-from specs.submission import spec_hash, submission_id
+from specs.workloads.submission import spec_hash, submission_id
 
 FORMAT_VERSION = 3
 READABLE_VERSIONS = (2, 3)
@@ -41,7 +41,7 @@ class SavedPlan(Frozen):
     plan_id: str
     created_at: str
     desired_digest: str
-    """Content digest of the resolved desired state (specs.content): what the reviewers saw."""
+    """Content digest of the resolved desired state (specs.load.content): what the reviewers saw."""
     commit: str
     """Git commit of the desired state when planned: for the audit trail only, never compared."""
     plan: Plan

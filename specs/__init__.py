@@ -1,2 +1,2 @@
-"""Desired state: the models of argus resources and the YAML loader that builds them.
-May import: nothing of argus (specs is the ground floor)."""
+"""Desired state: the kinds, the YAML loader that builds them, in rooms; at the door the helpers all rooms share
+and desired.py, what the loader builds. May import: base, diagnostics, errors, address, duration."""

@@ -20,12 +20,12 @@ class Kind(TextEnum):
     """The directories of the NFS layout under one cluster's shared root."""
     CLUSTER = "cluster"
     QUOTAS = "quotas"
-    """A cluster's quotas (specs.models.Quotas), named by the cluster."""
+    """A cluster's quotas (specs.kinds.models.Quotas), named by the cluster."""
     WORKSPACE = "workspace"
     DATASET = "dataset"
-    """A Dataset (specs.inputs), on one cluster's shared root."""
+    """A Dataset (specs.kinds.inputs), on one cluster's shared root."""
     MODEL = "model"
-    """A Model (specs.inputs), on one cluster's shared root."""
+    """A Model (specs.kinds.inputs), on one cluster's shared root."""
 
 
 SPEC_KINDS = {"Job": Kind.JOB, "CodeSnapshot": Kind.CODE, "Cluster": Kind.CLUSTER, "Workspace": Kind.WORKSPACE,

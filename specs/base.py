@@ -14,7 +14,7 @@ class Frozen(BaseModel):
     frozen=True: specs, observations and plans are compared and passed around, never mutated.
     allow_inf_nan=False: `.inf` CPUs is a typo, not a request.
     No use_attribute_docstrings: pydantic would parse each model's module source again for every class,
-    ~0.15 s of every command's start-up, for descriptions only the JSON Schema shows; specs/schema.py
+    ~0.15 s of every command's start-up, for descriptions only the JSON Schema shows; specs/schema/schema.py
     reads the spec models' field docstrings when it makes one.
     """
 

@@ -1,4 +1,5 @@
-"""The loaded desired state: validated specs plus where each of them came from."""
+"""The loaded desired state: validated specs plus where each of them came from.
+May import: base, diagnostics, address, kinds."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from dataclasses import dataclass, field
 
 from specs.address import Address
 from specs.diagnostics import Where
-from specs.inputs import Dataset, Model
-from specs.models import Cluster, CodeSnapshot, Job, Quotas, Workspace
+from specs.kinds.inputs import Dataset, Model
+from specs.kinds.models import Cluster, CodeSnapshot, Job, Quotas, Workspace
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class DesiredState:
     """By cluster: the quotas this workspace sets as the cluster's `admin` (the loader refuses any other)."""
     inputs: Mapping[str, Dataset | Model] = field(default_factory=dict)
     """Datasets and Models by address (`dataset.NAME`, `model.NAME`): their versions' paths are
-    specs.inputs.version_rel, beside snapshot_rel."""
+    specs.kinds.inputs.version_rel, beside snapshot_rel."""
 
     def included_files(self) -> list[str]:
         """The shared files (the Workspace's `include:`) its Clusters came from, relative to `root`: the only

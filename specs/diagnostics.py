@@ -10,14 +10,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import Field, PlainSerializer, PlainValidator, SerializerFunctionWrapHandler, model_serializer
 
 from specs.base import Frozen
-
-if TYPE_CHECKING:
-    from specs.desired import Source
 
 Severity = Literal["error", "warning"]
 """`error` blocks apply (and `argus validate`); `warning` does not."""
@@ -54,6 +51,12 @@ WhereText = Annotated[Where, PlainValidator(Where.parse), PlainSerializer(lambda
 """A Where in a model: serialised and read back as its `file:line` text."""
 
 
+class Locates(Protocol):
+    """What knows the line of each field of one spec (specs.desired.Source): diagnostics point through it."""
+
+    def at(self, path: str = "") -> Where: ...
+
+
 class Diagnostic(Frozen):
     """An error or warning about one spec (or the world it meets), located at a field when it can be."""
 
@@ -75,7 +78,7 @@ class Diagnostic(Frozen):
         """An error at a line of a spec file, before any resource is known: what the loader reports."""
         return cls(severity="error", where=Where(file, line), field=field, message=message, hint=hint)
 
-    def located(self, source: Source) -> Diagnostic:
+    def located(self, source: Locates) -> Diagnostic:
         """This diagnostic pointed at the line of its field in `source`, the spec it is about."""
         return self.model_copy(update={"where": source.at(self.field)})
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
 from specs.errors import ArgusError
-from specs.reading import read_at_most
+from specs.parse.reading import read_at_most
 
 DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC

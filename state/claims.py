@@ -33,7 +33,7 @@ from pydantic import Field, ValidationError
 
 from specs.base import Frozen
 from specs.errors import ArgusError
-from specs.models import Name
+from specs.kinds.models import Name
 from state import root_key
 from state.beneath import Refused, made_dir, read_regular
 from state.files import replace_in

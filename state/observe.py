@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from specs.checkpoint_state import CheckpointState
 from specs.desired import DesiredState
-from specs.models import CodeSnapshot
+from specs.kinds.models import CodeSnapshot
+from specs.workloads.checkpoint_state import CheckpointState
 from state.code import snapshots
 from state.code.cache import cache_root
 from state.code.sources import DEFAULT_FETCH_TIMEOUT, resolve_source, unresolved
@@ -250,9 +250,9 @@ def read_checkpoints(desired: DesiredState, absent: tuple[str, ...]) -> dict[str
     """Per verl job, the checkpoint a new attempt would resume from, as its overrides tell verl: the
     folder trainer.resume_from_path names, or the latest in its checkpoint directory; none with
     trainer.resume_mode=disable (the planner reads the composed config's mode: reconcile.plan.checkpoints)."""
-    from specs import verl
-    from specs.checkpoint_state import reads_path, resume_of
-    from specs.submission import expand
+    from specs.workloads import verl
+    from specs.workloads.checkpoint_state import reads_path, resume_of
+    from specs.workloads.submission import expand
     from state.runs.checkpoints import inspect_checkpoint, inspect_step
 
     found = {}

@@ -16,12 +16,12 @@ from pydantic import (
 )
 
 from specs.base import Frozen, TextEnum
-from specs.checkpoint_state import CheckpointState
 from specs.diagnostics import Diagnostic
-from specs.models import MAX_PRIORITY, Name
-from specs.run_progress import Progress
-from specs.submission import MAX_ATTEMPT, RunId, Submission, parse_labels
-from specs.verl_profile import VerlProfile
+from specs.kinds.models import MAX_PRIORITY, Name
+from specs.workloads.checkpoint_state import CheckpointState
+from specs.workloads.run_progress import Progress
+from specs.workloads.submission import MAX_ATTEMPT, RunId, Submission, parse_labels
+from specs.workloads.verl_profile import VerlProfile
 
 
 class RunStatus(TextEnum):
@@ -189,8 +189,8 @@ class RunRecord(Frozen):
     """Where argus put the run's checkpoints and logs: "workspace" (outputs/<workspace>/); None for a run made
     before outputs were per workspace (outputs/checkpoints, outputs/logs), whose next attempts keep them."""
     progress: Progress | None = None
-    """How far the run had come when argus last wrote its record (specs.run_progress): for people, never planned
-    from. A job can write its record: any other shape reads as unknown."""
+    """How far the run had come when argus last wrote its record (specs.workloads.run_progress): for people, never
+    planned from. A job can write its record: any other shape reads as unknown."""
 
     @classmethod
     def submitting(cls, run: RunId, submission: Submission, **fields: Any) -> RunRecord:
@@ -280,7 +280,7 @@ class InputManifest(Frozen):
     kind: Literal["Dataset", "Model"]
     name: str
     key: str
-    """The 64-hex version key (specs.inputs.version_key): the directory is named by its first 12."""
+    """The 64-hex version key (specs.kinds.inputs.version_key): the directory is named by its first 12."""
     source: dict[str, Any]
     """The spec's source as written, plus what pinned it (a hub source's resolved commit)."""
     workspace: str
@@ -330,8 +330,8 @@ class InputState(Frozen):
     """Why the version can be neither used nor made now (hub unreachable, a manifest not signed, files changed)."""
     fetch: str | None = None
     """A hub, url or ftp version not sealed: the fetch job's entrypoint (state.inputs.fetch_job), built by
-    observation into the staging directory (specs.inputs.staged_rel, absolute): the fetcher's program is a file and
-    a hub's listing an answer of the hub, neither the pure planner's to read. None when not built."""
+    observation into the staging directory (specs.kinds.inputs.staged_rel, absolute): the fetcher's program is a
+    file and a hub's listing an answer of the hub, neither the pure planner's to read. None when not built."""
 
 
 class SnapshotState(Frozen):

@@ -138,7 +138,7 @@ def _refuse_unless_reviewed(plan_file: Path, stored: SavedPlan, fresh: Plan) -> 
 
 
 def _content_note(stored: SavedPlan, desired: DesiredState) -> str:
-    from specs.content import desired_digest
+    from specs.load.content import desired_digest
 
     if desired_digest(desired) == stored.desired_digest:
         return ""

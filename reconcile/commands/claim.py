@@ -100,7 +100,7 @@ def _old_name(ours: Owner, theirs: Owner) -> str:
 
 def _refuse_if_still_there(desired: DesiredState, ours: Owner, theirs: Owner) -> None:
     """A move within one repository leaves one workspace of the name: the old directory must not still be one."""
-    from specs.workspaces import workspace_name
+    from specs.load.workspaces import workspace_name
     from state.code.gitinfo import repository_root
     from state.code.repository import directory_in
 

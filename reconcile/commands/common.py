@@ -12,7 +12,7 @@ from reconcile.model import PlanOptions
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic, Where
 from specs.errors import ArgusError, SpecError
-from specs.loader import load_workspace
+from specs.load.loader import load_workspace
 
 
 def load(directory: Path) -> DesiredState:

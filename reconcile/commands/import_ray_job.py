@@ -22,11 +22,11 @@ from reconcile.commands.common import chosen_cluster, load
 from reconcile.execute.cycle import connect
 from specs.desired import DesiredState
 from specs.errors import ArgusError
-from specs.literal_secrets import find_secrets
-from specs.secret_names import allowed
-from specs.secret_scan import SECRET_KEY_PATTERN
-from specs.secret_words import named, redact, secret_name, secrets_in, shell_words, worth_hiding
-from specs.submission import SUBMISSION_ID_PATTERN, Submission, resolve, spec_hash
+from specs.secrets.literal_secrets import find_secrets
+from specs.secrets.secret_names import allowed
+from specs.secrets.secret_scan import SECRET_KEY_PATTERN
+from specs.secrets.secret_words import named, redact, secret_name, secrets_in, shell_words, worth_hiding
+from specs.workloads.submission import SUBMISSION_ID_PATTERN, Submission, resolve, spec_hash
 from state.audit import log as audit
 from state.audit import registry
 from state.audit.events import RunImported

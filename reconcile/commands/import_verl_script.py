@@ -17,8 +17,8 @@ import yaml
 from reconcile.commands.common import chosen_cluster, load
 from specs.desired import DesiredState
 from specs.errors import ArgusError
-from specs.secret_scan import SECRET_KEY_PATTERN
-from specs.secret_words import redact, secrets_in, worth_hiding
+from specs.secrets.secret_scan import SECRET_KEY_PATTERN
+from specs.secrets.secret_words import redact, secrets_in, worth_hiding
 from state.verl.script_map import Imported, ImportRefused, import_script, secret_values
 from state.verl.script_shell import evaluate
 

@@ -129,7 +129,7 @@ def modeline(rel: str) -> str:
 
 
 def scaffold(name: str, address: str, shared_root: str) -> dict[str, str]:
-    from specs.schema import schema_text
+    from specs.schema.schema import schema_text
 
     return {
         SCHEMA: schema_text(),

@@ -88,7 +88,7 @@ def show(plan: Plan, output_format: str, colour: bool, all_workspaces: bool = Fa
 def save(path: Path, desired: DesiredState, plan: Plan) -> None:
     """What was reviewed: the plan, the desired state's content digest, and (for the audit trail) the commit."""
     from reconcile import saved
-    from specs.content import desired_digest
+    from specs.load.content import desired_digest
     from state.code.gitinfo import desired_commit
     from state.code.repository import location_of
     from state.runs.records import now

@@ -20,9 +20,9 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from reconcile.boundary import EXIT_OK
 from specs.errors import ArgusError
-from specs.reading import MAX_FILE_BYTES, read_at_most
-from specs.safe_yaml import Refused, load_walked
-from specs.schema import schema_text
+from specs.parse.reading import MAX_FILE_BYTES, read_at_most
+from specs.parse.safe_yaml import Refused, load_walked
+from specs.schema.schema import schema_text
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def _documents(path: Path, out: Path) -> list[Document]:
     except MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark else 1
-        prefix = "" if isinstance(err, Refused) else "invalid YAML: "  # as validate says it (specs.loader)
+        prefix = "" if isinstance(err, Refused) else "invalid YAML: "  # as validate says it (specs.load.loader)
         raise ArgusError(f"{path}:{line}: {prefix}{err.problem or err.context}") from None
     except YAMLError as err:
         raise ArgusError(f"{path}:1: invalid YAML: {err}") from None

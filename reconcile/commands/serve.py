@@ -19,7 +19,7 @@ from reconcile.serve.turn import TurnOptions
 from reconcile.serve.watch import MIN_WATCH
 from specs.diagnostics import printable
 from specs.errors import ArgusError
-from specs.workspaces import SameName
+from specs.load.workspaces import SameName
 from state.queue.sent_events import SentLedger
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ from reconcile.boundary import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, contained, err
 from reconcile.commands.workspaces import Found, find, found_at, with_twins
 from specs.diagnostics import printable
 from specs.errors import ArgusError
-from specs.reading import WORKSPACE_FILE
-from specs.workspaces import SameName, TooManyDirectories, discover, including
+from specs.load.workspaces import SameName, TooManyDirectories, discover, including
+from specs.parse.reading import WORKSPACE_FILE
 
 
 class RemovedWorkspace(ArgusError):

@@ -17,8 +17,8 @@ import typer
 from reconcile.boundary import EXIT_OK
 from specs.diagnostics import Diagnostic, printable
 from specs.errors import ArgusError
-from specs.reading import WORKSPACE_FILE
-from specs.workspaces import SameName, TooManyDirectories, affected, discover, same_names, slugs, workspace_name
+from specs.load.workspaces import SameName, TooManyDirectories, affected, discover, same_names, slugs, workspace_name
+from specs.parse.reading import WORKSPACE_FILE
 
 
 @dataclass(frozen=True)

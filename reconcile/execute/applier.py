@@ -23,10 +23,10 @@ from reconcile.execute.steps import execute
 from reconcile.execute.world import DEFAULT_STOP_TIMEOUT, AuditTrail, Journal, Provenance, Secrets, World
 from reconcile.model import Change, Plan, SubmitStep
 from reconcile.plan.queue import known_demands
-from specs import held_variables
 from specs.desired import DesiredState
 from specs.errors import ArgusError
-from specs.submission import secret_refs
+from specs.kinds import held_variables
+from specs.workloads.submission import secret_refs
 from state.audit.events import ApplyEnded, ApplyStarted, StepCarriedOut
 from state.code.gitinfo import GitInfo
 from state.observed import ObservedState, RunRecord
@@ -121,7 +121,7 @@ def resolve_secrets(plan: Plan) -> Secrets:
     held = sorted(name for name in needed if held_variables.held(name))
     if held:  # the loader refuses these at their line: a plan naming one was not made from loaded specs
         raise ArgusError(f"{', '.join(held)}: argus never reads a variable it holds for itself for a job "
-                         "(specs.held_variables); nothing was submitted.")
+                         "(specs.kinds.held_variables); nothing was submitted.")
     missing = sorted(n for n in needed if n not in os.environ)
     if missing:
         raise ArgusError(f"Environment variable(s) {', '.join(missing)} are referenced as ${{env:...}} "

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from specs.desired import DesiredState
 from specs.errors import ArgusError
-from specs.submission import CodeRef, expand
+from specs.workloads.submission import CodeRef, expand
 from state.code import snapshots
 from state.code.cache import cache_root
 from state.code.sources import DEFAULT_FETCH_TIMEOUT, resolve_source

@@ -19,7 +19,7 @@ from typing import Any
 
 from specs.diagnostics import plain
 from specs.errors import ArgusError
-from specs.submission import held_secrets
+from specs.workloads.submission import held_secrets
 from state.observed import RunRecord
 from state.ray import scene
 from state.ray.client import RayClient

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from reconcile.execute.world import Done, Outcome, World
 from reconcile.model import DeleteInputStep, SealInputStep
-from specs import input_refs
 from specs.desired import DesiredState
 from specs.errors import ArgusError
-from specs.inputs import Dataset, Model
-from specs.submission import Submission
+from specs.kinds.inputs import Dataset, Model
+from specs.load import input_refs
+from specs.workloads.submission import Submission
 from state.audit.log import actor
 from state.inputs import manifest as manifests
 from state.inputs import seal as sealing

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from reconcile.execute.world import Done, Outcome, World
 from reconcile.model import QuotasStep
 from specs.errors import ArgusError
-from specs.models import Quotas
+from specs.kinds.models import Quotas
 from state.audit.events import QuotasApplied
 from state.queue.applied_quotas import write_record
 

@@ -11,9 +11,9 @@ from reconcile.execute.incident import keep_scene
 from reconcile.execute.world import Done, Outcome, World
 from reconcile.execute.wrapper import wrapped
 from reconcile.model import StopStep, SubmitStep
-from specs.after import fill
 from specs.errors import ArgusError
-from specs.submission import Submission, expand, secret_refs
+from specs.load.after import fill
+from specs.workloads.submission import Submission, expand, secret_refs
 from state.audit.events import RunRefused, RunStopping, RunSubmitting
 from state.observed import IDLE, RunRecord, RunStatus
 from state.ray.client import ClusterUnreachable

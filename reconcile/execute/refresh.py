@@ -17,8 +17,8 @@ from reconcile.execute.world import Secrets, World
 from specs.address import Address
 from specs.diagnostics import printable
 from specs.errors import ArgusError
-from specs.run_progress import Progress
-from specs.submission import held_secrets
+from specs.workloads.run_progress import Progress
+from specs.workloads.submission import held_secrets
 from state.audit.events import RunFinished
 from state.observed import IDLE, TERMINAL, ClusterState, RayJob, RunRecord, RunStatus
 from state.runs import debug, records

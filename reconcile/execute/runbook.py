@@ -16,9 +16,9 @@ from reconcile.plan.queue import ask_demand
 from reconcile.plan.runs import outran_ray
 from specs.desired import DesiredState
 from specs.errors import ArgusError
-from specs.inputs import materialiser_name
-from specs.models import Job, Spec
-from specs.submission import RunId, labels
+from specs.kinds.inputs import materialiser_name
+from specs.kinds.models import Job, Spec
+from specs.workloads.submission import RunId, labels
 from state.observed import ClusterState, RunRecord, RunStatus
 from state.ray.client import ClusterUnreachable
 from state.root import outputs as output_marks

@@ -15,7 +15,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from specs.errors import ArgusError
-from specs.submission import secret_refs
+from specs.workloads.submission import secret_refs
 from state.audit import log as audit
 from state.audit.events import AuditEvent
 from state.audit.group_commit import GroupCommit

@@ -1,6 +1,6 @@
 """Jobs with `after:`: wait on their predecessors' current runs, start when they ended as required. Pure.
 
-The planner plans jobs in `specs.after.in_order`, handing each job's resolved submission and change
+The planner plans jobs in `specs.load.after.in_order`, handing each job's resolved submission and change
 to a Pipeline, so a follower sees its predecessors' changes of this very plan: a predecessor with a
 retry planned is waited on, not blocking. A predecessor's current run is its newest run of its
 current spec hash; only Ray's word that it ended counts (a record on the shared root is anyone's to
@@ -13,13 +13,13 @@ from collections.abc import Mapping
 
 from reconcile.model import Action, Change, RunView, SubmitStep, Waiting
 from reconcile.plan.runs import newest
-from specs import verl
 from specs.address import Address
-from specs.after import FINISHED, needs, placeholder, references, safe
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
-from specs.models import Job
-from specs.submission import Submission, spec_hash
+from specs.kinds.models import Job
+from specs.load.after import FINISHED, needs, placeholder, references, safe
+from specs.workloads import verl
+from specs.workloads.submission import Submission, spec_hash
 from state.observed import MAYBE_RUNNING, TERMINAL, RunStatus
 
 STARTS = (Action.SUBMIT, Action.REPLACE, Action.RETRY)

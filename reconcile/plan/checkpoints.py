@@ -20,7 +20,9 @@ import re
 from dataclasses import dataclass
 
 from reconcile.model import Change, EnqueueStep, SubmitStep
-from specs.checkpoint_state import (
+from specs.desired import DesiredState
+from specs.kinds.models import Job, Trainer
+from specs.workloads.checkpoint_state import (
     MIGRATE,
     MODES,
     TRACKER,
@@ -31,11 +33,9 @@ from specs.checkpoint_state import (
     same_path,
     step_folder,
 )
-from specs.desired import DesiredState
-from specs.models import Job, Trainer
-from specs.submission import expand
-from specs.verl import checkpoint_dir
-from specs.verl_profile import Resume
+from specs.workloads.submission import expand
+from specs.workloads.verl import checkpoint_dir
+from specs.workloads.verl_profile import Resume
 from state.observed import ObservedState, RunRecord, RunStatus, legacy_key
 
 FRESH = "start fresh with a new `trainer.checkpoint_dir` (or bump `run:`)"

@@ -11,8 +11,8 @@ from reconcile.plan.root import distrusted, needs_identity
 from specs.address import Address
 from specs.desired import DesiredState, snapshot_rel
 from specs.diagnostics import Diagnostic
-from specs.models import CodeSnapshot
-from specs.submission import SHARED_ROOT_PLACEHOLDER, CodeRef
+from specs.kinds.models import CodeSnapshot
+from specs.workloads.submission import SHARED_ROOT_PLACEHOLDER, CodeRef
 from state.observed import TERMINAL, ObservedState, SnapshotState
 
 

@@ -17,7 +17,7 @@ from specs.address import Address
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
 from specs.duration import shown
-from specs.models import Job
+from specs.kinds.models import Job
 
 LEFT_ALONE = (Action.NOOP, Action.WAIT)
 """Changes that leave an active run going: a WAIT too (a follower whose changed spec waits on its predecessors

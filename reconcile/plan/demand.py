@@ -14,10 +14,10 @@ from difflib import get_close_matches
 
 from reconcile.model import Ask
 from reconcile.plan.placement import Demand, Resources
-from specs import verl
-from specs.models import Job, Trainer
-from specs.submission import Submission, driver_needs
-from specs.verl_profile import Pool, VerlProfile
+from specs.kinds.models import Job, Trainer
+from specs.workloads import verl
+from specs.workloads.submission import Submission, driver_needs
+from specs.workloads.verl_profile import Pool, VerlProfile
 
 
 def demand_of(job: Job, sub: Submission, profile: VerlProfile | None = None) -> Demand:

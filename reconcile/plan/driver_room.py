@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from reconcile.plan.admission import never_fits
 from reconcile.plan.demand import describe
 from reconcile.plan.placement import Demand, Resources
-from specs.models import Job, Trainer
+from specs.kinds.models import Job, Trainer
 
 
 def crowded_out(job: Job, demand: Demand, capacity: Sequence[Resources], cluster: str) -> str | None:

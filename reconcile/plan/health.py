@@ -1,5 +1,5 @@
 """Pure detectors of a run's health (issue 38): idle from GPU utilisation samples, stalled from its step
-history, each against the job's policy (specs.health). No clock, no I/O: the caller gives `now` and the
+history, each against the job's policy (specs.kinds.health). No clock, no I/O: the caller gives `now` and the
 samples (the GPU and progress readers gather them), so the same inputs always give the same answer.
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 
 from reconcile.plan.registry import holds
 from specs.desired import DesiredState
-from specs.health import Health, IdlePolicy, StallPolicy
-from specs.models import Retry
+from specs.kinds.health import Health, IdlePolicy, StallPolicy
+from specs.kinds.models import Retry
 from state.observed import ObservedState
 
 MAX_GAP_SHARE = 0.25

@@ -14,7 +14,7 @@ from reconcile.model import Action, Change, RunView, StopStep
 from reconcile.plan.deadline import LEFT_ALONE
 from reconcile.plan.runs import is_active, newest
 from specs.duration import shown
-from specs.models import Job
+from specs.kinds.models import Job
 
 
 def with_idle_stops(jobs: Mapping[str, Job], changes: list[Change], runs: Mapping[str, list[RunView]],

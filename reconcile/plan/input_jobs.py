@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from reconcile.model import Action, Change, SubmitStep, Waiting
 from reconcile.plan.runs import is_active
 from specs.address import Address, Kind
-from specs.input_refs import fill, inputs_of
-from specs.models import Job
-from specs.submission import SHARED_ROOT_PLACEHOLDER, Submission, spec_hash
+from specs.kinds.models import Job
+from specs.load.input_refs import fill, inputs_of
+from specs.workloads.submission import SHARED_ROOT_PLACEHOLDER, Submission, spec_hash
 from state.observed import InputState, RunStatus
 
 STARTS = (Action.SUBMIT, Action.REPLACE, Action.RETRY)

@@ -12,7 +12,7 @@ from reconcile.plan.runs import newest
 from specs.address import Address
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
-from specs.submission import Submission
+from specs.workloads.submission import Submission
 from state.observed import MAYBE_RUNNING, TERMINAL, ObservedState
 
 

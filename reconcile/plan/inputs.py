@@ -18,9 +18,9 @@ from reconcile.plan.runs import newest
 from specs.address import Address
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
-from specs.inputs import OUTPUT_PLACEHOLDER, Dataset, Model, materialiser_name, staged_rel
-from specs.models import Job
-from specs.submission import SHARED_ROOT_PLACEHOLDER, Submission, resolve, spec_hash
+from specs.kinds.inputs import OUTPUT_PLACEHOLDER, Dataset, Model, materialiser_name, staged_rel
+from specs.kinds.models import Job
+from specs.workloads.submission import SHARED_ROOT_PLACEHOLDER, Submission, resolve, spec_hash
 from state.observed import InputState, ObservedState, RunStatus
 
 MAX_EMPTY_SUCCESSES = 3

@@ -6,8 +6,8 @@ from reconcile.model import Action, Change, RunView, StopStep, SubmitStep
 from reconcile.plan.diff import field_diff
 from reconcile.plan.runs import is_active, newest
 from specs.address import Address
-from specs.models import Job
-from specs.submission import RunId, Submission
+from specs.kinds.models import Job
+from specs.workloads.submission import RunId, Submission
 from state.observed import DEADLINE, PREEMPTED, RunStatus
 
 MAX_DRIFT_RESTARTS = 3

@@ -9,9 +9,9 @@ from reconcile.model import Change, RunView, SubmitStep
 from specs.address import Address
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
-from specs.models import Job, Trainer
-from specs.submission import Submission, legacy_outputs, spec_hash
-from specs.verl import checkpoint_dir
+from specs.kinds.models import Job, Trainer
+from specs.workloads.submission import Submission, legacy_outputs, spec_hash
+from specs.workloads.verl import checkpoint_dir
 from state.observed import ObservedState
 
 LEGACY_FOLDERS = ("checkpoints", "logs")
@@ -21,7 +21,7 @@ workspace (runs made then keep them); a spec may still name a folder there, as i
 
 def continued_outputs(sub: Submission, runs: list[RunView]) -> tuple[Submission, bool]:
     """The submission a new attempt of this run gets, and whether it keeps the directories of a run made
-    before outputs were per workspace (the spec hash is the same either way: specs.submission.spec_hash)."""
+    before outputs were per workspace (the spec hash is the same either way: specs.workloads.submission.spec_hash)."""
     digest = spec_hash(sub)
     legacy = any(r.spec_hash == digest and r.legacy_outputs for r in runs)
     return (legacy_outputs(sub), True) if legacy else (sub, False)

@@ -26,13 +26,13 @@ from reconcile.plan.runs import archived, is_active, newest, ownership_diagnosti
 from reconcile.plan.unreachable import blocked_elsewhere, not_planned, unreachable_clusters, unseen_clusters
 from reconcile.plan.verl import resume_diagnostics, verl_diagnostics, with_verl_notes
 from specs.address import WORKSPACE, Address, Kind
-from specs.after import in_order
 from specs.desired import DesiredState, Source
 from specs.diagnostics import Diagnostic
-from specs.input_refs import inputs_of
-from specs.inputs import materialiser_name
-from specs.models import Job
-from specs.submission import resolve, spec_hash
+from specs.kinds.inputs import materialiser_name
+from specs.kinds.models import Job
+from specs.load.after import in_order
+from specs.load.input_refs import inputs_of
+from specs.workloads.submission import resolve, spec_hash
 from state.observed import MAYBE_RUNNING, ObservedState
 
 

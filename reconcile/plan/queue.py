@@ -22,7 +22,7 @@ from reconcile.plan.placement import Demand, Entry
 from reconcile.plan.queue_trust import trust_diagnostics
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
-from specs.submission import Submission, driver_needs, resolve
+from specs.workloads.submission import Submission, driver_needs, resolve
 from state.observed import ACTIVE, ClusterQueue, ClusterState, LedgerEntry, ObservedState, RayJob
 
 WANTS_TO_START = (Action.SUBMIT, Action.REPLACE, Action.RETRY)

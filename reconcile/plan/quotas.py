@@ -15,7 +15,7 @@ from reconcile.plan.diff import field_diff
 from specs.address import Address
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
-from specs.models import Quotas
+from specs.kinds.models import Quotas
 from state.observed import ClusterQueue, ObservedState
 
 

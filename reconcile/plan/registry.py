@@ -22,7 +22,7 @@ from datetime import datetime
 from reconcile.model import Change, RunView, SubmitStep
 from specs.address import Address
 from specs.diagnostics import Diagnostic, printable
-from specs.submission import submission_id
+from specs.workloads.submission import submission_id
 from state.observed import DEADLINE, IDLE, PREEMPTED, UNCONFIRMED, ObservedState, RayJob, Registry, RunRecord, RunStatus
 
 EARLIER_STOP = "stop"

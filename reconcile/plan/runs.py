@@ -18,8 +18,8 @@ from reconcile.plan.registry import (
 )
 from specs.address import Address
 from specs.diagnostics import Diagnostic, printable
-from specs.run_progress import Progress
-from specs.submission import LABEL_JOB, LABEL_WORKSPACE, RunId
+from specs.workloads.run_progress import Progress
+from specs.workloads.submission import LABEL_JOB, LABEL_WORKSPACE, RunId
 from state.observed import ACTIVE, MAYBE_RUNNING, ClusterState, ObservedState, RayJob, RunRecord, RunStatus
 
 

@@ -13,7 +13,7 @@ from reconcile.plan.runs import newest, runs_by_job
 from specs.address import Address
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
-from specs.models import Job
+from specs.kinds.models import Job
 from state.observed import ObservedState
 
 

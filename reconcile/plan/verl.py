@@ -10,13 +10,13 @@ from reconcile.plan.checkpoints import judge, resume_note
 from reconcile.plan.demand import demand_of, describe, unoffered
 from reconcile.plan.driver_room import crowded_out
 from reconcile.plan.placement import Demand
-from specs import verl
 from specs.address import Address
-from specs.command_verl import command_verl_diagnostics
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic
-from specs.models import Cluster, Job
-from specs.submission import driver_needs, resolve
+from specs.kinds.models import Cluster, Job
+from specs.load.command_verl import command_verl_diagnostics
+from specs.workloads import verl
+from specs.workloads.submission import driver_needs, resolve
 from state.observed import ClusterState, Node, ObservedState
 
 STARTING = (Action.SUBMIT, Action.REPLACE, Action.RETRY, Action.QUEUE)

@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 import apprise
 
 from specs.errors import ArgusError
-from specs.notifications import URL_FILE_RULE, URL_REFERENCE, Notifications, Template, is_url_file_name
+from specs.kinds.notifications import URL_FILE_RULE, URL_REFERENCE, Notifications, Template, is_url_file_name
 
 STRUCTURED = ("json", "jsons")
 """Schemes that get the JSON event (docs/notifications.md) instead of text for people."""

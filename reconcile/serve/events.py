@@ -18,7 +18,7 @@ from reconcile.plan.jobs import RESTARTS_SPENT
 from reconcile.plan.runs import newest
 from reconcile.report import Event
 from specs.duration import shown
-from specs.health import IdlePolicy, StallPolicy
+from specs.kinds.health import IdlePolicy, StallPolicy
 from state.observed import RunStatus
 from state.runs.failures import DEADLINE, advice_for
 
@@ -29,7 +29,7 @@ RECOVERED_AFTER = 300.0
 @dataclass(frozen=True)
 class Policy:
     """A job's retry and stall policies as the events need them: which classes, how many attempts in all, and
-    how long its step may stand still (specs.health: the job's own `health.stall`, else the defaults)."""
+    how long its step may stand still (specs.kinds.health: the job's own `health.stall`, else the defaults)."""
 
     on: tuple[str, ...] = ()
     max_attempts: int = 1

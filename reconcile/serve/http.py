@@ -29,7 +29,7 @@ from reconcile.views.html import Kept, render_page
 from reconcile.views.incident import render as render_analysis
 from specs.diagnostics import plain
 from specs.errors import ArgusError
-from specs.submission import SUBMISSION_ID_PATTERN
+from specs.workloads.submission import SUBMISSION_ID_PATTERN
 from state.runs import logs as run_logs
 
 HEALTHY_INTERVALS = 3

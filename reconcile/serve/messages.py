@@ -12,7 +12,7 @@ import string
 
 from reconcile.report import Event
 from specs.diagnostics import plain
-from specs.notifications import TEMPLATE_FIELDS, Template
+from specs.kinds.notifications import TEMPLATE_FIELDS, Template
 
 PAYLOAD_VERSION = 1
 """`argus_event_version` in every JSON event."""

@@ -1,7 +1,7 @@
 """The loop's events to people and programs, through apprise: each event to each channel once.
 
 A channel is one `--notify` URL, which hears every event, or one URL of a route of argus.yaml's
-`notifications:` (specs.notifications), which hears the events its route takes, in its template's
+`notifications:` (specs.kinds.notifications), which hears the events its route takes, in its template's
 words. `deliver` says what the services took, so the turn's log says "sent" for those alone.
 
 The ledger (state.queue.sent_events) is kept per channel, so a Slack that is down does not make a
@@ -34,7 +34,7 @@ from reconcile.report import Event
 from reconcile.serve.channels import CAPTURE, STRUCTURED, Channel, channels, quiet_apprise, route_channels, scrub
 from reconcile.serve.links import Links
 from reconcile.serve.messages import SEVERITY, body, payload_text, render, title
-from specs.notifications import Notifications
+from specs.kinds.notifications import Notifications
 from state.queue.sent_events import SentLedger
 
 BUDGET = 5.0

@@ -2,7 +2,7 @@
 
 A job's `${env:NAME}` is read from the serve process's environment, and one process serving several
 workspaces holds every team's variables side by side. Each workspace lists what its jobs may read in its
-own `secrets:` (specs.job_secrets), but that list is the team's own file: team A could list B's variable
+own `secrets:` (specs.load.job_secrets), but that list is the team's own file: team A could list B's variable
 and its jobs would receive B's value. So in a shared serve the lists must not overlap:
 
 - at start, a variable in two served workspaces' lists is refused (exit 1, naming both lines), unless the
@@ -14,7 +14,7 @@ and its jobs would receive B's value. So in a shared serve the lists must not ov
 
 The operator's flag is the only authority, as the operator alone holds the values: neither team's git can
 say a variable is shared. (Variables argus holds for itself are refused in every list anyway:
-specs.held_variables.)
+specs.kinds.held_variables.)
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specs import held_variables
 from specs.desired import DesiredState
 from specs.errors import ArgusError
-from specs.notifications import URL_REFERENCE
-from specs.reading import WORKSPACE_FILE
+from specs.kinds import held_variables
+from specs.kinds.notifications import URL_REFERENCE
+from specs.parse.reading import WORKSPACE_FILE
 
 SHARED_OPTION = "--shared-secret"
 

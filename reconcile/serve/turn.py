@@ -104,7 +104,7 @@ def _reconcile(directory: Path, options: TurnOptions, out: Outcome, say: Callabl
     from reconcile.execute.admit import confirm_queue
     from reconcile.execute.cycle import connect, observe_and_plan
     from reconcile.plan.claims import refused
-    from specs.loader import load_workspace
+    from specs.load.loader import load_workspace
     from state.code.gitinfo import desired_commit
 
     reviewed = _pulled(directory, options, out)
@@ -309,7 +309,7 @@ def _idle_policies(desired: DesiredState) -> dict:
 
 
 def _policies(desired: DesiredState) -> dict[str, ev.Policy]:
-    from specs.health import StallPolicy
+    from specs.kinds.health import StallPolicy
 
     found = {}
     for name, job in desired.jobs.items():

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
-from specs.run_progress import Progress
+from specs.workloads.run_progress import Progress
 
 if TYPE_CHECKING:
     from reconcile.model import Change, RunView

@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from specs.errors import ArgusError
-from specs.models import CodeSnapshot
+from specs.kinds.models import CodeSnapshot
 from state import beneath
 from state.code.cache import cache_root
 from state.code.sources import digest_of, directory_entries, entries

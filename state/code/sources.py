@@ -22,11 +22,11 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from specs import git_urls
 from specs.address import Address
 from specs.diagnostics import Diagnostic
 from specs.errors import ArgusError
-from specs.models import CodeSnapshot, GitSource
+from specs.kinds import git_urls
+from specs.kinds.models import CodeSnapshot, GitSource
 from state.code import safegit
 from state.code.workcopy import (
     SMALL,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from specs.errors import ArgusError
-from specs.models import Cluster
+from specs.kinds.models import Cluster
 from state.doctor import stacks, verdicts
 from state.doctor.checks import Check, ClusterExam, fail
 from state.doctor.probe import ProbeResult, delete_leftovers, run_probe

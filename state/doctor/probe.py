@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from specs.errors import ArgusError
-from specs.models import JobDefaults
+from specs.kinds.models import JobDefaults
 from state.doctor.place import ProbePlace
 from state.doctor.script import NodeReport, parse_report, probe_script
 from state.observed import TERMINAL, RayJob

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from specs.diagnostics import plain
-from specs.models import JobDefaults
+from specs.kinds.models import JobDefaults
 from state.doctor.checks import Check, fail, ok, warn
 from state.doctor.probe import ProbeResult
 from state.doctor.script import PROBE_DIR, STATE_FOLDERS

@@ -17,7 +17,7 @@ from urllib.parse import quote, urljoin, urlsplit
 import requests
 
 from specs.errors import ArgusError
-from specs.inputs import Dataset, Model
+from specs.kinds.inputs import Dataset, Model
 from state.inputs import shapes
 from state.inputs.shapes import HubFile, WrongShape
 

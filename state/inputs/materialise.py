@@ -1,7 +1,7 @@
 """The fetch a Dataset or Model version needs, built at observation into InputState.fetch: the planner is pure
 and may read neither the fetcher's program (a file) nor a hub's listing (an answer of the hub).
 
-The destination is the workspace's staging directory (specs.inputs.staged_rel) under the cluster's shared root,
+The destination is the workspace's staging directory (specs.kinds.inputs.staged_rel) under the cluster's shared root,
 absolute: the fetcher refuses anything else, and the spec travels encoded, out of reach of `${shared_root}`."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import posixpath
 import re
 from urllib.parse import unquote, urlsplit
 
-from specs.inputs import Dataset, Model, staged_rel
+from specs.kinds.inputs import Dataset, Model, staged_rel
 from state.inputs.fetch_job import entrypoint, hub_spec, url_spec
 from state.inputs.hub import repo_of
 from state.inputs.shapes import MAX_FILES, MAX_SIZE, HubFile

@@ -13,9 +13,9 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from specs import input_refs
 from specs.desired import DesiredState
-from specs.inputs import COMMIT_PATTERN, TOP, Dataset, Model, staged_rel, version_key, version_rel
+from specs.kinds.inputs import COMMIT_PATTERN, TOP, Dataset, Model, staged_rel, version_key, version_rel
+from specs.load import input_refs
 from state.inputs import manifest as manifests
 from state.inputs.fetch_job import FetchTooBig
 from state.inputs.fingerprint import fingerprint

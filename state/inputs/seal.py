@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import PurePosixPath
 from typing import Protocol
 
-from specs.inputs import Dataset, Model, version_key, version_rel
+from specs.kinds.inputs import Dataset, Model, version_key, version_rel
 from state import beneath
 from state.inputs.adopt import adopt
 from state.inputs.manifest import MANIFEST, Untrusted, read_version, write_manifest

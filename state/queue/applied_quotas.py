@@ -2,7 +2,7 @@
 
     <shared_root>/.argus/quotas.json   {"cluster", "admin", "workspaces", "digest"}: what admission obeys
 
-Quotas are reviewed desired state (specs.models.Quotas), applied by the cluster's `admin` workspace. The
+Quotas are reviewed desired state (specs.kinds.models.Quotas), applied by the cluster's `admin` workspace. The
 record on the shared root is what every team's admission reads, but any Ray job can write the root: the
 record counts only when its digest is the one the admin's own audit chain names last (a `quotas.applied`
 record, written before the file, HMAC-chained with ARGUS_AUDIT_KEY, which no job holds). A record the chain
@@ -23,7 +23,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from specs.errors import ArgusError
-from specs.models import Quotas
+from specs.kinds.models import Quotas
 from state import beneath
 from state.files import write_beneath
 from state.queue.quotas import QUOTA_FILE, load_quotas
@@ -37,7 +37,7 @@ FORMAT = 1
 
 @dataclass(frozen=True)
 class Applied:
-    """Quotas as the record holds them: whose, and their digest (specs.models.Quotas.digest)."""
+    """Quotas as the record holds them: whose, and their digest (specs.kinds.models.Quotas.digest)."""
 
     admin: str
     workspaces: dict[str, dict[str, float]]

@@ -29,7 +29,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from specs.errors import ArgusError
-from specs.models import NAME_PATTERN
+from specs.kinds.models import NAME_PATTERN
 from state.beneath import NotBeneath, Refused, names_in, opened_dir
 from state.files import replace_in
 from state.observed import LedgerEntry

@@ -5,7 +5,7 @@
 The platform team writes the file, but every Ray job on the cluster can write the shared root: the
 file, or the `.argus` directory above it, may be a planted symlink, a FIFO, a huge file or YAML
 built to hurt the parser. So it is opened beneath the root without following symlinks, read within
-a cap, parsed by specs.safe_yaml, and every key and value is checked here. Any problem is an error
+a cap, parsed by specs.parse.safe_yaml, and every key and value is checked here. Any problem is an error
 naming file:line: admission must never guess a quota, nor drop one silently.
 """
 
@@ -23,9 +23,9 @@ from ruamel.yaml.scalarbool import ScalarBoolean
 
 from specs.diagnostics import printable
 from specs.errors import ArgusError
-from specs.models import MAX_COUNT, NAME_PATTERN
-from specs.nodes import child_line, node_line, plain
-from specs.safe_yaml import Refused, load_documents
+from specs.kinds.models import MAX_COUNT, NAME_PATTERN
+from specs.parse.nodes import child_line, node_line, plain
+from specs.parse.safe_yaml import Refused, load_documents
 from state import beneath
 from state.beneath import NotBeneath, opened_dir
 
@@ -127,7 +127,7 @@ def _document(text: str, path: Path) -> Any:
 
 
 def _yaml_problem(err: YAMLError, text: str) -> Problem:
-    """At the mark, as specs/loader.py reports it, but an error at the stream's end is put on the last
+    """At the mark, as specs/load/loader.py reports it, but an error at the stream's end is put on the last
     line that has text, also when the file lacks a final newline (the loader's cap says line 1 there).
     The reader's refusals (control characters) carry a position instead of a mark."""
     if not isinstance(err, MarkedYAMLError):

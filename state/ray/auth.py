@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from specs.errors import ArgusError
-from specs.models import SECRET_REF_PATTERN, TOKEN_FILE_RULE, Cluster, is_token_file_name
+from specs.kinds.models import SECRET_REF_PATTERN, TOKEN_FILE_RULE, Cluster, is_token_file_name
 
 TOKEN_HOSTS = "ARGUS_TOKEN_HOSTS"
 """Where the operator may pin, outside the workspace, the dashboards that receive tokens: a pull

@@ -10,7 +10,7 @@ from typing import Any
 
 from specs.diagnostics import plain
 from specs.errors import ArgusError
-from specs.submission import parse_labels
+from specs.workloads.submission import parse_labels
 from state.observed import TERMINAL, ClusterState, Node, RayJob
 from state.ray import holds as held
 from state.ray.answers import WrongAnswer

@@ -24,8 +24,8 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from specs import held_variables
 from specs.errors import ArgusError
+from specs.kinds import held_variables
 from state.root_key import without_keys
 
 # Ray replaces 127.0.0.1 with the machine's routable IP; other loopback addresses it keeps.
@@ -196,7 +196,7 @@ def _ray_start(cluster: LocalCluster, args: list[str], role: str) -> None:
 def node_env(cluster: LocalCluster, role: str) -> dict[str, str]:
     """The environment of a node, and so of every job it runs: never argus's keys (ARGUS_ROOT_KEY
     signs the shared root's queue, lease and sent events; a job holding it could forge them), nor any
-    other variable argus holds for itself (specs.held_variables: git tokens, dashboard credentials,
+    other variable argus holds for itself (specs.kinds.held_variables: git tokens, dashboard credentials,
     notification URLs), which a job could not name in its spec either."""
     unset = ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", *AUTH_VARIABLES)
     inherited = {k: v for k, v in os.environ.items() if k not in unset and not held_variables.held(k)}

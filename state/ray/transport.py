@@ -8,7 +8,7 @@ the CA file (the cluster's tls.ca_bundle, else certifi's), the client certificat
 environment names for the dashboard's URL (NO_PROXY honoured).
 
 Header and cookie values are read from their references (`${env:NAME}` or a file, named as
-specs.transport says) when argus connects, sent only to the cluster's address (pinned like tokens,
+specs.kinds.transport says) when argus connects, sent only to the cluster's address (pinned like tokens,
 ARGUS_TOKEN_HOSTS), and masked in whatever the dashboard answers.
 """
 
@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from specs.errors import ArgusError
-from specs.models import Cluster
-from specs.transport import SECRET_REF, is_reference_file_name
+from specs.kinds.models import Cluster
+from specs.kinds.transport import SECRET_REF, is_reference_file_name
 from state.ray.auth import MAX_TOKEN_FILE, TokenUnavailable, check_host_allowed, read_regular
 
 HEADER_TEXT = re.compile(r"[\x20-\x7e]+")

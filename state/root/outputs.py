@@ -1,6 +1,6 @@
 """<shared_root>/.argus/outputs/<key>.json: which workspace's job writes a checkpoint directory.
 
-Each team's outputs are its own (specs.verl.outputs_dir), but `trainer.checkpoint_dir` names any folder, and
+Each team's outputs are its own (specs.workloads.verl.outputs_dir), but `trainer.checkpoint_dir` names any folder, and
 two workspaces naming one would resume from each other's checkpoints. argus cannot read other workspaces'
 specs, so each submit leaves a mark on the root: the directory, by the sha256 of its path, names the workspace
 and job that write it (written once, never over another's). A plan whose job names a directory another
@@ -18,10 +18,10 @@ import time
 
 from pydantic import ValidationError
 
-from specs import verl
 from specs.desired import DesiredState
-from specs.models import Job
-from specs.submission import expand
+from specs.kinds.models import Job
+from specs.workloads import verl
+from specs.workloads.submission import expand
 from state import root_key
 from state.beneath import NotBeneath, made_dir, read_regular
 from state.files import replace_in

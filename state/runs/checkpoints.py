@@ -1,6 +1,6 @@
 """The checkpoint a verl run would resume from, read by file names from a directory every Ray job can write.
 
-verl's layouts, checked on the 0.8.0 and 0.9.1 wheels, are in specs/checkpoint_state.py and
+verl's layouts, checked on the 0.8.0 and 0.9.1 wheels, are in specs/workloads/checkpoint_state.py and
 docs/checkpoints.md. A Megatron dist_ckpt tree is finalized once megatron-core wrote metadata.json (Megatron-FSDP:
 torch's .metadata, and no common.pt); megatron-core reshards it on load, so no file name binds a world size.
 
@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from specs import checkpoint_state as ckpt
-from specs.checkpoint_state import TRACKER, CheckpointState, Layout, step_folder
+from specs.workloads import checkpoint_state as ckpt
+from specs.workloads.checkpoint_state import TRACKER, CheckpointState, Layout, step_folder
 from state.beneath import Refused, read_regular_at
 
 TRACKER_LIMIT = 64

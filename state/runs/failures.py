@@ -15,7 +15,7 @@ from state.observed import DEADLINE, PREEMPTED  # noqa: F401  (classes argus its
 FAILURE_CLASSES = ("oom", "nccl_timeout", "node_lost", "config_error", "import_error", "runtime_env_setup",
                    "start_timeout", "user_code", "stopped", "unknown", "lost", "deadline")
 HEALTH_KINDS = ("idle", "stalled")
-"""What a living run can be found to be (specs.health, reconcile.plan.health): no failure class, but advice."""
+"""What a living run can be found to be (specs.kinds.health, reconcile.plan.health): no failure class, but advice."""
 NEVER_RETRIED = frozenset({"config_error", "import_error", "user_code", "stopped"})
 """Running these again gives the same failure: a retry policy may not name them."""
 

@@ -53,8 +53,8 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from specs.models import Name
-from specs.submission import SUBMISSION_ID_PATTERN
+from specs.kinds.models import Name
+from specs.workloads.submission import SUBMISSION_ID_PATTERN
 from state.beneath import NotBeneath, Refused, names_in, opened_dir
 from state.files import replace_in
 from state.observed import TERMINAL, Frozen, RunRecord, RunStatus

@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from specs.models import Name
+from specs.kinds.models import Name
 from state.beneath import NotBeneath, opened_dir
 from state.files import replace_in
 from state.observed import Frozen, PastRuns, RunRecord

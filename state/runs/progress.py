@@ -16,12 +16,12 @@ import threading
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 
-from specs import verl
-from specs.checkpoint_state import TRACKER
 from specs.desired import DesiredState
-from specs.models import Job
-from specs.run_progress import MAX_STEP, Progress, Reading, estimate, read_tail
-from specs.submission import expand
+from specs.kinds.models import Job
+from specs.workloads import verl
+from specs.workloads.checkpoint_state import TRACKER
+from specs.workloads.run_progress import MAX_STEP, Progress, Reading, estimate, read_tail
+from specs.workloads.submission import expand
 from state.beneath import read_regular
 from state.observed import ClusterState, RunRecord
 from state.runs.records import log_tail

@@ -8,7 +8,7 @@ mode 0600 (readable only by the user argus and the run share), and the run's wra
 starts. Ray gets only the names of the variables that are not secret.
 
 Defence in depth: the loader already refuses a `${env:NAME}` naming a variable argus holds for itself
-(specs.held_variables) or one the workspace's `secrets:` does not list. This file is the last place a value
+(specs.kinds.held_variables) or one the workspace's `secrets:` does not list. This file is the last place a value
 passes before a job can read it, so it refuses, again, any value that is the value of such a variable in
 argus's environment, however the reference that asked for it was written.
 
@@ -25,8 +25,9 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from specs import held_variables, secret_names
-from specs.secret_names import allowed
+from specs.kinds import held_variables
+from specs.secrets import secret_names
+from specs.secrets.secret_names import allowed
 from state.files import replace_in
 
 SECRETS_FILE = ".secrets.env"
@@ -45,7 +46,7 @@ def write(job_dir: Path, values: dict[str, str], environ: Mapping[str, str] | No
     held = argus_values(values, os.environ if environ is None else environ)
     if held:
         raise ValueError(f"{', '.join(sorted(held))} would receive the value of {', '.join(sorted(set(held.values())))}"
-                         f", a variable argus holds for itself and never hands to a job (specs.held_variables)")
+                         f", a variable argus holds for itself and never hands to a job (specs.kinds.held_variables)")
     text = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in sorted(values.items()))
     directory = os.open(job_dir, _DIRECTORY)
     try:

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from specs.desired import DesiredState
-from specs.submission import held_secrets
+from specs.workloads.submission import held_secrets
 from state.observed import TERMINAL, ObservedState, RunEnd, RunRecord, RunStatus
 from state.runs import records
 from state.runs import secrets as run_secrets

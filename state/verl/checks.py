@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specs import verl
 from specs.address import Address
-from specs.after import stand_ins
 from specs.desired import DesiredState
 from specs.diagnostics import Diagnostic, Severity
-from specs.models import Job, Trainer
-from specs.submission import expand
-from specs.verl_profile import VerlProfile
+from specs.kinds.models import Job, Trainer
+from specs.load.after import stand_ins
+from specs.workloads import verl
+from specs.workloads.submission import expand
+from specs.workloads.verl_profile import VerlProfile
 from state.code.sources import entries
 from state.files import write_json
 from state.observed import InputState, SnapshotState

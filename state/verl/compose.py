@@ -16,7 +16,7 @@ from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
-from specs import verl
+from specs.workloads import verl
 
 MAX_ROUNDS = 16
 """Compositions per job at most: one per bad override found, then the one that passes."""

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import yaml
 
-from specs import verl
-from specs.models import CONFIG_NAME_PATTERN, Job
+from specs.kinds.models import CONFIG_NAME_PATTERN, Job
+from specs.workloads import verl
 from state.verl.configs import config_problem
 from state.verl.files import present
 

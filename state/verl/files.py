@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from specs.models import Job
+from specs.kinds.models import Job
 from state.verl.inputs import input_findings
 from state.verl.rules import A, get
 from state.verl.sealed import Inside, JobInputs

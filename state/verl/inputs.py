@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from specs.diagnostics import printable
-from specs.models import Job
+from specs.kinds.models import Job
 from state.verl.bounded import Unread, read_head, read_parquet_columns, within
 from state.verl.rules import A, get
 from state.verl.sealed import Inside, JobInputs

@@ -13,8 +13,8 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from specs import verl
-from specs.models import Job
+from specs.kinds.models import Job
+from specs.workloads import verl
 from state.verl.files import present
 from state.verl.rules import get
 from state.verl.version import at_least

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specs import verl
-from specs.models import Job, Trainer
-from specs.verl_profile import Pool, Resume, VerlProfile
+from specs.kinds.models import Job, Trainer
+from specs.workloads import verl
+from specs.workloads.verl_profile import Pool, Resume, VerlProfile
 from state.verl import recipe_pools
 from state.verl.rules import A, Problem, get
 from state.verl.version import at_least

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from specs import verl
 from specs.diagnostics import Severity
-from specs.models import DeclaredPool, Job
+from specs.kinds.models import DeclaredPool, Job
+from specs.workloads import verl
 from state.verl.recipe_pools import FULLY_ASYNC, KNOWN, STANDARD
 from state.verl.rules import get
 from state.verl.version import at_least

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specs.models import Job, RecipeDemand, Trainer
-from specs.verl_profile import Pool
+from specs.kinds.models import Job, RecipeDemand, Trainer
+from specs.workloads.verl_profile import Pool
 from state.verl.rules import get
 
 FULLY_ASYNC = "verl.experimental.fully_async_policy.fully_async_main"

@@ -1,6 +1,6 @@
 """A verl launch, as state.verl.script_shell found it, mapped to a Job spec the way docs/verl.md maps one.
 
-The reverse of specs.verl.argv: the launcher and module give `workload` and `entry`, the Hydra overrides
+The reverse of specs.workloads.verl.argv: the launcher and module give `workload` and `entry`, the Hydra overrides
 of keys argus types give typed fields, every other override is kept verbatim (in order) in `overrides`.
 What argus sets itself (hydra.run.dir, the checkpoint directory) is left out and said so. Paths under the
 script's $HOME move to the shared root: `$HOME/data/X` to `${shared_root}/datasets/X` (as in
@@ -15,12 +15,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from specs import verl
 from specs.errors import ArgusError
-from specs.literal_secrets import find_secrets
-from specs.secret_names import allowed
-from specs.secret_scan import SECRET_KEY_PATTERN
-from specs.secret_words import secret_assignment, secret_name, secrets_in, worth_hiding
+from specs.secrets.literal_secrets import find_secrets
+from specs.secrets.secret_names import allowed
+from specs.secrets.secret_scan import SECRET_KEY_PATTERN
+from specs.secrets.secret_words import secret_assignment, secret_name, secrets_in, worth_hiding
+from specs.workloads import verl
 from state.verl.script_shell import Call, Evaluated, nested_record
 
 WRAPPERS = {"nohup", "time", "stdbuf", "setsid", "exec"}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from specs import input_refs
+from specs.load import input_refs
 from state.observed import InputManifest, InputState
 
 STAND_IN = "/argus-stand-in"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from specs.models import CodeSnapshot, GitSource
+from specs.kinds.models import CodeSnapshot, GitSource
 from state.code import sources
 from state.code.gitinfo import desired_commit
 from state.code.sources import resolve_source

@@ -294,7 +294,7 @@ def test_admission_at_apply_respects_this_workspaces_own_higher_priority_waiting
     in the room A waits for."""
     from reconcile.execute.admit import admitted
     from reconcile.model import Ask, SubmitStep
-    from specs.submission import Submission
+    from specs.workloads.submission import Submission
     from state.observed import RayJob
     from state.queue.ledger import write_ledger
 

@@ -10,8 +10,8 @@ import json
 import shutil
 import urllib.request
 
-from specs.loader import load_workspace
-from specs.submission import RunId, labels, resolve
+from specs.load.loader import load_workspace
+from specs.workloads.submission import RunId, labels, resolve
 from state.observed import RunRecord, RunStatus
 from state.runs import records
 from tests.support.cluster import QUICK, sdk, wait_for

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from specs.loader import load_workspace
+from specs.load.loader import load_workspace
 from state.code.sources import resolve_source
 from state.observed import SnapshotState
 from state.verl.checks import JobCheck, check_job

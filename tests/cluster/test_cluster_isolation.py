@@ -16,8 +16,8 @@ from reconcile.plan.planner import plan
 from reconcile.plan.unreachable import hidden_jobs
 from specs.desired import DesiredState, Source
 from specs.diagnostics import Where
-from specs.models import Cluster, Job, Workspace
-from specs.submission import resolve, spec_hash, submission_id
+from specs.kinds.models import Cluster, Job, Workspace
+from specs.workloads.submission import resolve, spec_hash, submission_id
 from state.observed import ClusterState, ObservedState, RayJob, RunRecord
 from state.ray import local
 from state.runs import records

@@ -11,7 +11,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from specs.models import Quotas
+from specs.kinds.models import Quotas
 from tests.support.gpu_queue import active, gpu_job, stop_all, team
 from tests.support.workspace import Workspace
 

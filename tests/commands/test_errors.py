@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from reconcile.boundary import wants_json
 from reconcile.commands import local as local_command
 from specs.errors import ArgusError, SpecError
-from specs.loader import load_workspace
+from specs.load.loader import load_workspace
 from tests.support.cluster import QUICK
 from tests.support.workspace import make_workspace
 

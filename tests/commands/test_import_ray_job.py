@@ -11,8 +11,8 @@ import sys
 import pytest
 import yaml
 
-from specs.loader import load_workspace
-from specs.submission import resolve, spec_hash
+from specs.load.loader import load_workspace
+from specs.workloads.submission import resolve, spec_hash
 from state.observed import RunRecord, RunStatus
 from state.runs import records
 from tests.support.cluster import sdk, wait_for

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specs.secret_words import secret_name, secrets_in
+from specs.secrets.secret_words import secret_name, secrets_in
 from tests.support.workspace import make_workspace
 
 HEX = "0123456789abcdef0123456789abcdef01234567"
-"""A W&B key: hex, so caught by its name only (specs.literal_secrets never judges hex by entropy)."""
+"""A W&B key: hex, so caught by its name only (specs.secrets.literal_secrets never judges hex by entropy)."""
 HEX2, HEX3 = HEX[::-1], "fedcba9876543210" * 2 + "76543210"
 HF = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz012345"
 SECRETS = (HEX, HEX2, HEX3, HF)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from specs import verl
-from specs.loader import load_workspace
-from specs.submission import expand
+from specs.load.loader import load_workspace
+from specs.workloads import verl
+from specs.workloads.submission import expand
 from state.code.sources import resolve_source
 from state.observed import SnapshotState
 from state.verl.checks import FAKE_ID, check_job

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specs.loader import load_workspace
-from specs.models import Job
-from specs.submission import expand, resolve
+from specs.kinds.models import Job
+from specs.load.loader import load_workspace
+from specs.workloads.submission import expand, resolve
 from state.verl import files
 
 

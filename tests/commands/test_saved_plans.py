@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from reconcile import saved
-from specs.submission import spec_hash, submission_id
+from specs.workloads.submission import spec_hash, submission_id
 from tests.support.cluster import QUICK, SLEEP, gated, jobs_of, wait_for
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from specs.workspaces import affected
+from specs.load.workspaces import affected
 from tests.support.repos import git
 
 CLUSTER = "kind: Cluster\nname: h20\naddress: http://127.0.0.1:1\nshared_root: /mnt/shared\n"

@@ -20,7 +20,7 @@ from reconcile.execute.refresh import refresh_records
 from reconcile.model import Plan, SubmitStep
 from reconcile.plan.planner import plan
 from specs.desired import DesiredState
-from specs.loader import load_workspace
+from specs.load.loader import load_workspace
 from state.audit import log as audit
 from state.code.gitinfo import GitInfo
 from state.observed import ClusterState, Node, ObservedState, RunRecord, RunStatus

@@ -6,7 +6,7 @@ import time
 
 from reconcile.execute.ray_steps import EXPIRATION_VARIABLE, payload_of
 from reconcile.model import SubmitStep
-from specs.submission import resolve, spec_hash
+from specs.workloads.submission import resolve, spec_hash
 from tests.support.planning import CLUSTER, WS, job
 
 

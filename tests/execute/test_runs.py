@@ -11,7 +11,7 @@ from reconcile.model import Plan, PlanOptions
 from reconcile.plan.planner import plan
 from reconcile.views.human import render_status
 from reconcile.views.machine import plan_json, status_json
-from specs.submission import RunId, labels, parse_labels, resolve, spec_hash
+from specs.workloads.submission import RunId, labels, parse_labels, resolve, spec_hash
 from state.observed import ACTIVE, MAYBE_RUNNING, TERMINAL, UNCONFIRMED, RayJob, RunRecord, RunStatus
 from state.runs import records
 from state.runs.failures import ADVICE
@@ -211,7 +211,7 @@ def test_the_run_carries_its_recorded_submission_to_the_plan_but_not_into_its_js
 def test_a_snapshot_an_unfinished_run_uses_is_not_pruned():
     from reconcile.plan.code import plan_prune
     from reconcile.plan.runs import runs_by_job
-    from specs.submission import CodeRef
+    from specs.workloads.submission import CodeRef
     from state.observed import Manifest, ObservedState
 
     rel = "common/code/verl/old"

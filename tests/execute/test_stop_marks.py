@@ -12,7 +12,7 @@ from reconcile.execute.applier import ApplyContext, apply_plan
 from reconcile.model import Plan, StopStep
 from reconcile.plan.planner import plan
 from specs.errors import ArgusError
-from specs.loader import load_workspace
+from specs.load.loader import load_workspace
 from state.audit import log as audit
 from state.audit import registry
 from state.code.gitinfo import GitInfo

@@ -176,7 +176,7 @@ def test_a_secret_named_like_the_wrappers_own_variables_is_refused(tmp_path):
 
 
 def test_a_value_argus_holds_never_reaches_the_secrets_file_whatever_it_is_called(tmp_path):
-    """Defence in depth behind the loader (specs.held_variables): the value, not the reference, is judged."""
+    """Defence in depth behind the loader (specs.kinds.held_variables): the value, not the reference, is judged."""
     import pytest
 
     from state.runs import secrets as run_secrets

@@ -7,7 +7,7 @@ from reconcile.model import Action, SubmitStep
 from reconcile.plan.planner import plan
 from reconcile.plan.reviewed import decision_differences
 from reconcile.views.human import summary
-from specs.submission import resolve, spec_hash
+from specs.workloads.submission import resolve, spec_hash
 from tests.support.planning import CLUSTER, WS, desired, job, observed, record_of, run_of
 
 PREPARE = job("prepare")
@@ -116,7 +116,7 @@ def test_a_follower_behind_a_blocked_predecessor_points_at_it():
 
 
 def test_a_bound_value_that_is_no_plain_path_is_a_plan_error():
-    from specs.models import Job
+    from specs.kinds.models import Job
 
     odd = Job(kind="Job", name="train", cluster="c", workload="ppo", model="/m", data={"train": "/d", "val": "/d"},
               trainer={"checkpoint_dir": "/ckpt/$(touch pwned)"})

@@ -6,10 +6,10 @@ from __future__ import annotations
 from reconcile.model import Action, Change
 from reconcile.plan.checkpoints import resume_note
 from reconcile.plan.planner import plan
-from specs.checkpoint_state import CheckpointState
 from specs.diagnostics import Where
-from specs.models import Job
-from specs.submission import resolve, spec_hash
+from specs.kinds.models import Job
+from specs.workloads.checkpoint_state import CheckpointState
+from specs.workloads.submission import resolve, spec_hash
 from state.observed import ClusterState, Node
 from tests.support.checkpoints import desired, errors_for, judged, observed, ppo, profile, record, start
 from tests.support.planning import CLUSTER, WS

@@ -9,8 +9,8 @@ from reconcile.plan.planner import plan
 from reconcile.views.human import render_status, summary
 from reconcile.views.machine import status_json
 from specs.desired import DesiredState, Source
-from specs.models import Job
-from specs.submission import resolve, spec_hash
+from specs.kinds.models import Job
+from specs.workloads.submission import resolve, spec_hash
 from state.observed import ObservedState
 from tests.support.planning import CLUSTER, WS, desired, job, observed, record_of, run_of
 

@@ -6,8 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from reconcile.plan.health import idle, stalled
-from specs.health import Health, IdlePolicy, StallPolicy
-from specs.models import Job
+from specs.kinds.health import Health, IdlePolicy, StallPolicy
+from specs.kinds.models import Job
 
 IDLE = IdlePolicy(below_percent=10, window=1800)
 STALL = StallPolicy(factor=5, floor=600)

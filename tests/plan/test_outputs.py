@@ -1,15 +1,15 @@
-"""Each team's outputs are its own (reconcile.plan.outputs, specs.verl): argus derives checkpoints and logs under
-outputs/<workspace>/; the change moves no job's spec hash, and a run made before keeps its directories."""
+"""Each team's outputs are its own (reconcile.plan.outputs, specs.workloads.verl): argus derives checkpoints and logs
+under outputs/<workspace>/; the change moves no job's spec hash, and a run made before keeps its directories."""
 
 from __future__ import annotations
 
 from reconcile.model import Action, SubmitStep
 from reconcile.plan.checkpoints import resume_note
 from reconcile.plan.planner import plan
-from specs.checkpoint_state import CheckpointState
 from specs.desired import DesiredState, Source
-from specs.models import Cluster, Job, Workspace
-from specs.submission import legacy_outputs, resolve, spec_hash, submission_id
+from specs.kinds.models import Cluster, Job, Workspace
+from specs.workloads.checkpoint_state import CheckpointState
+from specs.workloads.submission import legacy_outputs, resolve, spec_hash, submission_id
 from state.observed import ClusterState, ObservedState, OutputMark, RunRecord, legacy_key
 
 WS = Workspace(kind="Workspace", name="team")

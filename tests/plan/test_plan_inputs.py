@@ -7,8 +7,8 @@ from __future__ import annotations
 from reconcile.model import Action, PlanOptions, SealInputStep, SubmitStep
 from reconcile.plan.inputs import materialisation, materialiser
 from reconcile.plan.planner import plan
-from specs.models import Job
-from specs.submission import resolve, spec_hash
+from specs.kinds.models import Job
+from specs.workloads.submission import resolve, spec_hash
 from state.observed import ClusterQueue, ObservedState
 from tests.support.input_planning import (
     FETCH,

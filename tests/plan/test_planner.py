@@ -8,8 +8,8 @@ from reconcile.plan.runs import runs_by_job
 from reconcile.views.human import summary
 from specs.desired import DesiredState, Source
 from specs.diagnostics import Where
-from specs.models import Job
-from specs.submission import resolve, spec_hash, submission_id
+from specs.kinds.models import Job
+from specs.workloads.submission import resolve, spec_hash, submission_id
 from state.observed import ClusterState, ObservedState, RayJob
 from tests.support.planning import CLUSTER, WS, desired, job, observed, record_of, run_of
 
@@ -149,7 +149,7 @@ def test_a_job_with_our_workspace_label_but_no_spec_hash_is_unmanaged():
 
 
 def test_a_verl_job_that_fits_only_when_others_finish_waits_in_the_queue():
-    from specs.models import CodeSnapshot
+    from specs.kinds.models import CodeSnapshot
     from state.observed import Node, SnapshotState, SourceState
 
     snapshot = CodeSnapshot(kind="CodeSnapshot", name="verl", cluster="c", git={"url": "/v", "ref": "v1"})
@@ -194,7 +194,7 @@ def test_a_retryable_failure_gets_a_new_attempt_up_to_the_limit():
 
 def test_spec_hashes_and_submission_ids_of_existing_runs_never_change():
     """Pinned values: if these move, every run argus already made looks like another spec and is replaced."""
-    from specs.submission import CodeRef
+    from specs.workloads.submission import CodeRef
 
     command = resolve(WS, CLUSTER, job())
     assert spec_hash(command) == "cbf1c50a18b244e7297e75faa7d32cbe6c478d31149705cdcf8e9db12213b5f5"
@@ -211,7 +211,7 @@ def test_spec_hashes_and_submission_ids_of_existing_runs_never_change():
 
 def test_a_source_that_does_not_resolve_is_a_plan_error_located_at_the_field_it_blames():
     from specs.diagnostics import Diagnostic
-    from specs.models import CodeSnapshot
+    from specs.kinds.models import CodeSnapshot
     from state.observed import SnapshotState, SourceState
 
     snapshot = CodeSnapshot(kind="CodeSnapshot", name="verl", cluster="c", git={"url": "/v", "ref": "v9"})
@@ -224,8 +224,8 @@ def test_a_source_that_does_not_resolve_is_a_plan_error_located_at_the_field_it_
 
 
 def test_a_verl_job_never_resumes_from_shards_of_another_world_size_or_a_half_written_checkpoint():
-    from specs.checkpoint_state import CheckpointState
-    from specs.models import CodeSnapshot
+    from specs.kinds.models import CodeSnapshot
+    from specs.workloads.checkpoint_state import CheckpointState
     from state.observed import Node, SnapshotState, SourceState
 
     snapshot = CodeSnapshot(kind="CodeSnapshot", name="verl", cluster="c", git={"url": "/v", "ref": "v1"})

@@ -6,8 +6,8 @@ from reconcile.model import Action, QuotasStep
 from reconcile.plan.planner import plan
 from reconcile.plan.quotas import spec_text
 from specs.desired import DesiredState, Source
-from specs.models import Cluster, Quotas, Workspace
-from specs.safe_yaml import load_walked
+from specs.kinds.models import Cluster, Quotas, Workspace
+from specs.parse.safe_yaml import load_walked
 from state.observed import ClusterQueue
 from tests.support.planning import CLUSTER, observed_with
 

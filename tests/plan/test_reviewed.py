@@ -14,7 +14,7 @@ from reconcile.model import (
     SubmitStep,
 )
 from reconcile.plan.reviewed import decision_differences
-from specs.submission import Submission
+from specs.workloads.submission import Submission
 
 SUB = Submission(workspace="ws", cluster="c", shared_root=".shared", job="a", run=1, entrypoint="true", env_vars={},
                  entrypoint_num_cpus=None, entrypoint_num_gpus=None, entrypoint_memory=None, entrypoint_resources={})

@@ -6,8 +6,8 @@ from __future__ import annotations
 from reconcile.model import Action, RootStep
 from reconcile.plan.planner import plan
 from specs.desired import DesiredState, Source
-from specs.models import Cluster, Job, Workspace
-from specs.submission import resolve, spec_hash, submission_id
+from specs.kinds.models import Cluster, Job, Workspace
+from specs.workloads.submission import resolve, spec_hash, submission_id
 from state.observed import LAYOUT, ClusterState, ObservedState, RayJob, RootIdentity, RootState, RunRecord
 
 WS = Workspace(kind="Workspace", name="team")

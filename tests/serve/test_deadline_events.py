@@ -11,7 +11,7 @@ from reconcile.serve.choice import choose
 from reconcile.serve.events import Clock, deadline_events
 from reconcile.serve.metrics import Metrics
 from specs.diagnostics import Diagnostic
-from specs.submission import RunId, resolve
+from specs.workloads.submission import RunId, resolve
 from state.observed import RunStatus
 from tests.support.planning import desired, job
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from reconcile.plan.health import idle
 from reconcile.serve.gpu_window import GpuWindows
-from specs.health import IdlePolicy
+from specs.kinds.health import IdlePolicy
 from state.ray.gpus import ClusterGpus, Gpu, RunGpus
 
 
@@ -46,7 +46,7 @@ def test_the_window_kept_covers_the_longest_idle_policy_the_spec_accepts():
     from pydantic import ValidationError
 
     from reconcile.serve.gpu_window import WINDOW
-    from specs.health import MAX_IDLE_WINDOW, IdlePolicy
+    from specs.kinds.health import MAX_IDLE_WINDOW, IdlePolicy
 
     assert WINDOW >= MAX_IDLE_WINDOW  # else an accepted `for:` could never be covered, and never fire
     with pytest.raises(ValidationError):

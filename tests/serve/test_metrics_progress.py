@@ -7,7 +7,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from reconcile.model import Plan
 from reconcile.serve.metrics import Metrics
 from reconcile.views.html import render_page
-from specs.run_progress import Progress
+from specs.workloads.run_progress import Progress
 from state.observed import RunStatus
 from tests.support.status_page import report, run
 

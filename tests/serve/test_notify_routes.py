@@ -19,7 +19,7 @@ from reconcile.serve.channels import NotifyError, channels
 from reconcile.serve.links import Links, commit_base, page_url
 from reconcile.serve.messages import WORD_JOINER, render
 from reconcile.serve.notify import Notifier
-from specs.notifications import Notifications, Template
+from specs.kinds.notifications import Notifications, Template
 from tests.support.receivers import Receiver, event
 
 SLACK_TOKEN = "xoxb-1234567890-abcdefghijklmnop"

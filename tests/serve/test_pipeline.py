@@ -83,7 +83,7 @@ def test_the_pipeline_example_waits_is_blocked_and_released_under_serve(tmp_path
         code, err = stopped(loop)
     assert code == 0, err
     shared = ws.root / ".shared"
-    outputs = shared / "outputs" / ws.name  # each team's own (specs.verl.outputs_dir)
+    outputs = shared / "outputs" / ws.name  # each team's own (specs.workloads.verl.outputs_dir)
     report = json.loads((outputs / "checkpoints" / "eval" / "run-1" / "report.json").read_text())
     assert report["model"] == f"{outputs}/checkpoints/train/run-1/model.json"
     assert report["trained_by"] == second and abs(report["a"] - 3) < 0.1 and report["mse"] < 0.1

@@ -92,7 +92,7 @@ def test_drift_retried_and_apply_failed_keys_are_stable():
     assert apply_failed_event("ws", ["job.a"], "boom", CLOCK).key == apply_failed_event("ws", ["job.a"], "boom",
                                                                                         CLOCK).key
     from reconcile.model import SubmitStep
-    from specs.submission import Submission
+    from specs.workloads.submission import Submission
 
     failed = run("ws.a.h.1", RunStatus.FAILED, failure="nccl_timeout")
     sub = Submission.model_construct(cluster="c")

@@ -19,7 +19,7 @@ from reconcile.serve.loops import run_all
 from reconcile.serve.secret_lists import SecretLists
 from reconcile.serve.turn import TurnOptions
 from specs.errors import ArgusError
-from specs.loader import load_workspace
+from specs.load.loader import load_workspace
 from tests.support.cluster import jobs_of, until, wait_for
 from tests.support.workspace import Workspace, make_workspace
 

@@ -8,7 +8,7 @@ import pytest
 
 from specs.duration import MAX_SECONDS, parse_duration, shown
 from specs.errors import SpecError
-from specs.loader import load_workspace
+from specs.load.loader import load_workspace
 from tests.support.workspace import Workspace
 
 

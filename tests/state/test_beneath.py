@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from specs.errors import ArgusError
-from specs.models import CodeSnapshot
+from specs.kinds.models import CodeSnapshot
 from state import beneath
 from state.code import snapshots
 from state.code.cache import cache_root

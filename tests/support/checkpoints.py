@@ -11,11 +11,11 @@ from pathlib import Path
 from reconcile.model import Change
 from reconcile.plan.checkpoints import judge
 from reconcile.plan.jobs import plan_job
-from specs.checkpoint_state import CheckpointState
 from specs.desired import DesiredState, Source
-from specs.models import Job
-from specs.submission import resolve, spec_hash, submission_id
-from specs.verl_profile import Pool, Resume, VerlProfile
+from specs.kinds.models import Job
+from specs.workloads.checkpoint_state import CheckpointState
+from specs.workloads.submission import resolve, spec_hash, submission_id
+from specs.workloads.verl_profile import Pool, Resume, VerlProfile
 from state.observed import ObservedState, RunRecord
 from tests.support.planning import CLUSTER, WS
 

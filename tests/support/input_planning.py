@@ -4,9 +4,9 @@ states (pinned, staged, sealed, broken), sealed manifests, and the runs of jobs 
 from __future__ import annotations
 
 from specs.desired import DesiredState, Source
-from specs.inputs import Dataset, Model, version_rel
-from specs.models import CodeSnapshot, Job
-from specs.submission import RunId, Submission, labels, spec_hash, submission_id
+from specs.kinds.inputs import Dataset, Model, version_rel
+from specs.kinds.models import CodeSnapshot, Job
+from specs.workloads.submission import RunId, Submission, labels, spec_hash, submission_id
 from state.observed import InputFile, InputManifest, InputState, ObservedState, RayJob, RunRecord
 from tests.support.planning import CLUSTER, WS, observed, record_of
 

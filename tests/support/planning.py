@@ -6,8 +6,8 @@ the typed run wrote it to status.json. The planner's, the queue's and the run re
 from __future__ import annotations
 
 from specs.desired import DesiredState, Source
-from specs.models import Cluster, Job, Workspace
-from specs.submission import resolve, spec_hash, submission_id
+from specs.kinds.models import Cluster, Job, Workspace
+from specs.workloads.submission import resolve, spec_hash, submission_id
 from state.observed import ClusterQueue, ClusterState, LedgerEntry, Node, ObservedState, RayJob, RunRecord
 
 WS = Workspace(kind="Workspace", name="team")

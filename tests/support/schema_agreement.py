@@ -8,7 +8,7 @@ from pathlib import Path
 
 from jsonschema import Draft202012Validator
 
-from specs.schema import json_schema
+from specs.schema.schema import json_schema
 from tests.support.workspace import make_workspace
 
 SNAPSHOT = {"kind": "CodeSnapshot", "name": "case", "cluster": "local", "git": {"url": "/srv/verl.git", "ref": "v1"}}

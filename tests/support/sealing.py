@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from reconcile.model import SealInputStep
-from specs.inputs import Dataset, Model, version_key, version_rel
+from specs.kinds.inputs import Dataset, Model, version_key, version_rel
 from state.inputs.seal import Expected, Sealed, seal
 
 WORKSPACE = "team-a"

@@ -15,7 +15,7 @@ SNAPSHOT = "${shared_root}/common/code/verl/verl-v091"
 
 
 def verl_entrypoint(*overrides: str) -> str:
-    """Built the way specs/submission.py builds it: cd into the snapshot, then the shlex-joined argv."""
+    """Built the way specs/workloads/submission.py builds it: cd into the snapshot, then the shlex-joined argv."""
     argv = ["python3", "-m", "verl.trainer.main_ppo", "data.train_files='${shared_root}/datasets/gsm8k/train.parquet'",
             "trainer.logger=['console','wandb']", *overrides]
     return f"cd {shlex.quote(SNAPSHOT)} && {shlex.join(argv)}"

@@ -25,7 +25,7 @@ from reconcile.model import (
 from reconcile.views.human import render_plan
 from reconcile.views.machine import plan_json, plan_markdown
 from specs.diagnostics import Diagnostic, Where
-from specs.submission import Submission
+from specs.workloads.submission import Submission
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -34,8 +34,8 @@ SNAPSHOT = "${shared_root}/common/code/verl/verl-v091"
 
 
 def verl_entrypoint(settings: list[str], overrides: list[str]) -> str:
-    """What specs/submission.py submits: cd into the snapshot, then verl's shlex-joined argv with
-    Hydra-quoted values (specs/verl.py); spelled out so the goldens do not move when verl.py does."""
+    """What specs/workloads/submission.py submits: cd into the snapshot, then verl's shlex-joined argv with
+    Hydra-quoted values (specs/workloads/verl.py); spelled out so the goldens do not move when verl.py does."""
     argv = ["python3", "-m", "verl.trainer.main_ppo", "data.train_files='${shared_root}/datasets/gsm8k/train.parquet'",
             "data.val_files='${shared_root}/datasets/gsm8k/test.parquet'",
             "actor_rollout_ref.model.path='Qwen/Qwen2.5-0.5B-Instruct'", *settings,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reconcile.views.run_progress import duration, progress_html, progress_text
-from specs.run_progress import Progress
+from specs.workloads.run_progress import Progress
 
 
 def test_the_text_says_step_of_total_percent_eta_and_checkpoint() -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from specs.errors import SpecError
-from specs.git_urls import token_scope, token_variable
-from specs.loader import load_workspace
+from specs.kinds.git_urls import token_scope, token_variable
+from specs.load.loader import load_workspace
 from state.code import safegit
 from tests.support.git_https import GitHttps, make_certificate, serve
 from tests.support.workspace import make_workspace

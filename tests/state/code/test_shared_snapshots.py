@@ -72,7 +72,7 @@ def test_an_apply_racing_another_workspaces_snapshot_names_its_owner(tmp_path, m
     import pytest
 
     from specs.errors import ArgusError
-    from specs.models import CodeSnapshot
+    from specs.kinds.models import CodeSnapshot
     from state.code import snapshots
     from state.code.sources import resolve_source
 

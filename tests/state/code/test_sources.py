@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specs.models import CodeSnapshot
+from specs.kinds.models import CodeSnapshot
 from state.code import snapshots, sources
 from state.code.cache import cache_root
 from state.code.sources import resolve_source

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specs.models import JobDefaults
+from specs.kinds.models import JobDefaults
 from state.doctor.probe import ProbeResult
 from state.doctor.script import NodeReport
 from state.doctor.verdicts import auth, gpus, head_skew, node_skew, probe, unplaceable

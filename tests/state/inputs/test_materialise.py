@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from specs.inputs import Model, version_key
+from specs.kinds.inputs import Model, version_key
 from state.inputs.hub import hub_repo, list_files, resolve_revision
 from state.inputs.materialise import fetch_command, file_name
 from tests.support.hub_mirror import HubMirror

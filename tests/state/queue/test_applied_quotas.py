@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specs.models import Quotas
+from specs.kinds.models import Quotas
 from state.audit import log as audit
 from state.audit import registry
 from state.audit.events import QuotasApplied

@@ -7,7 +7,7 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from specs.submission import Submission
+from specs.workloads.submission import Submission
 from state.audit import log as audit
 from state.audit.events import ApplyStarted
 from state.files import write_json

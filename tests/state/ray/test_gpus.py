@@ -30,7 +30,7 @@ def _gpu(index: int, util, pids=(), used=1024, total=81920) -> dict:
 
 
 def _job(sid="team-a-train-1", ray_id="02000000", driver=None, status="RUNNING") -> RayJob:
-    from specs.submission import parse_labels
+    from specs.workloads.submission import parse_labels
 
     labels = dict(LABELS)
     if parse_labels(labels) is None:  # labels must be argus's for the run to count

@@ -169,7 +169,7 @@ def test_local_up_without_the_ray_cli_says_which_extra_installs_it_and_starts_no
 
 def test_a_node_inherits_no_variable_argus_holds_for_itself(tmp_path, monkeypatch):
     """What a node's environment holds, every job it runs holds: no git token, dashboard or notification
-    credential of argus's (specs.held_variables), as no key; the node's own auth is set apart from them."""
+    credential of argus's (specs.kinds.held_variables), as no key; the node's own auth is set apart from them."""
     held = {"ARGUS_NOTIFY": "json://hook", "GIT_TOKEN_GITHUB_COM": "gh-t0ken", "PROD_RAY_TOKEN": "dash-t0ken",
             "OPS_WEBHOOK_URL": "https://hook", "ARGUS_ROOT_KEY": "root-k3y"}
     for name, value in {**held, "WANDB_API_KEY": "kept"}.items():

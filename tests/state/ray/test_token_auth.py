@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from specs.loader import load_workspace
+from specs.load.loader import load_workspace
 from state.ray import local
 from state.ray.auth import MAX_TOKEN_FILE, TokenUnavailable, token_of
 from state.ray.client import ClusterAuthFailed, RayClient
@@ -227,7 +227,7 @@ def test_a_token_file_must_be_a_readable_regular_file(tmp_path):
 
 
 def cluster_with(auth_token: str | None):
-    from specs.models import Cluster
+    from specs.kinds.models import Cluster
 
     return Cluster(kind="Cluster", name="c", address="http://127.0.0.1:1", shared_root="/mnt/x", auth_token=auth_token)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from specs.errors import ArgusError
-from specs.loader import load_workspace
+from specs.load.loader import load_workspace
 from state.ray.auth import token_of
 from state.ray.client import ClusterTlsFailed, RayClient
 from state.ray.transport import Transport, certificate_message, certificate_problem, proxy_for, transport_of
@@ -229,7 +229,7 @@ def assert_nowhere(secret: str, results: list[Result], places: list[Path]) -> No
 
 
 def spec(**fields: object):
-    from specs.models import Cluster
+    from specs.kinds.models import Cluster
 
     return Cluster(kind="Cluster", name="c", address=fields.pop("address", "https://ray.example:8265/prefix/"),
                    shared_root="/mnt/x", **fields)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from specs.checkpoint_state import CheckpointState
 from specs.desired import DesiredState, Source
-from specs.models import Cluster, Job, Workspace
+from specs.kinds.models import Cluster, Job, Workspace
+from specs.workloads.checkpoint_state import CheckpointState
 from state.observe import read_checkpoints
 from state.observed import legacy_key
 from state.runs import checkpoints

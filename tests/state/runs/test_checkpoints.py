@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specs.checkpoint_state import CheckpointState
+from specs.workloads.checkpoint_state import CheckpointState
 from state.runs import checkpoints
 from state.runs.checkpoints import MAX_ENTRIES, inspect_checkpoint
 from tests.support.checkpoints import KINDS, errors_for, judged, observed, ppo, record, save_step

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specs.models import Job
+from specs.kinds.models import Job
 from state.observed import RunRecord, RunStatus
 from state.runs import progress as run_progress
 

@@ -10,8 +10,8 @@ import os
 import pytest
 
 from reconcile.plan.demand import demand_of, describe
-from specs.loader import load_workspace
-from specs.submission import resolve
+from specs.load.loader import load_workspace
+from specs.workloads.submission import resolve
 from state.code.sources import resolve_source
 from state.observed import SnapshotState
 from state.verl.checks import check_job

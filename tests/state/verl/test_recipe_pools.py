@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from specs.models import Entry, Job, Trainer
+from specs.kinds.models import Entry, Job, Trainer
 from state.verl import pools as verl_pools
 from state.verl.recipe_demand import demand_problems
 from state.verl.recipe_pools import FULLY_ASYNC, ONE_STEP_OFF, remote_cpus

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from specs.loader import load_workspace
-from specs.submission import expand, resolve
+from specs.load.loader import load_workspace
+from specs.workloads.submission import expand, resolve
 from state.runs.failures import ADVICE
 from tests.support.verl_inputs import write_inputs
 from tests.support.workspace import make_workspace
@@ -258,7 +258,7 @@ def _dotted(tree: dict, prefix: str = "") -> list[str]:
 def test_a_config_that_is_a_symlink_is_never_composed_nor_quoted(tmp_path: Path, verl_repo: Path):
     """A snapshot on the shared root can be written by any job: a config linked to another file (a secret)
     must not reach Hydra, whose errors quote the lines they cannot parse."""
-    from specs.models import Job
+    from specs.kinds.models import Job
     from state.verl.entry import EntryProblem, resolve_entry
 
     code = tmp_path / "code"

@@ -179,8 +179,8 @@ def test_a_checkpoint_of_another_world_size_is_refused_before_submit(tmp_path: P
 def test_a_resume_path_finding_is_located_at_the_override_that_named_the_path(tmp_path: Path):
     from reconcile.plan.jobs import plan_job
     from reconcile.plan.verl import resume_diagnostics
-    from specs.loader import load_workspace
-    from specs.submission import resolve
+    from specs.load.loader import load_workspace
+    from specs.workloads.submission import resolve
     from state.observed import ObservedState
     from state.runs.checkpoints import inspect_step
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from specs.models import Entry, Job, Trainer
+from specs.kinds.models import Entry, Job, Trainer
 from state.verl import pools as verl_pools
 from state.verl import rules as verl_rules
 from state.verl.legacy_keys import legacy_problems

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from reconcile.plan.demand import demand_of
-from specs.loader import load_workspace
-from specs.submission import driver_needs, resolve
+from specs.load.loader import load_workspace
+from specs.workloads.submission import driver_needs, resolve
 from state.code.sources import resolve_source
 from state.observed import SnapshotState
 from state.verl.checks import JobCheck, check_job
@@ -117,7 +117,7 @@ def test_a_recipe_composes_its_own_config_through_the_snapshots_search_path(scri
 
 
 def test_a_recipe_whose_config_cannot_be_read_from_its_module_must_name_it(tmp_path: Path):
-    from specs.models import Entry, Job
+    from specs.kinds.models import Entry, Job
     from state.verl.entry import EntryProblem, resolve_entry
 
     code = tmp_path / "code"
@@ -205,7 +205,7 @@ def test_the_old_fsdp_sft_trainer_gets_its_model_in_the_config_its_hydra_main_na
     result, (desired, job) = checked(scripts_ws, "sft-fsdp-sft-trainer-v050", "0.5.0")
     assert [d.text for d in result.diagnostics if d.severity == "error"] == []
     assert result.profile is not None and result.profile.config_name == "sft_trainer"
-    from specs import verl
+    from specs.workloads import verl
 
     argv = verl.argv(job, desired.workspace.name)
     assert argv[:6] == ["torchrun", "--standalone", "--nnodes=1", "--nproc_per_node=2", "-m",
@@ -214,7 +214,7 @@ def test_the_old_fsdp_sft_trainer_gets_its_model_in_the_config_its_hydra_main_na
 
 
 def test_a_module_whose_hydra_main_names_a_config_with_another_model_key_must_name_it(tmp_path: Path):
-    from specs.models import Entry, Job
+    from specs.kinds.models import Entry, Job
     from state.verl.entry import EntryProblem, resolve_entry
 
     code = tmp_path / "code"

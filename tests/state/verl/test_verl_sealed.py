@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from specs.loader import load_workspace
+from specs.load.loader import load_workspace
 from state.code.sources import resolve_source
 from state.observed import InputFile, InputManifest, InputState, SnapshotState
 from state.verl.checks import check_job
