@@ -7,6 +7,7 @@ nowhere else.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from specs.base import TextEnum
@@ -57,7 +58,7 @@ class Address(str):
 
     @classmethod
     def of(cls, kind: Kind, name: str = "") -> Address:
-        return cls(kind.value if kind is Kind.WORKSPACE else f"{kind.value}.{name}")
+        return _made(kind, name) if cls is Address else cls(_text(kind, name))
 
     @classmethod
     def of_spec(cls, spec_kind: str, name: str) -> Address:
@@ -92,6 +93,21 @@ class Address(str):
     def name(self) -> str:
         """The resource's name; empty for `workspace`."""
         return self.partition(".")[2]
+
+
+def _text(kind: Kind, name: str) -> str:
+    return _PREFIX[kind] if kind is Kind.WORKSPACE else f"{_PREFIX[kind]}.{name}"
+
+
+_PREFIX = {kind: kind.value for kind in Kind}
+"""An enum's `.value` is a descriptor call: a plan makes tens of thousands of addresses."""
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _made(kind: Kind, name: str) -> Address:
+    """A plan names each resource a dozen times (sources, diagnostics, changes): each address is checked once.
+    Safe to share: an Address is an immutable str."""
+    return Address(_text(kind, name))
 
 
 WORKSPACE = Address.of(Kind.WORKSPACE)

@@ -372,10 +372,14 @@ def workload_checks(desired: DesiredState, states: dict[str, SnapshotState],
                if job.workload != "command" and job.code in states and job.cluster not in absent]
     if not checked:  # nor are the checks themselves (~0.03 s of start-up) when only commands run
         return {}
+    from state.code.cache import memo_for
     from state.verl.checks import check_job  # Hydra is imported only when there are verl jobs
 
-    return {name: check_job(desired, job, states[job.code], cache_root(), inputs=inputs or {})
-            for name, job in checked}
+    memo = memo_for("verl", desired.root)
+    found = {name: check_job(desired, job, states[job.code], cache_root(), inputs=inputs or {}, memo=memo)
+             for name, job in checked}
+    memo.save()
+    return found
 
 
 def absent_roots(desired: DesiredState) -> tuple[str, ...]:

@@ -16,14 +16,20 @@ from specs.load.loader import load_workspace
 
 
 def load(directory: Path) -> DesiredState:
-    """The workspace's desired state; its problems name files as the user finds them (`shown_from`)."""
+    """The workspace's desired state; its problems name files as the user finds them (`shown_from`). What each
+    unchanged spec file gives is taken from argus's memo (state.memo: it can cost time, never change a result)."""
+    from state.code.cache import memo_for
+
+    memo = memo_for("specs", str(directory.resolve()))
     try:
-        return load_workspace(directory)
+        return load_workspace(directory, memo)
     except SpecError as err:
         prefix = shown_prefix(directory)
         if not prefix:
             raise
         raise SpecError(shown_from(prefix, err.diagnostics)) from None
+    finally:
+        memo.save()
 
 
 def chosen_cluster(desired: DesiredState, cluster: str | None) -> str:

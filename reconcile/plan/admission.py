@@ -16,6 +16,7 @@ conservative rule (EASY backfilling without run-time estimates).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -145,10 +146,14 @@ def _head_still_fits(head: Entry, candidate: Entry, after_all_end: Sequence[Reso
 
 def _why_waiting(entry: Entry, queue: _Pass) -> str:
     """What it needs, what of that is short (not GPUs for a job that asks none), and who is ahead."""
-    before, head = queue.ahead[:-1], queue.head
-    others = [key for key in before if head is None or key != head.key]  # the head is named on its own
+    before, head = len(queue.ahead) - 1, queue.head  # the entry itself waits last
+    # the head is named on its own; only the first few others are named, so only they are looked at: a queue of
+    # thousands asks this of every entry
+    others = (key for key in itertools.islice(queue.ahead, before) if head is None or key != head.key)
+    named = list(itertools.islice(others, SHOWN))
+    count = before - (1 if head is not None and head is not entry else 0)
     fitting = f"; after {_few(queue.fitting)}, which fit now" if queue.fitting else ""
-    ahead = (f"; {len(before)} ahead" + (f" ({_few(others)})" if others else "")) if before else ""
+    ahead = (f"; {before} ahead" + (f" ({_named(named, count)})" if count else "")) if before else ""
     behind = "" if head is None or head is entry else f"; waits behind {head.key}, which must not be delayed"
     return f"needs {_shape(entry.demand)}, {_short(entry.demand, queue.free)}{fitting}{ahead}{behind}"
 
@@ -169,8 +174,16 @@ def _short(demand: Demand, free: Sequence[Resources]) -> str:
                      for name in lacking)
 
 
-def _few(keys: Sequence[str], shown: int = 3) -> str:
-    return ", ".join(keys[:shown]) + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
+SHOWN = 3
+"""Keys named in a reason before `and N more`."""
+
+
+def _few(keys: Sequence[str]) -> str:
+    return _named(keys[:SHOWN], len(keys))
+
+
+def _named(first: Sequence[str], count: int) -> str:
+    return ", ".join(first) + (f" and {count - len(first)} more" if count > len(first) else "")
 
 
 def _started(head: Entry | None) -> str:

@@ -7,9 +7,10 @@ Which files, and how safely, is specs/parse/reading.py's business; how YAML is p
 from __future__ import annotations
 
 import difflib
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -36,8 +37,22 @@ from specs.parse.safe_yaml import Refused, load_walked, ruamel_documents
 from specs.secrets import secret_scan
 
 
-def load_workspace(directory: str | Path) -> DesiredState:
-    """Load and validate the workspace at `directory`; raise SpecError listing every diagnostic."""
+class Memo(Protocol):
+    """Where a file's resources are kept between loads, by a key of its content (state.memo.Memo)."""
+
+    def get(self, key: str) -> Any | None: ...
+
+    def put(self, key: str, value: Any) -> None: ...
+
+
+FileLoad = tuple[list[Diagnostic], list[str], list[tuple[Spec, Source]], list[tuple[Any, Source]]]
+"""What one file gives, all of it from its name and text alone: diagnostics, secret values, resources, invalid
+documents (whose references are still checked)."""
+
+
+def load_workspace(directory: str | Path, memo: Memo | None = None) -> DesiredState:
+    """Load and validate the workspace at `directory`; raise SpecError listing every diagnostic. `memo`: what each
+    file gave before, by a digest of its name and text (the memo holds one argus's entries only)."""
     root = Path(directory).resolve()
     if not (root / WORKSPACE_FILE).is_file():
         raise ArgusError(
@@ -48,8 +63,8 @@ def load_workspace(directory: str | Path) -> DesiredState:
     secrets: list[str] = []
     walk = Walk(root, diagnostics)
     invalid: list[tuple[Any, Source]] = []
-    loaded, conflicts = _load_files(walk, diagnostics, secrets, invalid)
-    conflicts += _load_shared(walk, loaded, diagnostics, secrets, invalid)
+    loaded, conflicts = _load_files(walk, diagnostics, secrets, invalid, memo)
+    conflicts += _load_shared(walk, loaded, diagnostics, secrets, invalid, memo)
     loaded, diagnostics[:] = _outside_shared_roots(walk, loaded, diagnostics)
     diagnostics += conflicts
     state = _assemble(root, loaded, diagnostics)
@@ -61,51 +76,78 @@ def load_workspace(directory: str | Path) -> DesiredState:
     return state
 
 
-def _load_files(walk: Walk, diagnostics: list[Diagnostic], secrets: list[str],
-                invalid: list[tuple[Any, Source]]) -> tuple[list[tuple[Spec, Source]], list[Diagnostic]]:
+def _load_files(walk: Walk, diagnostics: list[Diagnostic], secrets: list[str], invalid: list[tuple[Any, Source]],
+                memo: Memo | None) -> tuple[list[tuple[Spec, Source]], list[Diagnostic]]:
     """Every resource of the files the walk yields, each scanned for literal secrets (added to `secrets`);
     a Cluster's shared root is kept out of the walk at once."""
     loaded: list[tuple[Spec, Source]] = []
     conflicts: list[Diagnostic] = []
     for spec in walk.files():
-        conflicts += _load_file(walk, spec, loaded, diagnostics, secrets, invalid)
+        conflicts += _load_file(walk, spec, (diagnostics, secrets, loaded, invalid), memo)
     return loaded, conflicts
 
 
 def _load_shared(walk: Walk, loaded: list[tuple[Spec, Source]], diagnostics: list[Diagnostic], secrets: list[str],
-                 invalid: list[tuple[Any, Source]]) -> list[Diagnostic]:
+                 invalid: list[tuple[Any, Source]], memo: Memo | None) -> list[Diagnostic]:
     """The Clusters of the files argus.yaml's `include:` names (specs.load.includes), after the workspace's own:
     a name both define is reported at the included one, naming the workspace's."""
     found = [(r, s) for r, s in loaded if isinstance(r, Workspace) and s.file == WORKSPACE_FILE]
     workspace, source = found[0] if len(found) == 1 else (None, None)
     conflicts: list[Diagnostic] = []
     for spec in includes.files(walk, workspace, source):
-        conflicts += _load_file(walk, spec, loaded, diagnostics, secrets, invalid, includes.refused)
+        conflicts += _load_file(walk, spec, (diagnostics, secrets, loaded, invalid), memo, includes.refused)
     return conflicts
 
 
-def _load_file(walk: Walk, spec: SpecFile, loaded: list[tuple[Spec, Source]], diagnostics: list[Diagnostic],
-               secrets: list[str], invalid: list[tuple[Any, Source]],
+def _load_file(walk: Walk, spec: SpecFile, into: FileLoad, memo: Memo | None,
                refused: Callable[[Walked, str], list[Diagnostic]] | None = None) -> list[Diagnostic]:
-    """The resources of one file into `loaded`; `refused`: why a document may not be taken from this file."""
+    """The resources of one file added to `into`; `refused`: why a document may not be taken from this file (an
+    included file's rule). What a file gives depends on its name, its text and that rule only: it is memoized by
+    them. A Cluster's shared root is kept out of the walk (the filesystem's business: never memoized)."""
     text = walk.read(spec)
-    conflicts: list[Diagnostic] = []
-    for index, walked in enumerate(_documents(text, spec.rel, diagnostics) if text is not None else []):
-        found, values = secret_scan.scan(walked.strings, spec.rel, walked.keys)
+    if text is None:
+        return []
+    key = _file_key(spec.rel, text, refused is not None)
+    found = memo.get(key) if memo is not None else None
+    if not _is_file_load(found):
+        found = _read_file(spec.rel, text, refused)
+        if memo is not None and not found[1]:  # a file holding a literal secret is read again, never kept
+            memo.put(key, found)
+    for kept, more in zip(into, found, strict=True):
+        kept += more
+    return [d for resource, source in found[2] if isinstance(resource, Cluster)
+            for d in _keep_out(walk, resource, source)]
+
+
+def _file_key(rel: str, text: str, included: bool) -> str:
+    name = rel.encode("utf-8", "surrogateescape")
+    head = b"spec-file\0%d\0%d\0" % (included, len(name))
+    return hashlib.sha256(head + name + text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _is_file_load(found: Any) -> bool:
+    return isinstance(found, tuple) and len(found) == 4 and all(isinstance(part, list) for part in found)
+
+
+def _read_file(rel: str, text: str, refused: Callable[[Walked, str], list[Diagnostic]] | None) -> FileLoad:
+    diagnostics: list[Diagnostic] = []
+    secrets: list[str] = []
+    loaded: list[tuple[Spec, Source]] = []
+    invalid: list[tuple[Any, Source]] = []
+    for index, walked in enumerate(_documents(text, rel, diagnostics)):
+        found, values = secret_scan.scan(walked.strings, rel, walked.keys)
         diagnostics += found
         secrets += values
-        if refused is not None and (refusal := refused(walked, spec.rel)):
+        if refused is not None and (refusal := refused(walked, rel)):
             diagnostics += refusal
             continue
-        resource = _validate(walked, spec.rel, diagnostics, lambda text=text, index=index: _node(text, index))
-        source = Source(spec.rel, walked.line, walked.lines)
+        resource = _validate(walked, rel, diagnostics, lambda index=index: _node(text, index))
+        source = Source(rel, walked.line, walked.lines)
         if resource is None:
             invalid.append((walked.value, source))  # its references are still checked, in the same run
-            continue
-        loaded.append((resource, source))
-        if isinstance(resource, Cluster):
-            conflicts += _keep_out(walk, resource, source)
-    return conflicts
+        else:
+            loaded.append((resource, source))
+    return diagnostics, secrets, loaded, invalid
 
 
 def _keep_out(walk: Walk, cluster: Cluster, source: Source) -> list[Diagnostic]:
@@ -125,6 +167,8 @@ def _keep_out(walk: Walk, cluster: Cluster, source: Source) -> list[Diagnostic]:
 def _outside_shared_roots(walk: Walk, loaded: list[tuple[Spec, Source]],
                           diagnostics: list[Diagnostic]) -> tuple[list[tuple[Spec, Source]], list[Diagnostic]]:
     """Drop what came from a file read before the cluster whose shared root holds it was known."""
+    if not walk.excluded:
+        return loaded, diagnostics
     return ([(r, s) for r, s in loaded if not walk.in_excluded(s.file)],
             [d for d in diagnostics if d.where is None or not walk.in_excluded(d.where.file)])
 

@@ -8,8 +8,11 @@ running argus writes, and `argus plan` writes nothing on the shared filesystem a
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
+
+from state.memo import Memo
 
 CACHE_VARIABLE = "ARGUS_CACHE_DIR"
 
@@ -21,3 +24,9 @@ def cache_root() -> str:
     root = Path(chosen) if chosen else base
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
     return str(root)
+
+
+def memo_for(what: str, workspace_root: str) -> Memo:
+    """The memo of one kind of work (`specs`, `verl`) for one workspace, in this user's private cache."""
+    name = hashlib.sha256(workspace_root.encode()).hexdigest()[:24]
+    return Memo(cache_root(), f"{what}-{name}")

@@ -1,2 +1,2 @@
 """What argus knows of a verl job, read from its snapshot: version, entry, composed config, rules, pools and
-files. May import: specs, beneath, files, observed, root_key, code."""
+files. May import: specs, beneath, files, observed, root_key, memo, code."""

@@ -7,7 +7,7 @@ verl would only find once the job holds its GPUs is found here, in the pull requ
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import json
 import shutil
 import tempfile
@@ -25,7 +25,7 @@ from specs.workloads import verl
 from specs.workloads.submission import expand
 from specs.workloads.verl_profile import VerlProfile
 from state.code.sources import entries
-from state.files import write_json
+from state.memo import Memo, key_of
 from state.observed import InputState, SnapshotState
 from state.verl import files as verl_files
 from state.verl import pools as verl_pools
@@ -50,42 +50,85 @@ class JobCheck:
 
 
 def check_job(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_root: str,
-              files: bool = True, inputs: Mapping[str, InputState] | None = None) -> JobCheck:
+              files: bool = True, inputs: Mapping[str, InputState] | None = None, memo: Memo | None = None) -> JobCheck:
     """Everything that can be known about a verl job before it takes a GPU, located in its spec.
 
     `inputs`: ObservedState.inputs (by address, `dataset.NAME`). A `${dataset:...}`/`${model:...}` whose
     version is sealed is composed as its directory and checked from its manifest; any other as a stand-in
     (not checked yet). None (`argus validate --deep`, or an observer that knows no inputs): all stand-ins.
+    `memo`: the judgement of the job's config, kept by the content of all it read (`_judgement_key`); whether
+    the files it names exist is the world's business, asked again every time.
     """
     known = JobInputs(inputs or {}, desired.shared_root(job.cluster))
     code = _code_files(desired, job, snapshot, cache_root)
     if code is None:
         return JobCheck()  # the snapshot's own errors already explain why
+    key = _judgement_key(desired, job, snapshot, known) if memo is not None else None
+    judged = memo.get(key) if memo is not None and key is not None else None
+    if not _is_judgement(judged):
+        judged = _judged(desired, job, code, snapshot, known, memo)
+        if memo is not None and key is not None:
+            memo.put(key, judged)
+    found, profile, config = judged
+    if files and config is not None:
+        found = [*found, *(_about(job, _field_of(job, keys), message, severity) for keys, message, severity
+                           in verl_files.missing_files(job, config, known.shared_root, code, known))]
+    return _located(desired, job, found, profile)
+
+
+Judgement = tuple[list[Diagnostic], VerlProfile | None, dict[str, Any] | None]
+"""What the job's config makes of it (unlocated diagnostics, its profile, the composed config): a function of the
+job's spec, its snapshot's code, the inputs it names, and argus's and Hydra's code."""
+
+
+def _judged(desired: DesiredState, job: Job, code: Path, snapshot: SnapshotState, known: JobInputs,
+            memo: Memo | None) -> Judgement:
     version = verl_version.read_version(code)
     found = [] if verl_version.knowledge_for(version) else [
         _about(job, "code", verl_version.outside_warning(version), "warning")]
     point = resolve_entry(code, job)
     if isinstance(point, EntryProblem):
-        return _located(desired, job, [*found, _about(job, point.field, point.message)])
+        return [*found, _about(job, point.field, point.message)], None, None
     label = f"{'verl ' + version if version else 'the snapshot'}'s config {point.config_name}"
-    composed = _composed(code, job, desired, point, cache_root, snapshot.source.digest or "", label, known)
+    composed = _composed(code, job, desired, point, snapshot.source.digest or "", label, known, memo)
     found += [_about(job, _override_field(job, index), message) for index, message in composed.errors]
-    profile = None
-    if composed.config is not None:
-        profile = verl_pools.profile_of(composed.config, job, point, version,
-                                        verl_version.knowledge_for(version), desired.shared_root(job.cluster), code)
-        profile = profile.model_copy(update={"checked": verl_version.checked_words(version)})
-        found += [_about(job, field, message, severity) for field, message, severity
-                  in recipe_demand.demand_problems(composed.config, job, point.module, version)]
-        found += _typed_kept(job, composed.config, desired.shared_root(job.cluster), desired.workspace.name)
-        if not verl_version.older_than_known(version):
-            found += _rule_diagnostics(job, composed.config, version, profile)
-            found += [_about(job, field, message, "error" if profile.knowledge else "warning") for field, message
-                      in legacy_problems(job, composed.config, code, point.module, point.config_name, version)]
-        if files:
-            found += [_about(job, _field_of(job, keys), message, severity) for keys, message, severity
-                      in verl_files.missing_files(job, composed.config, known.shared_root, code, known)]
-    return _located(desired, job, found, profile)
+    if composed.config is None:
+        return found, None, None
+    profile = verl_pools.profile_of(composed.config, job, point, version,
+                                    verl_version.knowledge_for(version), desired.shared_root(job.cluster), code)
+    profile = profile.model_copy(update={"checked": verl_version.checked_words(version)})
+    found += [_about(job, field, message, severity) for field, message, severity
+              in recipe_demand.demand_problems(composed.config, job, point.module, version)]
+    found += _typed_kept(job, composed.config, desired.shared_root(job.cluster), desired.workspace.name)
+    if not verl_version.older_than_known(version):
+        found += _rule_diagnostics(job, composed.config, version, profile)
+        found += [_about(job, field, message, "error" if profile.knowledge else "warning") for field, message
+                  in legacy_problems(job, composed.config, code, point.module, point.config_name, version)]
+    return found, profile, composed.config
+
+
+def _judgement_key(desired: DesiredState, job: Job, snapshot: SnapshotState, known: JobInputs) -> str | None:
+    """Everything the judgement reads: the job's spec, where its outputs go (workspace, shared root), the
+    snapshot's code by its digest, the states of the inputs it names (a changed Dataset changes only its
+    readers' keys) and Hydra's version. None when the code has no digest (nothing to key it by)."""
+    if not snapshot.source.digest:
+        return None
+    text = job.model_dump_json()
+    named = sorted((address, state.model_dump_json()) for address, state in known.states.items()
+                   if _names(text, address))
+    return key_of("verl-judgement", text, desired.workspace.name, known.shared_root, snapshot.source.digest,
+                  snapshot.manifest.model_dump_json() if snapshot.manifest is not None else "", json.dumps(named),
+                  _hydra_version())
+
+
+def _names(text: str, address: str) -> bool:
+    """Whether a job's spec may read an input: by `${dataset:NAME}`, or by a path into `datasets/NAME`."""
+    kind, _, name = address.partition(".")
+    return f"${{{kind}:{name}}}" in text or f"{kind}s/{name}" in text
+
+
+def _is_judgement(found: Any) -> bool:
+    return isinstance(found, tuple) and len(found) == 3 and isinstance(found[0], list)
 
 
 def _located(desired: DesiredState, job: Job, found: list[Diagnostic], profile: VerlProfile | None = None) -> JobCheck:
@@ -93,23 +136,24 @@ def _located(desired: DesiredState, job: Job, found: list[Diagnostic], profile: 
     return JobCheck(tuple(d.located(source) for d in found), profile)
 
 
-def _composed(code: Path, job: Job, desired: DesiredState, point: Any, cache_root: str, digest: str,
-              label: str, inputs: JobInputs) -> Composed:
-    """Compose the job's config with Hydra; cached on disk by (code digest, entry, overrides). Inputs are filled
-    first (`${dataset:...}` is Hydra's syntax too): a sealed one's directory, else a stand-in."""
+def _composed(code: Path, job: Job, desired: DesiredState, point: Any, digest: str, label: str, inputs: JobInputs,
+              memo: Memo | None) -> Composed:
+    """Compose the job's config with Hydra; kept in the memo by (code digest, entry, overrides) when its verdict
+    is final. Inputs are filled first (`${dataset:...}` is Hydra's syntax too): a sealed one's directory, else a
+    stand-in."""
     root = desired.shared_root(job.cluster)
     ours = [expand(inputs.fill(a), root, FAKE_ID)
             for a in verl.overrides(job, desired.workspace.name)[:-len(job.overrides) or None]]
     users = [expand(stand_ins(inputs.fill(a)), root, FAKE_ID) for a in job.overrides]  # `${job:...}` too
     ours += point.searchpath
-    key = hashlib.sha256(json.dumps([digest, point.config_dir, point.config_name, ours, users, label,
-                                     _hydra_version()]).encode()).hexdigest()
-    cache = Path(cache_root) / ".argus" / "hydra-checks-v2" / f"{key}.json"
-    if digest and (saved := _cached(cache)) is not None:
+    key = key_of("verl-compose", json.dumps([digest, point.config_dir, point.config_name, ours, users, label,
+                                             _hydra_version()]))
+    saved = memo.get(key) if memo is not None and digest else None
+    if isinstance(saved, Composed):
         return saved
     composed = compose_job(code / point.config_dir, point.config_name, ours, users, label)
-    if digest and composed.final:
-        write_json(cache, {"config": composed.config, "errors": composed.errors})
+    if memo is not None and digest and composed.final:
+        memo.put(key, composed)
     return composed
 
 
@@ -123,16 +167,6 @@ def _typed_kept(job: Job, config: dict[str, Any], root: str, workspace: str) -> 
                                               "a config of the snapshot sets it over argus's override; argus counts, "
                                               "places and records the run by its own")
             for key, want in wanted.items() if (got := verl_rules.get(config, key)) != want]
-
-
-def _cached(cache: Path) -> Composed | None:
-    """A verdict written before, or None when there is none or it cannot be read (composed again)."""
-    try:
-        saved = json.loads(cache.read_text())
-        return Composed(config=saved["config"], errors=[(int(i) if i is not None else None, str(m))
-                                                        for i, m in saved["errors"]])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def _rule_diagnostics(job: Job, config: dict[str, Any], version: str | None, profile: VerlProfile) -> list[Diagnostic]:
@@ -168,6 +202,7 @@ def _about(job: Job, field: str, message: str, severity: Severity = "error") -> 
     return Diagnostic(severity=severity, address=Address.job(job.name), field=field, message=message)
 
 
+@functools.cache
 def _hydra_version() -> str:
     from importlib.metadata import version
 
@@ -203,9 +238,11 @@ def offline_checks(desired: DesiredState, cache_root: str,
 
     Keyed by address: code.NAME for a source that does not resolve, job.NAME for the job's checks.
     """
+    from state.code.cache import memo_for
     from state.code.sources import DEFAULT_FETCH_TIMEOUT, resolve_source
     from state.observed import SnapshotState
 
+    memo = memo_for("verl", desired.root)
     used = {job.code for job in desired.jobs.values() if job.workload != "command" and job.code}
     sources = {name: resolve_source(desired.snapshots[name], desired.root, cache_root,
                                     fetch_timeout or DEFAULT_FETCH_TIMEOUT) for name in sorted(used)}
@@ -214,5 +251,6 @@ def offline_checks(desired: DesiredState, cache_root: str,
     for name, job in sorted(desired.jobs.items()):
         if job.workload != "command" and job.code in sources and not sources[job.code].error:
             found[Address.job(name)] = check_job(desired, job, SnapshotState(source=sources[job.code]), cache_root,
-                                                 files=False).diagnostics
+                                                 files=False, memo=memo).diagnostics
+    memo.save()
     return found

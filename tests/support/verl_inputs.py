@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from state.observed import InputFile, InputManifest, InputState
+
 MODEL_CONFIG = {"model_type": "qwen2", "max_position_embeddings": 32768}
 TOKENIZER = "tokenizer_config.json"
 
@@ -43,3 +45,22 @@ def with_keys(config: dict[str, Any], **keys: Any) -> dict[str, Any]:
             node = node.setdefault(part, {})
         node[last] = value
     return config
+
+
+KEY = "ab12" * 16
+"""The version key of every sealed input these builders make."""
+
+
+def manifest(kind: str, name: str, files: dict[str, dict]) -> InputManifest:
+    """A sealed version's manifest listing `files`, with the facts each maps to (columns, a model's config)."""
+    return InputManifest(kind=kind, name=name, key=KEY, source={"path": f"/staging/{name}"}, workspace="ws",
+                         created_by="t", created_at="2026-11-28T00:00:00Z",
+                         files=tuple(InputFile(path=p, size=1, sha256="0" * 64) for p in files),
+                         bytes=len(files), digest="0" * 64, facts={p: f for p, f in files.items() if f})
+
+
+def sealed(kind: str, name: str, files: dict[str, dict]) -> InputState:
+    """An input as observation finds it once sealed on the cluster `local`."""
+    rel = f"{kind.lower()}s/{name}/{KEY[:12]}"
+    return InputState(cluster="local", key=KEY, rel=rel, manifest=manifest(kind, name, files))
+

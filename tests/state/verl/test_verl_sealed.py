@@ -11,32 +11,19 @@ import pytest
 
 from specs.load.loader import load_workspace
 from state.code.sources import resolve_source
-from state.observed import InputFile, InputManifest, InputState, SnapshotState
+from state.observed import InputState, SnapshotState
 from state.verl.checks import check_job
 from state.verl.files import missing_files
 from state.verl.sealed import JobInputs
-from tests.support.verl_inputs import with_keys, write_parquet
+from tests.support.verl_inputs import KEY, sealed, with_keys, write_parquet
 from tests.support.workspace import make_workspace
 
 SCRIPT = Path(__file__).resolve().parent / "verl_scripts" / "grpo-fsdp-vllm.yaml"
 A = "actor_rollout_ref"
-KEY = "ab12" * 16
 DATA = {"train.parquet": {"columns": ["prompt", "data_source", "reward_model"], "rows": 7473},
         "test.parquet": {"columns": ["prompt", "data_source", "reward_model"], "rows": 1319}}
 MODEL = {"config.json": {"config": {"model_type": "qwen2", "max_position_embeddings": 32768}},
          "tokenizer_config.json": {}, "model.safetensors": {}}
-
-
-def manifest(kind: str, name: str, files: dict[str, dict]) -> InputManifest:
-    return InputManifest(kind=kind, name=name, key=KEY, source={"path": f"/staging/{name}"}, workspace="ws",
-                         created_by="t", created_at="2026-11-28T00:00:00Z",
-                         files=tuple(InputFile(path=p, size=1, sha256="0" * 64) for p in files),
-                         bytes=len(files), digest="0" * 64, facts={p: f for p, f in files.items() if f})
-
-
-def sealed(kind: str, name: str, files: dict[str, dict]) -> InputState:
-    rel = f"{kind.lower()}s/{name}/{KEY[:12]}"
-    return InputState(cluster="local", key=KEY, rel=rel, manifest=manifest(kind, name, files))
 
 
 def unsealed(kind: str, name: str) -> InputState:
