@@ -95,8 +95,8 @@ def forgotten(observed: ObservedState, workspace: str, job: str, cluster: str, d
     holds): runs Ray forgot. The chain is asked for this spec's ids one attempt at a time, so a history of
     many runs of other specs costs nothing here."""
     registry = observed.registries.get(cluster)
-    if registry is None:
-        return []
+    if registry is None or submission_id(workspace, job, digest, 1).rpartition(".")[0] not in _specs_of(registry):
+        return []  # no attempt of this spec was ever registered: nothing to probe
     found, attempt, misses = [], 1, 0
     while misses < PROBE_GAP:
         sid = submission_id(workspace, job, digest, attempt)
@@ -202,3 +202,19 @@ def _epoch(timestamp: str) -> float:
         return datetime.fromisoformat(timestamp).timestamp()
     except ValueError:
         return 0.0
+
+
+def _specs_of(registry: Registry) -> frozenset[str]:
+    """The specs (submission ids without their attempt) the registry holds any attempt of: made once a plan per
+    registry (kept with the registry they were made from, so never another's), asked once a job."""
+    kept = _SPECS.get(id(registry))
+    if kept is None or kept[0] is not registry:
+        kept = (registry, frozenset(sid.rpartition(".")[0] for sid in registry.submitted))
+        if len(_SPECS) >= 16:
+            _SPECS.clear()
+        _SPECS[id(registry)] = kept
+    return kept[1]
+
+
+_SPECS: dict[int, tuple[Registry, frozenset[str]]] = {}
+

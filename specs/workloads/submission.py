@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import shlex
+import threading
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -171,6 +172,25 @@ def entrypoint_string(entrypoint: list[str] | str) -> str:
 
 
 def spec_hash(submission: Submission) -> str:
+    """The identity of what Ray is asked to run. A plan asks it of one job's submission several times in a row
+    (its runs, its outputs, its inputs, its followers): the last few answers are kept by the object asked about,
+    which they hold, so an id is never reused while its answer is kept."""
+    kept = _RECENT_HASHES.get(id(submission))
+    if kept is not None and kept[0] is submission:
+        return kept[1]
+    digest = _spec_hash(submission)
+    with _KEEPING:  # apply submits from threads
+        _RECENT_HASHES[id(submission)] = (submission, digest)
+        if len(_RECENT_HASHES) > 64:
+            del _RECENT_HASHES[next(iter(_RECENT_HASHES))]
+    return digest
+
+
+_RECENT_HASHES: dict[int, tuple[Submission, str]] = {}
+_KEEPING = threading.Lock()
+
+
+def _spec_hash(submission: Submission) -> str:
     # Unset fields are left out, so a field added to argus later does not change existing runs' hashes; the
     # directories argus derives are hashed as argus named them before outputs were per workspace, so that
     # change is no new spec of any job (the workspace is in the hash anyway: nothing is lost).
