@@ -63,7 +63,7 @@ def test_without_stop_every_matching_route_sends_and_notify_hears_all(receivers,
     notifier = Notifier([f"json://127.0.0.1:{b.port}/all"], str(tmp_path), "ws", routes=routes({"routes": [
         {"name": "failures", "events": ["failed"], "to": ["${env:ARGUS_NOTIFY_A}"], "stop": True},
         {"name": "also-failures", "events": ["failed"], "to": ["${env:ARGUS_NOTIFY_A}"]}]}))
-    assert notifier.send([event("failed"), event("pending", "ws.p.h.1")]) == []
+    assert notifier.deliver([event("failed"), event("pending", "ws.p.h.1")]).problems == []
     assert [e["kind"] for e in a.events()] == ["failed"]  # `stop` kept it from the second route
     assert [e["kind"] for e in b.events()] == ["failed", "pending"]  # --notify is outside the routes
 
@@ -73,7 +73,7 @@ def test_editing_a_route_keeps_its_ledger_and_renaming_makes_a_new_one(receivers
     a, _b = receivers
     monkeypatch.setenv("ARGUS_NOTIFY_A", f"json://127.0.0.1:{a.port}/a")
     first = {"name": "ops", "events": ["failed"], "to": ["${env:ARGUS_NOTIFY_A}"]}
-    assert Notifier([], str(tmp_path), "ws", routes=routes({"routes": [first]})).send([event()]) == []
+    assert Notifier([], str(tmp_path), "ws", routes=routes({"routes": [first]})).deliver([event()]).problems == []
     edited = {**first, "events": ["failed", "lost"], "jobs": ["*"], "template": "short"}
     again = Notifier([], str(tmp_path), "ws", routes=routes({"routes": [edited],
                                                              "templates": {"short": {"title": "${job}"}}}))
@@ -108,7 +108,7 @@ def test_a_template_renders_the_events_fields_and_links(receivers, tmp_path: Pat
         "templates": {"short": template}}))
     notifier.links = Links(page_url="https://argus.example.com/", commit_base="https://github.com/acme/t/commit/")
     failed = event(exit_code=3, ended_at="2027-01-15T08:00:00Z", commit="0123456789abcdef")
-    assert notifier.send([failed]) == []
+    assert notifier.deliver([failed]).problems == []
     form = {k: v[0] for k, v in parse_qs(a.received[0]["body"]).items()}
     assert form["title"] == "[ws] train failed (exit 3)"  # argus names the workspace, whatever the template says
     assert form["message"] == ("class nccl_timeout at 2027-01-15T08:00:00Z\n"
@@ -126,7 +126,7 @@ def test_a_json_route_gets_the_whole_event_with_links_and_the_templates_title(re
         "routes": [{"name": "hook", "to": ["${env:ARGUS_WEBHOOK}"], "template": "t"}],
         "templates": {"t": {"title": "argus ${kind}: ${job}", "body": "ignored for JSON"}}}))
     notifier.links = Links(page_url="http://127.0.0.1:9108/")
-    assert notifier.send([event(exit_code=None)]) == []
+    assert notifier.deliver([event(exit_code=None)]).problems == []
     outer = json.loads(a.received[0]["body"])
     sent = json.loads(outer["message"])
     assert outer["title"] == "[ws] argus failed: train"
@@ -146,7 +146,7 @@ def test_a_hostile_value_cannot_mention_link_or_substitute(receivers, tmp_path: 
         "templates": {"t": {"title": "${summary}", "body": "said: ${next}\n${evidence}\n---\n${message}"}}}))
     notifier.links = Links(page_url="https://argus.example.com/")
     hostile = event(next=HOSTILE, evidence=(HOSTILE,)).model_copy(update={"summary": HOSTILE})
-    assert notifier.send([hostile]) == []
+    assert notifier.deliver([hostile]).problems == []
     form = {k: v[0] for k, v in parse_qs(a.received[0]["body"]).items()}
     for text in (form["title"], form["message"]):
         assert "<" not in text and ">" not in text and "\x1b" not in text
@@ -223,7 +223,7 @@ def test_a_route_reads_its_urls_from_a_file_named_for_them(receivers, tmp_path: 
     secret.write_text(f"slack://{SLACK_TOKEN}/#ops\n")
     (tmp_path / "link-notify.url").symlink_to(secret)
     notifier = Notifier([], str(tmp_path), "ws", routes=routes({"routes": [{"name": "ops", "to": [str(good)]}]}))
-    assert notifier.send([event()]) == [] and [e["kind"] for e in a.events()] == ["failed"]
+    assert notifier.deliver([event()]).problems == [] and [e["kind"] for e in a.events()] == ["failed"]
     with pytest.raises(NotifyError) as raised:
         Notifier([], str(tmp_path), "ws", routes=routes({"routes": [
             {"name": "ops", "to": [str(tmp_path / "link-notify.url"), str(tmp_path / "gone-notify.url")]}]}))
