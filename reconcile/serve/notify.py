@@ -32,8 +32,8 @@ import apprise
 
 from reconcile.report import Event
 from reconcile.serve.channels import CAPTURE, STRUCTURED, Channel, channels, quiet_apprise, route_channels, scrub
-from reconcile.serve.links import Links
 from reconcile.serve.messages import SEVERITY, body, payload_text, render, title
+from reconcile.views.links import Links
 from specs.kinds.notifications import Notifications
 from state.queue.sent_events import SentLedger
 

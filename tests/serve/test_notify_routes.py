@@ -16,9 +16,9 @@ import pytest
 from pydantic import ValidationError
 
 from reconcile.serve.channels import NotifyError, channels
-from reconcile.serve.links import Links, commit_base, page_url
 from reconcile.serve.messages import WORD_JOINER, render
 from reconcile.serve.notify import Notifier
+from reconcile.views.links import Links, commit_url, page_url
 from specs.kinds.notifications import Notifications, Template
 from tests.support.receivers import Receiver, event
 
@@ -106,7 +106,7 @@ def test_a_template_renders_the_events_fields_and_links(receivers, tmp_path: Pat
     notifier = Notifier([], str(tmp_path), "ws", routes=routes({
         "routes": [{"name": "chat", "to": ["${env:ARGUS_NOTIFY_CHAT}"], "template": "short"}],
         "templates": {"short": template}}))
-    notifier.links = Links(page_url="https://argus.example.com/", commit_base="https://github.com/acme/t/commit/")
+    notifier.links = Links(page_url="https://argus.example.com/", remote="git@github.com:acme/t.git")
     failed = event(exit_code=3, ended_at="2027-01-15T08:00:00Z", commit="0123456789abcdef")
     assert notifier.deliver([failed]).problems == []
     form = {k: v[0] for k, v in parse_qs(a.received[0]["body"]).items()}
@@ -180,19 +180,20 @@ def test_what_a_dead_receiver_did_not_take_is_not_delivered(receivers, tmp_path:
     ("https://oauth2:glpat-abcdefghijklmnopqrst@gitlab.com/acme/ml/training", "https://gitlab.com/acme/ml/training/-/commit/"),
     ("git@github.com:acme/training.git", "https://github.com/acme/training/commit/"),
     ("ssh://git@bitbucket.org/acme/training.git", "https://bitbucket.org/acme/training/commits/"),
-    ("https://git.internal:8443/team/repo", "https://git.internal:8443/team/repo/commit/"),
+    ("https://git.internal:8443/team/repo", None),  # a host argus does not know the commit page of
     ("git@git.internal:team/repo.git", None),  # an ssh host whose web form argus cannot know
     ("/srv/git/repo.git", None), ("file:///srv/git/repo", None), ("https://github.com/", None),
     ("https://github.com/a/b\"><script>", None), (None, None)])
 def test_a_commit_link_is_made_only_for_a_web_host_without_credentials(remote: str | None, base: str | None) -> None:
-    assert commit_base(remote) == base
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    assert commit_url(remote, commit) == (base and base + commit)
 
 
 def test_the_page_is_the_public_url_or_where_the_serve_listens() -> None:
     assert page_url("https://argus.example.com/ops", "127.0.0.1", 9108) == "https://argus.example.com/ops/"
     assert page_url(None, "127.0.0.1", 9108) == "http://127.0.0.1:9108/"
     assert page_url(None, "::1", 9108) == "http://[::1]:9108/"
-    linked = Links(page_url="http://h:1/", commit_base="https://github.com/a/b/commit/").add(
+    linked = Links(page_url="http://h:1/", remote="https://github.com/a/b").add(
         event(commit="not a commit; <script>"))
     assert linked.commit_url is None and linked.log_url == "http://h:1/logs/ws.train.h.1"
 
