@@ -53,7 +53,7 @@ class Event(Frozen):
     commit_url: str | None = None
     page_url: str | None = None
     log_url: str | None = None
-    """Links the serve adds when it sends (reconcile.serve.links): its status page, the run's log there,
+    """Links the serve adds when it sends (reconcile.views.links): its status page, the run's log there,
     the commit on the git host's web site."""
 
 

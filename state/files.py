@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import json
 import os
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+LOCK_PAUSE = 0.05
+"""Seconds between two tries of a busy lock: the holders keep it for moments, not seconds."""
 
 
 def write_atomic(path: Path, text: str, durable: bool = True) -> None:
@@ -69,3 +75,23 @@ def append_line(path: Path, line: str) -> None:
         handle.write(line + "\n")
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def lock_within(fd: int, seconds: float, *, unlocked_ok: bool) -> bool:
+    """The file's exclusive record lock (fcntl.lockf: NFS carries it to the server), tried until `seconds`
+    pass: True once held, False when other processes held it all along. NFS without a lock manager
+    (ENOLCK) locks nothing: True when `unlocked_ok` (the caller may go on without it), raised otherwise,
+    as is any other error. The lock is released when fd is closed."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as err:
+            if err.errno == errno.ENOLCK and unlocked_ok:
+                return True
+            if err.errno not in (errno.EACCES, errno.EAGAIN):
+                raise
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(LOCK_PAUSE)

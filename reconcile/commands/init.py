@@ -102,8 +102,9 @@ def write(files: dict[Path, str]) -> None:
 
 def repository_root(directory: Path) -> Path:
     """The git repository holding DIR (its workflows live at the root's .github/); DIR itself outside git."""
-    start = directory.resolve()
-    return next((p for p in (start, *start.parents) if (p / ".git").exists()), start)
+    from state.code.gitinfo import repository_root as found
+
+    return found(directory) or directory.resolve()
 
 
 def github_files(source: InstallSource) -> dict[str, str]:

@@ -14,11 +14,15 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 from urllib.request import url2pathname
 
 from reconcile.version import DISTRIBUTION
 from specs.errors import ArgusError
+
+if TYPE_CHECKING:
+    from state.code.workcopy import WorkingCopy
 
 COMMIT = re.compile(r"[0-9a-f]{40}")
 PIN = re.compile(rf"{DISTRIBUTION}==[0-9A-Za-z.!+-]+")
@@ -89,13 +93,17 @@ def installed() -> importlib.metadata.Distribution:
 
 def from_checkout(directory: Path) -> InstallSource:
     """A local install (editable or not) from a git checkout: its origin (else its path) at HEAD."""
-    top = _git(directory, "rev-parse", "--show-toplevel")
-    if top is None:
+    from state.code import workcopy
+    from state.code.gitinfo import configured_origin
+
+    copy = workcopy.find_working_copy(directory)
+    if copy is None:
         raise ArgusError(f"argus runs from {directory}, which is no git checkout: CI could not install it. {ADVICE}")
-    commit = _git(directory, "rev-parse", "HEAD") or ""
+    top = str(copy.root)
+    commit = _head(copy)
     if not COMMIT.fullmatch(commit):
         raise ArgusError(f"{top}, where argus runs from, has no commit yet: CI could not install it. {ADVICE}")
-    remote = _git(directory, "remote", "get-url", "origin")
+    remote = configured_origin(copy)
     url = public(remote) if remote else Path(top).as_uri()
     sub = Path(directory).resolve().relative_to(Path(top).resolve()).as_posix()
     requirement = f"{DISTRIBUTION} @ git+{url}@{commit}" + ("" if sub == "." else f"#subdirectory={sub}")
@@ -122,9 +130,22 @@ def public(url: str) -> str:
     return urlunsplit(parts)
 
 
-def _git(directory: Path, *args: str) -> str | None:
+def _head(copy: WorkingCopy) -> str:
+    from state.code import workcopy
+
     try:
-        done = subprocess.run(["git", "-C", str(directory), *args], capture_output=True, text=True, timeout=30)
+        return workcopy.head_commit(copy)
+    except (workcopy.NotAWorkingCopy, OSError):
+        return ""
+
+
+def _git(directory: Path, *args: str) -> str | None:
+    """git in argus's own checkout, with argus's git settings (state.code.safegit: no fsmonitor, no hooks)."""
+    from state.code.safegit import git_env
+
+    try:
+        done = subprocess.run(["git", "-C", str(directory), *args], capture_output=True, text=True, timeout=30,
+                              env=git_env(), stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None

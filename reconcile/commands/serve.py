@@ -246,7 +246,7 @@ def _notifier(options: ServeOptions, root: str, desired):
 
 def _links(options: ServeOptions, server, workspace_root: str):
     """Page and log links (with --listen or --public-url), commit links (an origin on a web host)."""
-    from reconcile.serve.links import Links, commit_base, page_url
+    from reconcile.views.links import Links, page_url
     from state.code.gitinfo import origin_url
 
     page = None
@@ -254,7 +254,7 @@ def _links(options: ServeOptions, server, workspace_root: str):
         host = _host_port(options.listen)[0] if options.listen else ""
         page = page_url(options.public_url, socket.getfqdn() if host in ("0.0.0.0", "::") else host,
                         server.port if server is not None else 0)
-    return Links(page_url=page, commit_base=commit_base(origin_url(str(workspace_root))))
+    return Links(page_url=page, remote=origin_url(str(workspace_root)))
 
 
 def _server(listen: str | None, kept: list[tuple[Path, DesiredState]]) -> tuple[StatusServer | None, list]:

@@ -9,11 +9,11 @@ working webhook hear an event twice; it is on the shared root, so a restarted lo
 that takes over, does not send again what was sent. A try is counted before it is made; after
 MAX_TRIES failed tries an event is given up on that channel.
 
-`send` never raises and never takes much longer than its budget: each channel sends from its own
+`deliver` never raises and never takes much longer than its budget: each channel sends from its own
 thread, the caller waits for them at most `budget` seconds, and a channel that is still busy then
 finishes the one send it is in (apprise's own timeouts bound it) and leaves the rest to the next
 turn. The first failure of a channel also leaves the rest to the next turn: a dead service costs
-one timeout a turn, not one per event. What a late send ends in is reported by the next `send`.
+one timeout a turn, not one per event. What a late send ends in is reported by the next `deliver`.
 
 Channels, and what may be said of their URLs, are in reconcile.serve.channels.
 """
@@ -32,8 +32,8 @@ import apprise
 
 from reconcile.report import Event
 from reconcile.serve.channels import CAPTURE, STRUCTURED, Channel, channels, quiet_apprise, route_channels, scrub
-from reconcile.serve.links import Links
 from reconcile.serve.messages import SEVERITY, body, payload_text, render, title
+from reconcile.views.links import Links
 from specs.kinds.notifications import Notifications
 from state.queue.sent_events import SentLedger
 
@@ -69,10 +69,6 @@ class Notifier:
         self._problems: list[str] = []
         self._noticed: set[Path] = set()
         self._lock = threading.Lock()
-
-    def send(self, events: Sequence[Event]) -> list[str]:
-        """Send what each channel has not had yet; returns problems, never raises."""
-        return self.deliver(events).problems
 
     def deliver(self, events: Sequence[Event]) -> Outcome:
         """Send what each channel's route wants and it has not had yet; never raises."""

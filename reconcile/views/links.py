@@ -1,15 +1,20 @@
-"""Where the status page may link: a Ray dashboard, a run's page on it, a commit on a git web host. Pure.
+"""Where argus may link: a Ray dashboard, a run's page on it, a commit on a git web host; and the links an
+event carries when serve sends it (the status page, the run's log there, the commit). Pure.
 
 Every address comes from a spec, a lease or git config anyone with push access (or any job writing the
 shared root) controls: a link is made only of an http(s) URL with a host and nothing a browser could
 read otherwise (no spaces, quotes, angle brackets or control characters); anything else is shown as
-text. The caller still escapes what it returns (reconcile.views.html._e).
+text. The caller still escapes what it returns (reconcile.views.html._e). The status page and serve's
+notifications link a commit the same way: only on a git web host argus knows the commit page of.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
+
+from reconcile.report import Event
 
 SAFE_URL = re.compile(r"^https?://[A-Za-z0-9._~%!$&'()*+,;=:@\[\]-]+(/[A-Za-z0-9._~%!$&()*+,;=:@/#?-]*)?$")
 """An absolute http(s) URL with a host, of characters that need no thought inside a quoted attribute."""
@@ -21,6 +26,34 @@ REPO_PATH = re.compile(r"^/?([A-Za-z0-9_-][A-Za-z0-9._-]*(?:/[A-Za-z0-9_-][A-Za-
 """owner/repo (or group/sub/repo), no segment starting with a dot (no `..`)."""
 SCP_LIKE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?([A-Za-z0-9.-]+):(?!//)(.+)$")
 """git@github.com:team/repo.git"""
+
+
+@dataclass(frozen=True)
+class Links:
+    """What serve adds to each event it sends."""
+
+    page_url: str | None = None
+    """The status page, ending in `/`."""
+    remote: str | None = None
+    """The workspace repository's origin URL: commits link to their page on its web host (commit_url)."""
+
+    def add(self, event: Event) -> Event:
+        found: dict[str, str] = {}
+        if self.page_url:
+            found["page_url"] = self.page_url
+            if event.submission_id:
+                found["log_url"] = f"{self.page_url}logs/{quote(event.submission_id, safe='')}"
+        if commit := commit_url(self.remote, event.commit):
+            found["commit_url"] = commit
+        return event.model_copy(update=found) if found else event
+
+
+def page_url(public_url: str | None, host: str, port: int) -> str:
+    """The status page's address as people use it: serve's `--public-url`, else where it listens."""
+    if public_url:
+        return public_url if public_url.endswith("/") else public_url + "/"
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/"
 
 
 def web_url(address: str | None) -> str | None:

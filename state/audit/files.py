@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import secrets
 import stat
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import PurePosixPath
 
 from specs.errors import ArgusError
 from state.beneath import Refused, open_regular, open_root
+from state.files import lock_within
 from state.runs.records import read_small
 
 LOG_DIR, ANCHOR_DIR = ".argus/audit", ".argus/anchors"
@@ -176,20 +175,10 @@ def _child(fd: int, part: str, create: bool) -> int | None:
 
 
 def _lock(fd: int, where: str) -> None:
-    deadline = time.monotonic() + LOCK_WAIT
-    while True:
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except OSError as err:
-            if err.errno == errno.ENOLCK:  # NFS without a lock manager: appends stay whole, as before
-                return
-            if err.errno not in (errno.EACCES, errno.EAGAIN):
-                raise
-        if time.monotonic() >= deadline:
-            raise ArgusError(f"{where}: another process has held the audit log's lock for {LOCK_WAIT:g}s; "
-                             "nothing was recorded.")
-        time.sleep(0.05)
+    """NFS without a lock manager: appends stay whole (O_APPEND), as before, so the log goes on unlocked."""
+    if not lock_within(fd, LOCK_WAIT, unlocked_ok=True):
+        raise ArgusError(f"{where}: another process has held the audit log's lock for {LOCK_WAIT:g}s; "
+                         "nothing was recorded.")
 
 
 def _write(fd: int, data: bytes) -> None:

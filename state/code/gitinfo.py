@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
+import re
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -13,6 +14,11 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from state.code.workcopy import WorkingCopy
+
+CONFIG_LIMIT = 1 << 20
+"""A repository's config larger than this was not written by git: no origin is read from it."""
+_ORIGIN_SECTION = re.compile(r'^\s*\[\s*remote\s+"origin"\s*\]\s*$')
+_URL = re.compile(r"^\s*url\s*=\s*(.*?)\s*$", re.I)
 
 
 @dataclass(frozen=True)
@@ -94,19 +100,31 @@ def changed_since(repository: Path, ref: str, timeout: float = 60.0) -> list[str
     return sorted({os.fsdecode(name) for name in done.stdout.split(b"\0") if name})
 
 
-def origin_url(root: str) -> str | None:
-    """`remote.origin.url` of the repository holding the workspace, or None (no repository, no origin).
-    For links only: read with git's own config parser, never a program the repository names."""
-    from state.code import safegit, workcopy
+def origin_url(root: str | os.PathLike[str]) -> str | None:
+    """`remote.origin.url` of the repository holding `root`, or None (no repository, no origin)."""
+    from state.code import workcopy
 
     copy = workcopy.find_working_copy(root)
-    if copy is None:
-        return None
+    return None if copy is None else configured_origin(copy)
+
+
+def configured_origin(copy: WorkingCopy) -> str | None:
+    """The url of [remote "origin"] in the repository's config, or None. Read as data, capped: no git
+    runs, so an `include.path` to a FIFO or /dev/zero, or any other setting in a checkout anyone may
+    write, is never followed. May hold a user and token: for links and identities that drop them."""
+    from state.code import workcopy
+
     try:
-        found = safegit.run(copy.common_dir, "config", "--get", "remote.origin.url", timeout=10)
-    except (safegit.GitError, OSError):
+        config = workcopy.read_regular(copy.common_dir / "config", CONFIG_LIMIT).decode(errors="replace")
+    except OSError:
         return None
-    return found.decode(errors="replace").strip() or None
+    inside, found = False, None
+    for line in config.splitlines():
+        if line.lstrip().startswith("["):
+            inside = bool(_ORIGIN_SECTION.match(line))
+        elif inside and found is None and (url := _URL.match(line)):
+            found = url.group(1).strip('"')
+    return found or None
 
 
 def root_commit(root: str) -> str | None:

@@ -13,9 +13,6 @@ from pathlib import Path, PurePosixPath
 
 from state.code import workcopy
 
-CONFIG_LIMIT = 1 << 20
-_SECTION = re.compile(r'^\s*\[\s*remote\s+"origin"\s*\]\s*$')
-_URL = re.compile(r"^\s*url\s*=\s*(.*?)\s*$", re.I)
 _SCP = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$")
 """git@github.com:org/repo.git, the scp-like form git accepts besides URLs."""
 
@@ -45,22 +42,9 @@ def repository_at(start: str | Path) -> tuple[Path, str] | None:
 
 
 def identity(copy: workcopy.WorkingCopy) -> str:
-    try:
-        config = workcopy.read_regular(copy.common_dir / "config", CONFIG_LIMIT).decode(errors="replace")
-    except OSError:
-        return ""
-    return normalized(origin_url(config))
+    from state.code.gitinfo import configured_origin
 
-
-def origin_url(config: str) -> str:
-    """The url of [remote "origin"] in a git config file's text, or ""."""
-    inside = False
-    for line in config.splitlines():
-        if line.lstrip().startswith("["):
-            inside = bool(_SECTION.match(line))
-        elif inside and (found := _URL.match(line)):
-            return found.group(1).strip('"')
-    return ""
+    return normalized(configured_origin(copy) or "")
 
 
 def normalized(url: str) -> str:

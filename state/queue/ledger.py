@@ -17,12 +17,10 @@ an admission or a preemption. Without the key entries read unsigned (LedgerEntry
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
 import stat
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,7 +29,7 @@ from pydantic import ValidationError
 from specs.errors import ArgusError
 from specs.kinds.models import NAME_PATTERN
 from state.beneath import NotBeneath, Refused, names_in, opened_dir
-from state.files import replace_in
+from state.files import lock_within, replace_in
 from state.observed import LedgerEntry
 from state.root_key import keyed, sign, verify
 from state.runs.records import read_small
@@ -114,19 +112,19 @@ def admission_lock(shared_root: str, timeout: float = LOCK_TIMEOUT) -> Iterator[
 
 
 def _lock(fd: int, shared_root: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except OSError:
-            if time.monotonic() >= deadline:
-                raise AdmissionBusy(
-                    f"{shared_root}/{LOCK_DIR}/{LOCK_NAME} stayed locked for {timeout:g}s. An admission holds it for "
-                    "a moment, so the holder is more likely a stuck argus or any other process that can open the file "
-                    "(a job on the cluster can): `fuser -v` on it names a local holder (on NFS, ask the server's lock "
-                    "manager); a holder that dies releases it by itself. Try again once it is free") from None
-            time.sleep(0.1)
+    """Admission must exclude: on NFS without a lock manager it refuses rather than admit unlocked."""
+    where = f"{shared_root}/{LOCK_DIR}/{LOCK_NAME}"
+    try:
+        held = lock_within(fd, timeout, unlocked_ok=False)
+    except OSError as err:
+        raise QueueUnreadable(f"{where} cannot be locked ({err.strerror or err}): admission needs POSIX record "
+                              "locks on the shared root (on NFS, the server's lock manager)") from None
+    if not held:
+        raise AdmissionBusy(
+            f"{where} stayed locked for {timeout:g}s. An admission holds it for "
+            "a moment, so the holder is more likely a stuck argus or any other process that can open the file "
+            "(a job on the cluster can): `fuser -v` on it names a local holder (on NFS, ask the server's lock "
+            "manager); a holder that dies releases it by itself. Try again once it is free")
 
 
 @contextlib.contextmanager

@@ -40,8 +40,6 @@ records stay the truth:
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import json
 import os
 import stat
@@ -56,7 +54,7 @@ from pydantic import ValidationError
 from specs.kinds.models import Name
 from specs.workloads.submission import SUBMISSION_ID_PATTERN
 from state.beneath import NotBeneath, Refused, names_in, opened_dir
-from state.files import replace_in
+from state.files import lock_within, replace_in
 from state.observed import TERMINAL, Frozen, RunRecord, RunStatus
 from state.runs import past
 from state.runs.records import read_record, read_records, read_small
@@ -396,17 +394,9 @@ def _locked(shared_root: str, workspace: str) -> Iterator[int]:
 
 
 def _lock(fd: int) -> None:
-    deadline = time.monotonic() + LOCK_WAIT
-    while True:
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except OSError as err:
-            if err.errno == errno.ENOLCK:  # NFS without a lock manager: the index is a cache, go on
-                return
-            if err.errno not in (errno.EACCES, errno.EAGAIN) or time.monotonic() >= deadline:
-                raise
-        time.sleep(0.05)
+    """NFS without a lock manager: the index is a cache, so it goes on unlocked."""
+    if not lock_within(fd, LOCK_WAIT, unlocked_ok=True):
+        raise Unusable(f"its lock stayed held for {LOCK_WAIT:g}s")
 
 
 @contextlib.contextmanager

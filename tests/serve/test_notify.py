@@ -61,7 +61,7 @@ def closed_port() -> int:
 
 def test_the_json_event_arrives_whole_and_versioned(receiver: Receiver, tmp_path: Path) -> None:
     notifier = Notifier([f"json://argus:{SECRET}@127.0.0.1:{receiver.port}/argus/events"], str(tmp_path), "ws")
-    assert notifier.send([event()]) == []
+    assert notifier.deliver([event()]).problems == []
 
     [request] = receiver.received
     outer = json.loads(request["body"])
@@ -80,7 +80,7 @@ def test_the_json_event_arrives_whole_and_versioned(receiver: Receiver, tmp_path
 def test_people_get_text_with_class_evidence_advice_attempt_and_next(receiver: Receiver, tmp_path: Path) -> None:
     # form:// is apprise's plain form POST: what a chat service would be given, on loopback.
     notifier = Notifier([f"form://127.0.0.1:{receiver.port}/chat"], str(tmp_path), "ws")
-    assert notifier.send([event()]) == []
+    assert notifier.deliver([event()]).problems == []
     form = {k: v[0] for k, v in parse_qs(receiver.received[0]["body"]).items()}
     assert form["title"] == "argus: job.train: attempt 1 failed"
     text = form["message"]
@@ -94,10 +94,10 @@ def test_each_event_arrives_once_also_after_a_restart(receiver: Receiver, tmp_pa
     url = f"json://127.0.0.1:{receiver.port}/hook"
     events = [event("failed", "ws.a.h.1"), event("pending", "ws.b.h.1"), event("recovered", "ws.c.h.2")]
     first = Notifier([url], str(tmp_path), "ws")
-    assert first.send(events) == []
-    assert first.send(events) == []  # the next turn derives the same events
+    assert first.deliver(events).problems == []
+    assert first.deliver(events).problems == []  # the next turn derives the same events
     restarted = Notifier([url], str(tmp_path), "ws")  # a new loop process on the same shared root
-    assert restarted.send([*events, event("stalled", "ws.d.h.1")]) == []
+    assert restarted.deliver([*events, event("stalled", "ws.d.h.1")]).problems == []
     keys = [e["key"] for e in receiver.events()]
     assert keys == ["ws:failed:ws.a.h.1", "ws:pending:ws.b.h.1", "ws:recovered:ws.c.h.2", "ws:stalled:ws.d.h.1"]
 
@@ -107,11 +107,11 @@ def test_a_failing_channel_does_not_make_a_working_one_hear_twice(tmp_path: Path
     try:
         notifier = Notifier([f"json://127.0.0.1:{working.port}/a", f"json://127.0.0.1:{flaky.port}/b"],
                             str(tmp_path), "ws")
-        [problem] = notifier.send([event()])
+        [problem] = notifier.deliver([event()]).problems
         assert problem.startswith(f"#2 json://127.0.0.1:{flaky.port}: event ws:failed:ws.train.h.1 not sent "
                                   "(try 1 of 3")
-        assert notifier.send([event()]) == []
-        assert notifier.send([event()]) == []
+        assert notifier.deliver([event()]).problems == []
+        assert notifier.deliver([event()]).problems == []
         assert len(working.received) == 1
         assert len(flaky.received) == 2  # refused once, accepted once
     finally:
@@ -123,12 +123,12 @@ def test_an_event_is_given_up_after_three_tries(tmp_path: Path) -> None:
     refusing = Receiver(statuses=[500] * 10)
     try:
         notifier = Notifier([f"json://127.0.0.1:{refusing.port}/"], str(tmp_path), "ws")
-        said = [notifier.send([event()]) for _ in range(MAX_TRIES + 2)]
+        said = [notifier.deliver([event()]).problems for _ in range(MAX_TRIES + 2)]
         assert [len(problems) for problems in said] == [1, 1, 1, 0, 0]
         assert "given up after 3 tries" in said[2][0]
         assert len(refusing.received) == MAX_TRIES
         # Tries are counted on the shared root too: a restarted loop does not start again from 0.
-        assert Notifier([f"json://127.0.0.1:{refusing.port}/"], str(tmp_path), "ws").send([event()]) == []
+        assert Notifier([f"json://127.0.0.1:{refusing.port}/"], str(tmp_path), "ws").deliver([event()]).problems == []
         assert len(refusing.received) == MAX_TRIES
     finally:
         refusing.close()
@@ -138,7 +138,7 @@ def test_a_dead_receiver_costs_a_problem_line_not_the_loop(tmp_path: Path) -> No
     url = f"jsons://argus:{SECRET}@127.0.0.1:{closed_port()}/{SECRET}?-token={SECRET}"
     notifier = Notifier([url], str(tmp_path), "ws")
     started = time.monotonic()
-    problems = notifier.send([event(), event("lost", "ws.x.h.1")])
+    problems = notifier.deliver([event(), event("lost", "ws.x.h.1")]).problems
     assert time.monotonic() - started < 3
     assert len(problems) == 1  # the first failure leaves the rest of the channel to the next turn
     assert "not sent (try 1 of 3" in problems[0]
@@ -151,15 +151,15 @@ def test_a_silent_receiver_holds_the_loop_no_longer_than_the_budget(tmp_path: Pa
         notifier = Notifier([f"json://argus:{SECRET}@127.0.0.1:{silent.port}/?rto=2"], str(tmp_path), "ws",
                             budget=1.0)
         started = time.monotonic()
-        problems = notifier.send([event(), event("stalled", "ws.y.h.1")])
+        problems = notifier.deliver([event(), event("stalled", "ws.y.h.1")]).problems
         assert time.monotonic() - started < 2.0
         assert problems == [f"#1 json://127.0.0.1:{silent.port}: no answer within 1 s; "
                             "its other events wait for the next turn"]
         # Still in its one send: the next turn does not start a second one beside it.
-        assert notifier.send([event()]) == [f"#1 json://127.0.0.1:{silent.port}: still busy with an earlier "
-                                            "send; its events wait for the next turn"]
+        assert notifier.deliver([event()]).problems == [
+            f"#1 json://127.0.0.1:{silent.port}: still busy with an earlier send; its events wait for the next turn"]
         assert notifier.wait(timeout=10)
-        [late] = notifier.send([])
+        [late] = notifier.deliver([]).problems
         assert "not sent (try 1 of 3" in late and SECRET not in late
     finally:
         silent.close()
@@ -192,7 +192,7 @@ def test_labels_show_a_host_only_where_the_service_is_a_host(tmp_path: Path) -> 
 def test_the_ledger_names_files_by_hashes_and_refuses_symlinks(receiver: Receiver, tmp_path: Path) -> None:
     hostile = event(sid="../../../../tmp/x")
     notifier = Notifier([f"json://127.0.0.1:{receiver.port}/"], str(tmp_path), "ws")
-    assert notifier.send([hostile]) == []
+    assert notifier.deliver([hostile]).problems == []
     [channel] = notifier.channels
     sent = tmp_path / ".argus" / "serve" / "ws" / "sent" / channel.id
     assert sorted(p.name for p in sent.iterdir()) == [f"{key_hash(hostile.key)}.json", f"{key_hash(hostile.key)}.tries"]
@@ -205,7 +205,7 @@ def test_the_ledger_names_files_by_hashes_and_refuses_symlinks(receiver: Receive
     other = tmp_path / "other-root"
     (other / ".argus" / "serve" / "ws").mkdir(parents=True)
     os.symlink(elsewhere, other / ".argus" / "serve" / "ws" / "sent")
-    [problem] = Notifier([f"json://127.0.0.1:{receiver.port}/"], str(other), "ws").send([event()])
+    [problem] = Notifier([f"json://127.0.0.1:{receiver.port}/"], str(other), "ws").deliver([event()]).problems
     assert "the ledger at" in problem
     assert list(elsewhere.iterdir()) == [] and len(receiver.received) == 1
 

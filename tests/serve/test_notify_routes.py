@@ -16,9 +16,9 @@ import pytest
 from pydantic import ValidationError
 
 from reconcile.serve.channels import NotifyError, channels
-from reconcile.serve.links import Links, commit_base, page_url
 from reconcile.serve.messages import WORD_JOINER, render
 from reconcile.serve.notify import Notifier
+from reconcile.views.links import Links, commit_url, page_url
 from specs.kinds.notifications import Notifications, Template
 from tests.support.receivers import Receiver, event
 
@@ -63,7 +63,7 @@ def test_without_stop_every_matching_route_sends_and_notify_hears_all(receivers,
     notifier = Notifier([f"json://127.0.0.1:{b.port}/all"], str(tmp_path), "ws", routes=routes({"routes": [
         {"name": "failures", "events": ["failed"], "to": ["${env:ARGUS_NOTIFY_A}"], "stop": True},
         {"name": "also-failures", "events": ["failed"], "to": ["${env:ARGUS_NOTIFY_A}"]}]}))
-    assert notifier.send([event("failed"), event("pending", "ws.p.h.1")]) == []
+    assert notifier.deliver([event("failed"), event("pending", "ws.p.h.1")]).problems == []
     assert [e["kind"] for e in a.events()] == ["failed"]  # `stop` kept it from the second route
     assert [e["kind"] for e in b.events()] == ["failed", "pending"]  # --notify is outside the routes
 
@@ -73,7 +73,7 @@ def test_editing_a_route_keeps_its_ledger_and_renaming_makes_a_new_one(receivers
     a, _b = receivers
     monkeypatch.setenv("ARGUS_NOTIFY_A", f"json://127.0.0.1:{a.port}/a")
     first = {"name": "ops", "events": ["failed"], "to": ["${env:ARGUS_NOTIFY_A}"]}
-    assert Notifier([], str(tmp_path), "ws", routes=routes({"routes": [first]})).send([event()]) == []
+    assert Notifier([], str(tmp_path), "ws", routes=routes({"routes": [first]})).deliver([event()]).problems == []
     edited = {**first, "events": ["failed", "lost"], "jobs": ["*"], "template": "short"}
     again = Notifier([], str(tmp_path), "ws", routes=routes({"routes": [edited],
                                                              "templates": {"short": {"title": "${job}"}}}))
@@ -106,9 +106,9 @@ def test_a_template_renders_the_events_fields_and_links(receivers, tmp_path: Pat
     notifier = Notifier([], str(tmp_path), "ws", routes=routes({
         "routes": [{"name": "chat", "to": ["${env:ARGUS_NOTIFY_CHAT}"], "template": "short"}],
         "templates": {"short": template}}))
-    notifier.links = Links(page_url="https://argus.example.com/", commit_base="https://github.com/acme/t/commit/")
+    notifier.links = Links(page_url="https://argus.example.com/", remote="git@github.com:acme/t.git")
     failed = event(exit_code=3, ended_at="2027-01-15T08:00:00Z", commit="0123456789abcdef")
-    assert notifier.send([failed]) == []
+    assert notifier.deliver([failed]).problems == []
     form = {k: v[0] for k, v in parse_qs(a.received[0]["body"]).items()}
     assert form["title"] == "[ws] train failed (exit 3)"  # argus names the workspace, whatever the template says
     assert form["message"] == ("class nccl_timeout at 2027-01-15T08:00:00Z\n"
@@ -126,7 +126,7 @@ def test_a_json_route_gets_the_whole_event_with_links_and_the_templates_title(re
         "routes": [{"name": "hook", "to": ["${env:ARGUS_WEBHOOK}"], "template": "t"}],
         "templates": {"t": {"title": "argus ${kind}: ${job}", "body": "ignored for JSON"}}}))
     notifier.links = Links(page_url="http://127.0.0.1:9108/")
-    assert notifier.send([event(exit_code=None)]) == []
+    assert notifier.deliver([event(exit_code=None)]).problems == []
     outer = json.loads(a.received[0]["body"])
     sent = json.loads(outer["message"])
     assert outer["title"] == "[ws] argus failed: train"
@@ -146,7 +146,7 @@ def test_a_hostile_value_cannot_mention_link_or_substitute(receivers, tmp_path: 
         "templates": {"t": {"title": "${summary}", "body": "said: ${next}\n${evidence}\n---\n${message}"}}}))
     notifier.links = Links(page_url="https://argus.example.com/")
     hostile = event(next=HOSTILE, evidence=(HOSTILE,)).model_copy(update={"summary": HOSTILE})
-    assert notifier.send([hostile]) == []
+    assert notifier.deliver([hostile]).problems == []
     form = {k: v[0] for k, v in parse_qs(a.received[0]["body"]).items()}
     for text in (form["title"], form["message"]):
         assert "<" not in text and ">" not in text and "\x1b" not in text
@@ -180,19 +180,20 @@ def test_what_a_dead_receiver_did_not_take_is_not_delivered(receivers, tmp_path:
     ("https://oauth2:glpat-abcdefghijklmnopqrst@gitlab.com/acme/ml/training", "https://gitlab.com/acme/ml/training/-/commit/"),
     ("git@github.com:acme/training.git", "https://github.com/acme/training/commit/"),
     ("ssh://git@bitbucket.org/acme/training.git", "https://bitbucket.org/acme/training/commits/"),
-    ("https://git.internal:8443/team/repo", "https://git.internal:8443/team/repo/commit/"),
+    ("https://git.internal:8443/team/repo", None),  # a host argus does not know the commit page of
     ("git@git.internal:team/repo.git", None),  # an ssh host whose web form argus cannot know
     ("/srv/git/repo.git", None), ("file:///srv/git/repo", None), ("https://github.com/", None),
     ("https://github.com/a/b\"><script>", None), (None, None)])
 def test_a_commit_link_is_made_only_for_a_web_host_without_credentials(remote: str | None, base: str | None) -> None:
-    assert commit_base(remote) == base
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    assert commit_url(remote, commit) == (base and base + commit)
 
 
 def test_the_page_is_the_public_url_or_where_the_serve_listens() -> None:
     assert page_url("https://argus.example.com/ops", "127.0.0.1", 9108) == "https://argus.example.com/ops/"
     assert page_url(None, "127.0.0.1", 9108) == "http://127.0.0.1:9108/"
     assert page_url(None, "::1", 9108) == "http://[::1]:9108/"
-    linked = Links(page_url="http://h:1/", commit_base="https://github.com/a/b/commit/").add(
+    linked = Links(page_url="http://h:1/", remote="https://github.com/a/b").add(
         event(commit="not a commit; <script>"))
     assert linked.commit_url is None and linked.log_url == "http://h:1/logs/ws.train.h.1"
 
@@ -223,7 +224,7 @@ def test_a_route_reads_its_urls_from_a_file_named_for_them(receivers, tmp_path: 
     secret.write_text(f"slack://{SLACK_TOKEN}/#ops\n")
     (tmp_path / "link-notify.url").symlink_to(secret)
     notifier = Notifier([], str(tmp_path), "ws", routes=routes({"routes": [{"name": "ops", "to": [str(good)]}]}))
-    assert notifier.send([event()]) == [] and [e["kind"] for e in a.events()] == ["failed"]
+    assert notifier.deliver([event()]).problems == [] and [e["kind"] for e in a.events()] == ["failed"]
     with pytest.raises(NotifyError) as raised:
         Notifier([], str(tmp_path), "ws", routes=routes({"routes": [
             {"name": "ops", "to": [str(tmp_path / "link-notify.url"), str(tmp_path / "gone-notify.url")]}]}))

@@ -48,3 +48,18 @@ def validate_fields(argus, tmp_path: Path, document: dict, secrets: tuple[str, .
     data = json.loads(result.out)
     assert (result.code == 0) == data.get("valid", False), result.out
     return [d["field"] for d in data.get("diagnostics", [])]
+
+
+def assert_both_accept(validator: Draft202012Validator, argus, tmp_path: Path, document: dict,
+                       secrets: tuple[str, ...] = ()) -> None:
+    assert schema_fields(validator, document) == []
+    assert validate_fields(argus, tmp_path, document, secrets) == []
+
+
+def assert_both_refuse_at(validator: Draft202012Validator, argus, tmp_path: Path, document: dict, field: str,
+                          secrets: tuple[str, ...] = ()) -> None:
+    """Each refuses, and only at `field` (or inside it)."""
+    by_schema = schema_fields(validator, document)
+    by_validate = validate_fields(argus, tmp_path, document, secrets)
+    assert by_schema and all(f.startswith(field) for f in by_schema), by_schema
+    assert by_validate and all(f.startswith(field) for f in by_validate), by_validate

@@ -13,8 +13,13 @@ from jsonschema import Draft202012Validator
 from specs.schema.schema import KINDS, json_schema
 from specs.schema.schema_rules import LITERAL_SECRET_PATTERNS
 from specs.secrets.literal_secrets import SHAPES, find_secrets
-from tests.support.schema_agreement import SNAPSHOT, schema_fields, schema_validator
-from tests.support.schema_agreement import validate_fields as agreed_fields
+from tests.support.schema_agreement import (
+    SNAPSHOT,
+    assert_both_accept,
+    assert_both_refuse_at,
+    schema_fields,
+    schema_validator,
+)
 
 COMMAND = {"kind": "Job", "name": "case", "cluster": "local", "workload": "command", "entrypoint": ["python3", "t.py"]}
 PPO = {"kind": "Job", "name": "case", "cluster": "local", "workload": "ppo", "code": "verl",
@@ -69,23 +74,18 @@ def validator() -> Draft202012Validator:
     return schema_validator()
 
 
-def validate_fields(argus, tmp_path: Path, document: dict) -> list[str]:
-    return agreed_fields(argus, tmp_path, document, secrets=("WANDB_API_KEY",))
+SECRETS = ("WANDB_API_KEY",)
+"""The variable the workspace lets its jobs read (`secrets:`): a good case reads it as `${env:WANDB_API_KEY}`."""
 
 
 @pytest.mark.parametrize("case", sorted(GOOD))
 def test_both_accept(case, validator, argus, tmp_path):
-    assert schema_fields(validator, GOOD[case]) == []
-    assert validate_fields(argus, tmp_path, GOOD[case]) == []
+    assert_both_accept(validator, argus, tmp_path, GOOD[case], secrets=SECRETS)
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_both_refuse_at_the_same_field(case, validator, argus, tmp_path):
-    document, field = BAD[case]
-    by_schema = schema_fields(validator, document)
-    by_validate = validate_fields(argus, tmp_path, document)
-    assert by_schema and all(f.startswith(field) for f in by_schema), by_schema
-    assert by_validate and all(f.startswith(field) for f in by_validate), by_validate
+    assert_both_refuse_at(validator, argus, tmp_path, *BAD[case], secrets=SECRETS)
 
 
 def test_every_shape_argus_knows_has_its_regex_in_the_schema():

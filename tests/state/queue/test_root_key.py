@@ -265,10 +265,10 @@ def test_with_a_key_a_forged_sent_entry_does_not_silence_an_alert(keyed, tmp_pat
         forged.write_text(json.dumps({"key": alert.key, "kind": "failed", "time": alert.time, "sig": "a" * 64,
                                       "channel": notifier.channels[0].id, "label": "x", "sent_at": alert.time}))
         (folder / f"{key_hash(alert.key)}.tries").write_text(f"{MAX_TRIES}\n")
-        problems = notifier.send([alert])
+        problems = notifier.deliver([alert]).problems
         assert [e["key"] for e in receiver.events()] == [alert.key]
         assert len(problems) == 1 and str(forged) in problems[0] and KEY not in problems[0]
-        assert notifier.send([alert]) == [] and len(receiver.received) == 1  # sent and recorded: once
+        assert notifier.deliver([alert]).problems == [] and len(receiver.received) == 1  # sent and recorded: once
     finally:
         receiver.close()
 
