@@ -37,7 +37,7 @@ def loaded(root: Path, cache: Path) -> tuple[object, Memo]:
 
 
 def damage_every_pack(cache: Path, how: str) -> None:
-    for pack in cache.rglob("*.pack"):
+    for pack in (cache / memo_module.DIRECTORY).rglob("*.pack"):
         data = pack.read_bytes()
         if how == "corrupted":
             pack.write_bytes(data[: len(data) // 2])
@@ -86,5 +86,5 @@ def test_a_file_holding_a_literal_secret_is_never_kept(cache: Path, tmp_path: Pa
     first, _ = loaded(root, cache)
     second, memo = loaded(root, cache)
     assert isinstance(first, list) and first == second and memo.misses == 1  # the leaking file, read again
-    assert not any(token.encode() in pack.read_bytes() for pack in cache.rglob("*.pack"))
+    assert not any(token.encode() in pack.read_bytes() for pack in (cache / memo_module.DIRECTORY).rglob("*.pack"))
     assert not any(token in line for line in second)
