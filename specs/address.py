@@ -48,6 +48,10 @@ class Address(str):
                              "quotas.CLUSTER or workspace")
         return super().__new__(cls, text)
 
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        """Pickled (argus's memo, state.memo, read only once its signature holds) as text already checked."""
+        return _unchecked, (str(self),)
+
     @classmethod
     def parse(cls, text: object) -> Address | None:
         """The address, or None for anything else: targets in a saved plan are hostile input."""
@@ -93,6 +97,10 @@ class Address(str):
     def name(self) -> str:
         """The resource's name; empty for `workspace`."""
         return self.partition(".")[2]
+
+
+def _unchecked(text: str) -> Address:
+    return str.__new__(Address, text)
 
 
 def _text(kind: Kind, name: str) -> str:

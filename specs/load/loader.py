@@ -63,17 +63,53 @@ def load_workspace(directory: str | Path, memo: Memo | None = None) -> DesiredSt
     secrets: list[str] = []
     walk = Walk(root, diagnostics)
     invalid: list[tuple[Any, Source]] = []
-    loaded, conflicts = _load_files(walk, diagnostics, secrets, invalid, memo)
-    conflicts += _load_shared(walk, loaded, diagnostics, secrets, invalid, memo)
+    asked = _Asked(memo) if memo is not None else None
+    loaded, conflicts = _load_files(walk, diagnostics, secrets, invalid, asked)
+    conflicts += _load_shared(walk, loaded, diagnostics, secrets, invalid, asked)
     loaded, diagnostics[:] = _outside_shared_roots(walk, loaded, diagnostics)
     diagnostics += conflicts
+    whole = asked.whole(root) if asked is not None and not (diagnostics or invalid or secrets) else None
+    if whole is not None and (kept := _kept_state(asked, whole, root)) is not None:
+        return kept
     state = _assemble(root, loaded, diagnostics)
     diagnostics += rules.dangling(invalid, {r.name for r, _ in loaded if isinstance(r, Cluster)},
                                   {r.name for r, _ in loaded if isinstance(r, CodeSnapshot)})
     if diagnostics:
         raise SpecError(secret_scan.redact(diagnostics, secrets))
     assert state is not None
+    if whole is not None and asked is not None:
+        asked.put(whole, state)
     return state
+
+
+class _Asked:
+    """The memo, noting the key of every file asked for, in order: together they are the key of the whole state."""
+
+    def __init__(self, memo: Memo) -> None:
+        self.memo, self.keys = memo, ["desired-state"]
+
+    def get(self, key: str) -> Any | None:
+        self.keys.append(key)
+        return self.memo.get(key)
+
+    def put(self, key: str, value: Any) -> None:
+        self.memo.put(key, value)
+
+    def whole(self, root: Path) -> str:
+        return hashlib.sha256("\0".join([*self.keys, str(root)]).encode()).hexdigest()
+
+
+def _kept_state(asked: _Asked, whole: str, root: Path) -> DesiredState | None:
+    """The state these very files made before, if the memo holds it and every file gave no diagnostic (the checks
+    across files are functions of the files alone), and each shared root still resolves as it did then (the one
+    fact of the filesystem the state holds)."""
+    kept = asked.memo.get(whole)
+    if not isinstance(kept, DesiredState) or kept.root != str(root):
+        return None
+    found: list[Diagnostic] = []
+    if _shared_roots(root, dict(kept.clusters), dict(kept.sources), found) != kept.shared_roots or found:
+        return None
+    return kept
 
 
 def _load_files(walk: Walk, diagnostics: list[Diagnostic], secrets: list[str], invalid: list[tuple[Any, Source]],
@@ -126,7 +162,7 @@ def _file_key(rel: str, text: str, included: bool) -> str:
 
 
 def _is_file_load(found: Any) -> bool:
-    return isinstance(found, tuple) and len(found) == 4 and all(isinstance(part, list) for part in found)
+    return type(found) is tuple and len(found) == 4  # only argus's own pack is ever read (state.memo)
 
 
 def _read_file(rel: str, text: str, refused: Callable[[Walked, str], list[Diagnostic]] | None) -> FileLoad:

@@ -72,9 +72,13 @@ class Walk:
         return read + self._specs_at_top(directory)
 
     def in_excluded(self, rel: str) -> bool:
-        """Whether the file `rel` (or the file its link led to) lies under an excluded directory."""
-        paths = [self.root / rel] + ([self.read_files[rel].path] if rel in self.read_files else [])
-        return any(self._under(path, d) for path in paths for d in self.excluded)
+        """Whether the file `rel` (or the file its link led to) lies under an excluded directory. As text, a `/`
+        closing each directory: asked of every file of a workspace whose shared root lies inside it."""
+        if not self.excluded:
+            return False
+        prefixes = tuple(f"{d}/" for d in self.excluded)
+        spec = self.read_files.get(rel)
+        return f"{self.root}/{rel}".startswith(prefixes) or (spec is not None and str(spec.path).startswith(prefixes))
 
     def read(self, spec: SpecFile) -> str | None:
         """The file's text, or None after recording why not (no blocking open, at most cap+1 bytes)."""

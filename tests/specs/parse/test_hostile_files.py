@@ -204,9 +204,11 @@ def validate_in_subprocess(ws: Workspace, tmp_path: Path) -> subprocess.Complete
 
 
 def listing(root: Path) -> dict[str, tuple[int, int, int]]:
-    """Every entry under root (links not followed) with its type, size and mtime: what a write would change."""
+    """Every entry under root (links not followed) with its type, size and mtime: what a write would change. argus's
+    private cache (ARGUS_CACHE_DIR, conftest's: the memo of what each file gave) is argus's own to write."""
     found = {}
     for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if Path(folder, d) != root / "argus-cache"]
         for name in dirs + files:
             info = os.lstat(Path(folder) / name)
             found[os.path.join(folder, name)] = (stat.S_IFMT(info.st_mode), info.st_size, info.st_mtime_ns)
