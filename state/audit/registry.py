@@ -31,6 +31,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from state.audit import chain
 from state.audit import files as audit_files
 from state.audit import log as audit
@@ -90,7 +92,7 @@ def read(shared_root: str, workspace: str, cache_dir: str | None = None) -> Regi
         if problems:
             return Registry(log=log, adopted=found.adopted, submitted=found.submitted, stops=found.stops,
                             quotas=found.quotas, imported=found.imported, problems=problems)
-    if where is not None and found != cached:
+    if where is not None and found is not cached and found != cached:
         _save(where, found)
     return Registry(log=log, adopted=found.adopted, submitted=found.submitted, stops=found.stops, quotas=found.quotas,
                     imported=found.imported)
@@ -163,6 +165,8 @@ def _onward(shared_root: str, workspace: str, cached: _Read) -> _Read | None:
     if info is None or _identity(info) != cached.identity or not _seam_holds(data, cached):
         return None
     segment = data[cached.seam_length:]
+    if not segment:  # nothing appended: the cached read as it is, once the anchor still names its newest
+        return cached if _anchored(shared_root, workspace, cached, key) else None
     found = chain.layout(segment)
     if found.bad or chain.segment_problems(found, cached.prev, workspace, key):
         return None
@@ -210,18 +214,21 @@ def _cache_file(cache_dir: str, shared_root: str, workspace: str) -> Path:
     return Path(cache_dir) / "registry" / f"{name}.json"
 
 
+_CACHED = TypeAdapter(_Read)
+"""The cache parsed and typed in one pass (pydantic's JSON reader): its maps hold an entry per registered run,
+10,000 after 10,000 runs, and Python's json took most of a warm plan's registry read over them."""
+
+
 def _load(where: Path) -> _Read | None:
-    """The cached read; None when there is none or it is not one this version wrote (argus's own cache)."""
+    """The cached read; None when there is none or it is not one this version wrote (argus's own cache).
+    Every field is checked for its type (strict): a damaged cache only makes the read a whole one."""
     try:
-        data = json.loads(where.read_bytes())
-        if data.pop("version") != CACHE_VERSION:
+        raw = where.read_bytes()
+        if not raw.startswith(b'{"version":%d,' % CACHE_VERSION):  # _save writes the version first
             return None
-        data["identity"] = tuple(data["identity"])
-        found = _Read(**data)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return _CACHED.validate_json(raw, strict=True)
+    except (OSError, ValueError, ValidationError):
         return None
-    kept = (found.submitted, found.stops, found.quotas, found.imported)
-    return found if all(isinstance(x, dict) for x in kept) else None
 
 
 def _save(where: Path, found: _Read) -> None:
