@@ -90,12 +90,17 @@ def read(shared_root: str, workspace: str, cache_dir: str | None = None) -> Regi
             found.quotas = {**cached.quotas, **found.quotas}  # quotas once vouched for stay owed a record
             found.imported = {**cached.imported, **found.imported}
         if problems:
-            return Registry(log=log, adopted=found.adopted, submitted=found.submitted, stops=found.stops,
-                            quotas=found.quotas, imported=found.imported, problems=problems)
+            return _registry(log, found, problems)
     if where is not None and found is not cached and found != cached:
         _save(where, found)
-    return Registry(log=log, adopted=found.adopted, submitted=found.submitted, stops=found.stops, quotas=found.quotas,
-                    imported=found.imported)
+    return _registry(log, found, ())
+
+
+def _registry(log: str, found: _Read, problems: tuple[str, ...]) -> Registry:
+    """Built without validating again what is typed already: fold writes only strings, and a cached read is
+    checked field by field as it is parsed (_load). Validating the maps again cost as much as parsing them."""
+    return Registry.model_construct(log=log, adopted=found.adopted, submitted=found.submitted, stops=found.stops,
+                                    quotas=found.quotas, imported=found.imported, problems=tuple(problems))
 
 
 def fold(entries: Iterable[dict[str, Any]], adopted: bool, submitted: dict[str, str],
