@@ -44,6 +44,8 @@ def test_nothing_appended_reads_the_cache_as_it_is_and_still_checks_the_anchor(t
     lambda data: {**data, "submitted": {"a": 1}},  # a registered id's time not a string
     lambda data: {**data, "submitted": ["a", "b"]},
     lambda data: {**data, "identity": "elsewhere"},
+    lambda data: {**data, "end": True},  # a bool is no offset
+    lambda data: {**data, "planted": {}},
     lambda data: {**data, "version": registry.CACHE_VERSION - 1},
     lambda data: {key: value for key, value in data.items() if key != "version"},
 ])
