@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import io
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -21,25 +22,31 @@ import yaml
 PLAIN_LOADERS = frozenset({("yaml.loader", "SafeLoader"), ("yaml.cyaml", "CSafeLoader"),
                            ("omegaconf._utils", "get_yaml_loader.<locals>.OmegaConfLoader")})
 """Loaders whose result is plain data from the text alone (omegaconf makes its loader class anew at each call)."""
+MISSING = object()
 KEPT = 4096
 """Texts remembered at most (the fuzz tests parse thousands of texts once each: the oldest are dropped)."""
 
 
 def memoized(load: Any) -> Any:
     parsed: OrderedDict[tuple[str, str, type, str | bytes], Any] = OrderedDict()
+    lock = threading.Lock()
 
     def load_once(stream: Any, Loader: Any) -> Any:  # noqa: N803 - yaml.load's own parameter name
         if (Loader.__module__, Loader.__qualname__) not in PLAIN_LOADERS:
             return load(stream, Loader)
         text = stream.read() if hasattr(stream, "read") else stream
         key = (Loader.__module__, Loader.__qualname__, type(text), text)
-        if key in parsed:
-            parsed.move_to_end(key)
-        else:
-            parsed[key] = load(_again(stream, text), Loader)
-            if len(parsed) > KEPT:
-                parsed.popitem(last=False)
-        return copy.deepcopy(parsed[key])
+        with lock:  # serve's tests read specs from threads
+            found = parsed.get(key, MISSING)
+            if found is not MISSING:
+                parsed.move_to_end(key)
+        if found is MISSING:
+            found = load(_again(stream, text), Loader)
+            with lock:
+                parsed[key] = found
+                if len(parsed) > KEPT:
+                    parsed.popitem(last=False)
+        return copy.deepcopy(found)
 
     return load_once
 
