@@ -42,9 +42,13 @@ test: lint chromium ray-oldest
 # both cores; property tests draw a quarter of their examples. `make test` runs everything; CI runs `make test`.
 # Bytecode is kept between runs (PYTHONDONTWRITEBYTECODE unset for it): otherwise each xdist worker compiles
 # argus and rewrites every test module's asserts again, ~12 s of CPU each before the first test.
-# Measured 2026-11-28 on the shared 2-core machine (load average 7 to 10 from other engineers' work meanwhile):
-#   before: 2105 passed in 7:18 wall, 304 s CPU (user+sys of pytest and its children)
-#   after:  see bench/suite_time.py's docstring
+# Measured 2026-11-28 on the shared 2-core machine, load average 6 to 10 from other engineers' work meanwhile (so the
+# wall times are 2 to 3 times what an idle machine gives; CPU is user+sys of pytest, its workers and children):
+#   before: 7:18 wall, 304 s CPU (load 1.1 at the start, 9.6 at the end)
+#   after:  6:50 wall, 244 s CPU (load 7.0 -> 8.2); a second run 7:24, 248 s (6.0 -> 9.4). -19% CPU
+# On an idle machine that is ~3 minutes (the ~3.5 before scaled by CPU). Not 2: verl's real Hydra compositions are
+# ~45% of the tests' time (tests/state/verl/test_verl_scripts.py, test_verl_limits.py), each case one composition
+# or more; then property tests, hostile files, the layering walk; collecting takes ~4 s of CPU per worker.
 check: lint
 	PYTHONDONTWRITEBYTECODE= ARGUS_TESTS_WITHOUT_RAY=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n 2
 
