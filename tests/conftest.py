@@ -4,7 +4,9 @@ beside fixtures lives in tests/support/.)"""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,7 +20,7 @@ from tests.support.isolation import GIT_KEPT, GITCONFIG, UNSET
 from tests.support.receivers import webhook
 from tests.support.workspace import Result, make_workspace
 
-pytest_plugins = ("tests.support.inner_loop",)
+pytest_plugins = ("tests.support.inner_loop", "tests.support.parsed_once")
 
 
 @pytest.fixture(autouse=True)
@@ -84,8 +86,21 @@ def gpu_cluster(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def verl_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """verl 0.5.0, 0.8.0 and 0.9.1 (tags v0.5.0, v0.8.0, v0.9.1) as a git repository, built from verl's
-    published wheels by the h20 example's own script."""
-    repo = tmp_path_factory.mktemp("verl") / "verl"
+    published wheels by the h20 example's own script: once per run, shared by pytest-xdist's workers (~10 s of CPU
+    each), read-only (a test that changes verl copies it first)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return _make_verl_repo(tmp_path_factory.mktemp("verl") / "verl")
+    shared = tmp_path_factory.getbasetemp().parent / "verl-shared"  # the run's base temp dir, every worker's parent
+    with open(str(shared) + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes: the other worker waits for the build
+        if not (shared / "built").exists():
+            shutil.rmtree(shared, ignore_errors=True)  # a worker that died half-way
+            _make_verl_repo(shared / "verl")
+            (shared / "built").touch()
+    return shared / "verl"
+
+
+def _make_verl_repo(repo: Path) -> Path:
     env = {"PIP": f"{sys.executable} -m pip", "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     script = Path(__file__).resolve().parents[1] / "examples" / "h20" / "make-verl-repo.sh"
     subprocess.run([script, repo], check=True, capture_output=True, env=env)

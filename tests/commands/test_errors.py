@@ -27,6 +27,7 @@ from reconcile.commands import local as local_command
 from specs.errors import ArgusError, SpecError
 from specs.load.loader import load_workspace
 from tests.support.cluster import QUICK
+from tests.support.inner_loop import examples
 from tests.support.workspace import make_workspace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +73,7 @@ TOKENS = st.sampled_from(["a", "b: ", "- ", "[", "]", "{", "}", ", ", "\n", "  "
                           "!!seq ", "!!map ", "!!int ", "!!python/tuple ", "!c ", "! ", "<<: ", "'q'", "|\n  t"])
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(TOKENS, max_size=30))
 def test_tags_anchors_and_keys_in_any_order_never_crash_the_loader(tokens: list[str]):
     text = JOB + "".join(tokens)

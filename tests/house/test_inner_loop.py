@@ -42,3 +42,10 @@ def test_a_test_starting_a_cluster_itself_is_skipped_where_it_starts_it(monkeypa
     finally:
         next(guard, None)
     assert local._ray_start is started
+
+
+def test_the_inner_loop_draws_a_quarter_of_a_property_tests_examples(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv(inner_loop.VARIABLE, raising=False)
+    assert (inner_loop.examples(600), inner_loop.examples(100)) == (600, 100)
+    monkeypatch.setenv(inner_loop.VARIABLE, "1")
+    assert (inner_loop.examples(600), inner_loop.examples(100)) == (150, 50)

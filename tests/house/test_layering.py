@@ -30,6 +30,7 @@ class Arrow:
     where: str
 
 
+@functools.lru_cache(maxsize=8192)
 def unit_of(module: str, root: Path) -> str:
     """The room a module lives in: `state.runs` for state.runs.records, `state.observe` for a module at a
     floor's door."""
@@ -52,6 +53,7 @@ def allowed(pattern_text: str, floor: str) -> frozenset[str]:
 def rules(root: Path) -> dict[str, frozenset[str]]:
     """Unit -> the patterns it may import: a room's from its __init__, a door module's from its own
     docstring or else its floor's __init__."""
+    _forget_the_tree()
     found: dict[str, frozenset[str]] = {}
     for floor in FLOORS:
         for path in sorted((root / floor).rglob("*.py")):
@@ -70,15 +72,27 @@ def _missing(path: Path) -> frozenset[str]:
     raise AssertionError(f"{path}: its docstring says nothing of what it may import (a line 'May import: ...')")
 
 
+def _forget_the_tree() -> None:
+    """unit_of and _exists look at directories, which a test may add or plant in between two walks (never during
+    one): each walk starts afresh."""
+    unit_of.cache_clear()
+    _exists.cache_clear()
+
+
 def _parsed(path: Path) -> ast.Module:
     stat = path.stat()
     return _parse(path, stat.st_mtime_ns, stat.st_size)
 
 
-@functools.lru_cache(maxsize=4096)
 def _parse(path: Path, mtime: int, size: int) -> ast.Module:
-    """The planted checks read the whole house once per plant: only the planted file is new."""
-    return ast.parse(path.read_text())
+    """The planted checks read the whole house once per plant, each test in a copy of its own: only the planted file
+    is new text."""
+    return _parse_text(path.read_text())
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(text: str) -> ast.Module:
+    return ast.parse(text)
 
 
 def _said(path: Path, floor: str) -> frozenset[str] | None:
@@ -94,6 +108,7 @@ def _module(path: Path, root: Path) -> str:
 
 def arrows(root: Path) -> list[Arrow]:
     """Every import of one argus module by another, as (importing unit, imported module, file:line)."""
+    _forget_the_tree()
     found = []
     for floor in FLOORS:
         for path in sorted((root / floor).rglob("*.py")):
@@ -107,7 +122,12 @@ def arrows(root: Path) -> list[Arrow]:
 
 @functools.lru_cache(maxsize=4096)
 def _imports_in(path: Path, mtime: int, size: int, package: str) -> tuple[tuple[int, str], ...]:
-    return tuple((node.lineno, target) for node in ast.walk(_parse(path, mtime, size))
+    return _imports_in_text(path.read_text(), package)
+
+
+@functools.lru_cache(maxsize=4096)
+def _imports_in_text(text: str, package: str) -> tuple[tuple[int, str], ...]:
+    return tuple((node.lineno, target) for node in ast.walk(_parse_text(text))
                  for target in _imported(node, package) if target.split(".")[0] in FLOORS)
 
 
@@ -148,6 +168,7 @@ def back_arrows(root: Path) -> list[str]:
     return sorted(wrong)
 
 
+@functools.lru_cache(maxsize=8192)
 def _exists(module: str, root: Path) -> bool:
     path = root.joinpath(*module.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()

@@ -22,6 +22,12 @@ def without_ray() -> bool:
     return os.environ.get(VARIABLE) == "1"
 
 
+def examples(full: int) -> int:
+    """How many examples a property test draws: a quarter (at least 50) in `make check`, all of them in `make test`.
+    Hypothesis draws new ones at each run, so the inner loop's runs still cover the space between them."""
+    return max(50, full // 4) if without_ray() else full
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not without_ray():
         return

@@ -12,6 +12,7 @@ from ruamel.yaml import YAML
 
 from specs.errors import ArgusError, SpecError
 from specs.load.loader import load_workspace
+from tests.support.inner_loop import examples
 
 KEYS = st.sampled_from(["kind", "name", "cluster", "workload", "entrypoint", "env", "git", "path", "code", "model",
                         "data", "trainer", "overrides", "nodes", "address", "shared_root", "run", "state", "x"])
@@ -38,7 +39,7 @@ def check(text: str) -> None:
             pass
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(DOCUMENTS)
 def test_structured_garbage_gets_located_diagnostics(documents):
     buffer = io.StringIO()
@@ -46,7 +47,7 @@ def test_structured_garbage_gets_located_diagnostics(documents):
     check(buffer.getvalue())
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from([*"kind: Job\n-[]{}&*!|>'\"#%@`,?\t ${}", "name: a", "---", "\n  ", "<<: ",
                                   "&a ", "*a", "[[[[[[[[[[", "!!int ", "2024-13-45"]),
                 max_size=60))

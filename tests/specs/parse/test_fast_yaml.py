@@ -15,6 +15,7 @@ from ruamel.yaml import YAML
 from specs.parse.fast_yaml import walked_documents
 from specs.parse.nodes import Walked, walk_document
 from specs.parse.safe_yaml import MAX_DEPTH, ruamel_documents
+from tests.support.inner_loop import examples
 
 ROOT = Path(__file__).resolve().parents[3]
 SPEC_FILES = sorted(p for d in ("examples", "tests") for p in (ROOT / d).rglob("*.y*ml"))
@@ -81,7 +82,7 @@ def test_what_ruamel_must_judge_is_declined(text: str):
     assert walked_documents(text, MAX_DEPTH) is None
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(DOCUMENTS, st.booleans())
 def test_dumped_documents_read_the_same(documents, flow):
     yaml = YAML()
@@ -91,7 +92,7 @@ def test_dumped_documents_read_the_same(documents, flow):
     same_or_declined(buffer.getvalue())
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(PIECES), max_size=40))
 def test_textual_garbage_reads_the_same_or_is_declined(pieces):
     same_or_declined("".join(pieces))

@@ -14,6 +14,7 @@ from ruamel.yaml.error import MarkedYAMLError
 from specs.desired import Source
 from specs.parse.nodes import plain, walk_document
 from specs.parse.safe_yaml import ruamel_documents
+from tests.support.inner_loop import examples
 
 KEYS = st.sampled_from(["kind", "env", "entrypoint", "x", "1", "a.b", "TOKEN"])
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8))
@@ -43,7 +44,7 @@ def document(value: Any) -> Any:
     return node
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.dictionaries(KEYS, VALUES, max_size=5))
 @example({"kind": "\x85"})
 @example({"kind": "?0"})
