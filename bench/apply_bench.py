@@ -40,7 +40,12 @@ submits of `true` 1.52. Where the time beyond the floor goes (py-spy, same day, 
 - After the batch: the submitted marks on the queue ledger and the job list read again, ~0.1-0.2 s.
 Cut today: a step's audit record after its submit is sent, not waited for (state/audit/group_commit.py:
 the next registration's write carries it, apply's end flushes and fails if it was lost), one group-commit
-wait per submit instead of two (they were ~20% of the threads' time before).
+wait per submit instead of two (they were ~20% of the threads' time before). Its gain is within this load's
+noise: applies of main's code and this one on clusters that had run a job, alternated, 2 pairs each order,
+this / main 1.13 and 1.11 run second, 0.95 and 1.00 run first (whichever runs second is ~8% slower here).
+Not cut, as it would weaken what the records promise: the status after the submit made durable (a lost
+PENDING reads back as SUBMITTING, which the next plan resolves through Ray, so at most once would hold;
+~12% of the threads' time); the output mark's fsync.
 
 Why 0.5 is not met, and cannot be by a client that submits each job: Ray's job server sets the pace.
 On a quiet machine (2026-11-26, 5 rounds) the loop as a script took 4.6-5.1 s and eight bare concurrent
