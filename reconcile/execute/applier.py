@@ -80,6 +80,7 @@ def apply_plan(plan: Plan, ctx: ApplyContext) -> World:
                 run_batch(segment, world, _apply_change, ctx.display or lines(world.echo))
             else:
                 world.journal.rows.append(_apply_change(segment[0], world))
+        world.audit.flush()  # every step's record written, or the apply fails saying which write failed
     except BaseException as err:  # ^C and bugs too: the log must say the apply did not finish
         world.audit.everywhere(ApplyEnded(outcome="failed", error=world.audit.error_text(err)))
         raise
@@ -143,7 +144,9 @@ def _apply_change(change: Change, world: World) -> tuple[str, str, str]:
             failed = event.model_copy(update={"outcome": "failed", "error": world.audit.error_text(err)})
             world.audit.append(step.cluster, failed)
             raise
-        world.audit.append(step.cluster, event.model_copy(update={"outcome": str(result)}))
+        # sent, not waited for: the step is done and what had to be durable before it (a run's registration) is;
+        # the next record appended carries it (one write per submit, not two), apply's end at the latest
+        world.audit.send(step.cluster, event.model_copy(update={"outcome": str(result)}))
         done.append(f"{result} ({sid})" if sid else str(result))
     counted = Counter(done)
     return change.address, change.action.value, ", ".join(f"{o} x{n}" if n > 1 else o for o, n in counted.items())

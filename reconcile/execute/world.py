@@ -123,6 +123,18 @@ class AuditTrail:
     def append(self, cluster: str, event: AuditEvent) -> None:
         self._log(self.roots[cluster]).commit(self._redacted(event))
 
+    def send(self, cluster: str, event: AuditEvent) -> None:
+        """Queued for the log without waiting: what a step did, once what must precede its effect (a run's
+        registration) is durable. The next record appended carries it, `flush` at the latest."""
+        self._log(self.roots[cluster]).send(self._redacted(event))
+
+    def flush(self) -> None:
+        """Every record sent is written; raises if one may not have been."""
+        with self._opening:
+            logs = list(self._logs.values())
+        for log in logs:
+            log.flush()
+
     def everywhere(self, event: AuditEvent) -> None:
         """Once on each shared root: clusters may share one, and its log must not repeat the event."""
         for root in sorted(set(self.roots.values())):

@@ -6,6 +6,11 @@ eight submitting threads queued on it (bench/apply_bench.py). Here the first thr
 writer free writes every item queued so far, in the order they were queued; the others wait and
 find theirs written. Each caller returns only once its item is written, and a write that fails
 raises in every caller whose item it carried: nobody is told an item was recorded that was not.
+
+An item nothing must wait for (what a step did, once its run is registered and sent) can be sent
+instead: queued without waiting, it goes with the next group written (a later commit carries it), and
+`flush` writes what is left and raises if a write of a sent item failed. A submitting thread then waits
+for one group per submit (its registration, carrying its last step's record), not two.
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ class GroupCommit(Generic[Item]):
         self._writing = False
         self._failures: dict[tuple[int, int], list[Any]] = {}
         """(first ticket, last ticket) of a group whose write failed -> [its error, callers yet to raise it]."""
+        self._sent: set[int] = set()
+        """Tickets of items sent, not committed: nobody waits on them."""
+        self._lost: BaseException | None = None
+        """The first failed write that carried a sent item: `flush` raises it."""
 
     def commit(self, item: Item) -> None:
         """Return once `item` is written (with whatever else was queued), or raise why it was not."""
@@ -44,23 +53,56 @@ class GroupCommit(Generic[Item]):
             if self._settled >= ticket:
                 self._raise_if_failed(ticket)
                 return
-            self._writing = True
-            group, self._pending = self._pending, []
-            first, last = self._settled + 1, self._queued
-        self._write_group(group, first, last)
+            group, first, last = self._take()
+        self._write_group(group, first, last, ticket)
 
-    def _write_group(self, group: list[Item], first: int, last: int) -> None:
-        """Write the group (this caller's item among them) outside the lock; the error, if any, is this
-        caller's own, and each of the others gets one of its own."""
+    def send(self, item: Item) -> None:
+        """Queue `item` and return at once: the next group written carries it (`flush` at the latest)."""
+        with self._state:
+            self._pending.append(item)
+            self._queued += 1
+            self._sent.add(self._queued)
+
+    def flush(self) -> None:
+        """Return once every item queued so far is written; raise if a write that carried a sent item failed."""
+        with self._state:
+            target = self._queued
+            while self._writing and self._settled < target:
+                self._state.wait()
+            taken = self._take() if self._settled < target else None
+        try:
+            if taken is not None:
+                self._write_group(*taken, None)  # its failure is raised as it is, once
+        finally:
+            with self._state:
+                lost, self._lost = self._lost, None
+        if lost is not None:
+            raise ArgusError(f"a record sent to the audit log may not have been written: {_shown(lost)}") from lost
+
+    def _take(self) -> tuple[list[Item], int, int]:
+        """Called holding the lock, with no write under way: this caller writes everything queued."""
+        self._writing = True
+        group, self._pending = self._pending, []
+        return group, self._settled + 1, self._queued
+
+    def _write_group(self, group: list[Item], first: int, last: int, own: int | None) -> None:
+        """Write the group (this caller's item `own` among them, if it has one) outside the lock; the error,
+        if any, is this caller's own, each of the others waiting gets one of its own, and `flush` raises it
+        for the items sent."""
         try:
             self._write(group)
         except BaseException as err:
             with self._state:
-                if last > first:
-                    self._failures[(first, last)] = [err, last - first]
+                sent = self._sent.intersection(range(first, last + 1))
+                waiting = last - first + 1 - len(sent) - (own is not None)
+                if waiting:
+                    self._failures[(first, last)] = [err, waiting]
+                if sent and self._lost is None:
+                    self._lost = err
             raise
         finally:
             with self._state:
+                self._sent.difference_update(range(first, last + 1))
                 self._settled, self._writing = last, False
                 self._state.notify_all()
 
@@ -74,7 +116,10 @@ class GroupCommit(Generic[Item]):
         if not failure[1]:
             del self._failures[span]
         err = failure[0]
-        shown = str(err) if isinstance(err, ArgusError) else f"{type(err).__name__}: {err}" if str(err) else \
-            type(err).__name__
         raise ArgusError(f"the write that carried this record with {span[1] - span[0]} others failed, so it may "
-                         f"not have been written: {shown}") from err
+                         f"not have been written: {_shown(err)}") from err
+
+
+def _shown(err: BaseException) -> str:
+    return str(err) if isinstance(err, ArgusError) else f"{type(err).__name__}: {err}" if str(err) else \
+        type(err).__name__

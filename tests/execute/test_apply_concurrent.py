@@ -17,7 +17,8 @@ from state.audit import log as audit
 from state.queue.ledger import read_ledger
 from state.ray.client import SubmitConflict
 from tests.support.batches import JOBS, planned, submit_actions, tiny_jobs
-from tests.support.cluster import jobs_of, sdk, wait_for
+from tests.support.cluster import jobs_of, sdk
+from tests.support.progress import wait_all
 
 MAKE_REPO = Path(__file__).resolve().parents[2] / "examples" / "multi-version" / "make-repo.sh"
 
@@ -47,8 +48,9 @@ def test_a_concurrent_apply_submits_each_job_once_after_its_snapshot(workspace, 
         assert re.fullmatch(r"job\.j\d\d: submit \S+ to cluster local", line), line
     summary = [line.split()[0] for line in applied.out.split("Apply complete")[1].splitlines()[2:]]
     assert summary[-JOBS:] == [f"job.j{i:02d}" for i in range(JOBS)]  # in plan order, after the files
-    for job in jobs_of(workspace.address, workspace.name):  # drivers still starting would slow the next tests
-        wait_for(workspace.address, job.submission_id, {"SUCCEEDED"})
+    # drivers still starting would slow the next tests; on a loaded machine they start slowly, so the wait
+    # lasts while they make progress (a hang still fails: nothing moving for STALL seconds)
+    wait_all(workspace.address, [j.submission_id for j in jobs_of(workspace.address, workspace.name)], {"SUCCEEDED"})
 
 
 def test_the_first_failure_stops_the_submits_not_yet_started(workspace, monkeypatch):

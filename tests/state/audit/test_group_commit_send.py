@@ -1,0 +1,126 @@
+"""state.audit.group_commit, items sent rather than committed: queued without waiting, carried by the next
+group written in the order queued, written by `flush` at the latest, and a failed write of one is raised
+by `flush`, never lost silently."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from specs.errors import ArgusError
+from state.audit.group_commit import GroupCommit
+
+THREADS, EACH = 8, 25
+
+
+class SlowLog:
+    """A write that takes a while, as an fsync does; it fails on a group carrying `fail_when`."""
+
+    def __init__(self, fail_when: str | None = None):
+        self.groups: list[list[str]] = []
+        self.fail_when = fail_when
+
+    def write(self, items: list[str]) -> None:
+        time.sleep(0.002)
+        if self.fail_when in items:
+            raise OSError(28, "No space left on device")
+        self.groups.append(list(items))
+
+    @property
+    def written(self) -> list[str]:
+        return [item for group in self.groups for item in group]
+
+
+def test_a_sent_item_waits_for_the_next_group_and_keeps_its_place():
+    log = SlowLog()
+    commit: GroupCommit[str] = GroupCommit(log.write)
+    commit.send("done-1")
+    assert log.groups == []  # nothing waited: nothing written yet
+    commit.commit("registered-2")
+    assert log.groups == [["done-1", "registered-2"]]  # one write for both, in the order queued
+    commit.send("done-2")
+    commit.flush()
+    assert log.groups[-1] == ["done-2"]
+    commit.flush()  # nothing left: no empty write
+    assert len(log.groups) == 2
+
+
+def test_threads_that_send_and_commit_lose_nothing_and_keep_their_order():
+    log = SlowLog()
+    commit: GroupCommit[str] = GroupCommit(log.write)
+    start = threading.Barrier(THREADS)
+
+    def worker(t: int) -> None:
+        start.wait()
+        for i in range(EACH):
+            commit.commit(f"t{t}-{i}-registered")
+            commit.send(f"t{t}-{i}-done")
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    commit.flush()
+    assert sorted(log.written) == sorted(f"t{t}-{i}-{what}" for t in range(THREADS) for i in range(EACH)
+                                         for what in ("registered", "done"))
+    for t in range(THREADS):
+        mine = [item for item in log.written if item.startswith(f"t{t}-")]
+        assert mine == [f"t{t}-{i}-{what}" for i in range(EACH) for what in ("registered", "done")]
+
+
+@pytest.mark.parametrize("carried_by", ["commit", "flush"])
+def test_a_failed_write_of_a_sent_item_is_raised_by_flush(carried_by: str):
+    log = SlowLog(fail_when="done-1")
+    commit: GroupCommit[str] = GroupCommit(log.write)
+    commit.send("done-1")
+    if carried_by == "commit":
+        with pytest.raises(OSError):  # the committing caller's own write failed: it says so
+            commit.commit("registered-2")
+        with pytest.raises(ArgusError, match="may not have been written: OSError.*No space left"):
+            commit.flush()  # and the sent item it carried is not forgotten
+    else:
+        with pytest.raises(OSError):
+            commit.flush()
+    assert "done-1" not in log.written
+    commit.flush()  # raised once: a later flush with nothing lost passes
+    commit.commit("after")
+    assert log.written == ["after"]
+
+
+def test_a_commit_beside_a_failed_sent_item_gets_its_own_error():
+    entered, release = threading.Event(), threading.Event()
+    log = SlowLog(fail_when="done-1")
+    first_write = log.write
+
+    def write(items: list[str]) -> None:
+        if items == ["first"]:
+            entered.set()
+            release.wait(5)
+        first_write(items)
+
+    commit: GroupCommit[str] = GroupCommit(write)
+    seen: dict[str, BaseException | None] = {}
+
+    def committing(item: str) -> None:
+        try:
+            commit.commit(item)
+            seen[item] = None
+        except BaseException as err:  # noqa: BLE001 - the test records what each caller saw
+            seen[item] = err
+
+    first = threading.Thread(target=committing, args=("first",))
+    first.start()
+    assert entered.wait(5)
+    commit.send("done-1")
+    waiter = threading.Thread(target=committing, args=("registered-2",))
+    waiter.start()
+    release.set()
+    first.join(10)
+    waiter.join(10)
+    assert seen["first"] is None
+    assert isinstance(seen["registered-2"], OSError)  # it wrote the group carrying done-1: its own error
+    with pytest.raises(ArgusError):
+        commit.flush()
