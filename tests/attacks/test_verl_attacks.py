@@ -14,6 +14,7 @@ import pytest
 
 from specs.load.loader import load_workspace
 from state.code.sources import resolve_source
+from state.memo import DIRECTORY, Memo
 from state.observed import SnapshotState
 from state.verl.checks import JobCheck, check_job
 from tests.support.workspace import make_workspace
@@ -72,7 +73,11 @@ def checked(tmp_path: Path, repo: Path, ref: str, job_text: str) -> JobCheck:
     ws.write("jobs/j.yaml", job_text)
     desired = load_workspace(ws.root)
     source = resolve_source(desired.snapshots["code"], desired.root, str(tmp_path / "cache"), 60)
-    return check_job(desired, desired.jobs["j"], SnapshotState(source=source), str(tmp_path / "cache"), files=False)
+    memo = Memo(tmp_path / "cache", "attacks")  # as a plan keeps what it composed (state.memo)
+    found = check_job(desired, desired.jobs["j"], SnapshotState(source=source), str(tmp_path / "cache"), files=False,
+                      memo=memo)
+    memo.save()
+    return found
 
 
 def recipe(tag: str) -> str:
@@ -86,7 +91,7 @@ def test_the_runners_environment_never_reaches_the_plan_or_the_cache(tmp_path, v
     result = checked(tmp_path, verl_repo, "v0.9.1", GRPO.format(name="j", code="code", entry="", extra=extra))
     texts = " ".join(d.text for d in result.diagnostics)
     assert "hunter2" not in texts and "read from the environment at run time: RUNNER_SECRET" in texts
-    cached = [p.read_bytes() for p in (tmp_path / "cache").rglob("*.json")]
+    cached = [p.read_bytes() for p in (tmp_path / "cache" / DIRECTORY).rglob("*.pack")]
     assert cached and not any(b"hunter2" in data for data in cached)
 
 
