@@ -20,6 +20,7 @@ import hmac
 import os
 import pickle
 import secrets
+import stat as stat_module
 import sys
 import tempfile
 from functools import cache
@@ -36,11 +37,13 @@ class Memo:
     """One pack of entries: get and put by key, then save once. Entries not asked for are dropped on save, so a
     pack holds what the last plan of its workspace used, not everything ever planned."""
 
-    def __init__(self, cache_dir: str | os.PathLike[str], name: str) -> None:
-        self._folder = Path(cache_dir) / DIRECTORY / code()[:16]
+    def __init__(self, cache_dir: str | os.PathLike[str] | None, name: str) -> None:
+        """`cache_dir` None (no cache could be had): a memo that keeps nothing."""
+        self._folder = Path(cache_dir or ".") / DIRECTORY / code()[:16]
         self._path = self._folder / f"{name}.pack"
-        self._secret = _secret(Path(cache_dir))
-        self._entries: dict[str, Any] = _read(self._path, self._secret) if self._secret else {}
+        self._secret = _secret(Path(cache_dir)) if cache_dir is not None else None
+        self._binding = f"{code()}\0{name}\0".encode()  # a pack moved to another argus's or workspace's place
+        self._entries: dict[str, Any] = _read(self._path, self._secret, self._binding) if self._secret else {}
         self._used: dict[str, Any] = {}
         self.hits = self.misses = 0
 
@@ -65,7 +68,7 @@ class Memo:
         payload = pickle.dumps(self._used, protocol=pickle.HIGHEST_PROTOCOL)
         with contextlib.suppress(OSError):
             self._folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            _write(self._path, MAGIC + _mac(self._secret, payload) + payload)
+            _write(self._path, MAGIC + _mac(self._secret, self._binding + payload) + payload)
         self._entries = dict(self._used)
 
 
@@ -81,33 +84,52 @@ def key_of(*parts: str | bytes) -> str:
 
 @cache
 def code() -> str:
-    """argus's own sources (each file's name, size and time: reading them all would cost a small plan 5%) and the
-    libraries that decide what a spec means: a new or edited argus is a new memo."""
-    import pydantic
-    import ruamel.yaml
-    import yaml
-
+    """argus as installed (where, which version, each source or compiled file's name, size, times and inode:
+    reading them all would cost a small plan 5%) and the libraries that decide what a spec means and how a verl
+    config composes: a new, moved or edited argus is a new memo."""
     digest = hashlib.sha256()
     base = Path(__file__).resolve().parents[1]
+    installed = _installed(("argus_ray", "hydra_core", "omegaconf", "pydantic", "pydantic_core", "ruamel_yaml",
+                            "pyyaml"))
+    digest.update(f"{base}\0{installed}\0{sys.version}\0".encode())
     for floor in ("specs", "state", "reconcile"):
-        for path in sorted((base / floor).rglob("*.py")):
-            stat = path.stat()  # an installed argus's files change only with their size or time
-            digest.update(f"{path.relative_to(base)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-    digest.update(f"{pydantic.VERSION} {ruamel.yaml.__version__} {yaml.__version__} {sys.version}".encode())
+        for path in sorted((base / floor).rglob("*.py*")):
+            if "__pycache__" in path.parts:
+                continue  # compiled beside the sources, again whenever Python likes (a sourceless install's are not)
+            stat = path.stat()
+            digest.update(f"{path.relative_to(base)}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ctime_ns}\0"
+                          f"{stat.st_ino}\n".encode())
     return digest.hexdigest()
+
+
+def _installed(distributions: tuple[str, ...]) -> list[str]:
+    """The dist-info folders of these distributions on sys.path (`hydra_core-1.3.2.dist-info`): their versions, as
+    the installer wrote them, without importlib.metadata (importing it costs a small plan 40 ms)."""
+    wanted = tuple(f"{name.lower()}-" for name in distributions)
+    found = []
+    for folder in sys.path:
+        with contextlib.suppress(OSError), os.scandir(folder or ".") as entries:
+            found += [entry.name for entry in entries
+                      if entry.name.endswith(".dist-info") and entry.name.lower().startswith(wanted)]
+    return sorted(found)
 
 
 def _mac(secret: bytes, payload: bytes) -> bytes:
     return hmac.new(secret, payload, hashlib.sha256).digest()
 
 
-def _read(path: Path, secret: bytes) -> dict[str, Any]:
+def _read(path: Path, secret: bytes, binding: bytes) -> dict[str, Any]:
+    try:  # never a FIFO's wait, nor a link's target
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return {}
     try:
-        data = path.read_bytes()
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read() if stat_module.S_ISREG(os.fstat(handle.fileno()).st_mode) else b""
     except OSError:
         return {}
     head, mac, payload = data[:len(MAGIC)], data[len(MAGIC):len(MAGIC) + 32], data[len(MAGIC) + 32:]
-    if head != MAGIC or not hmac.compare_digest(mac, _mac(secret, payload)):
+    if head != MAGIC or not hmac.compare_digest(mac, _mac(secret, binding + payload)):
         return {}  # not argus's own, or not whole: never unpickled
     try:
         entries = pickle.loads(payload)
@@ -129,19 +151,43 @@ def _write(path: Path, data: bytes) -> None:
 
 @cache
 def _secret(cache_dir: Path) -> bytes | None:
-    """This user's memo key, made on first use; None when it cannot be had (no memo then, only slower plans)."""
-    path = cache_dir / KEY_FILE
-    with contextlib.suppress(FileExistsError, OSError):
+    """This user's memo key, made on first use; None when it cannot be had (no memo then, only slower plans): a
+    cache folder others own or may write (they could swap packs), or a key others could know."""
+    try:
+        folder = os.stat(cache_dir, follow_symlinks=False)
+    except OSError:
+        return None
+    if not stat_module.S_ISDIR(folder.st_mode) or folder.st_uid != os.getuid() or folder.st_mode & 0o022:
+        return None
+    for _ in range(2):  # a key file left empty by an argus that died making it is made again, once
+        _make_key(cache_dir / KEY_FILE)
+        key = _read_key(cache_dir / KEY_FILE)
+        if key != b"":
+            return key
+        with contextlib.suppress(OSError):
+            (cache_dir / KEY_FILE).unlink()
+    return None
+
+
+def _make_key(path: Path) -> None:
+    with contextlib.suppress(OSError):  # FileExistsError: made before
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "wb") as handle:
             handle.write(secrets.token_bytes(KEY_BYTES))
+
+
+def _read_key(path: Path) -> bytes | None:
+    """The key; b"" for a short key file of ours (to be made again); None for one nobody may trust."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as handle:
-            stat = os.fstat(handle.fileno())
+            info = os.fstat(handle.fileno())
             key = handle.read(KEY_BYTES + 1)
     except OSError:
         return None
-    if stat.st_uid != os.getuid() or stat.st_mode & 0o077 or len(key) != KEY_BYTES:
-        return None  # another's, readable by others, or not whole: a key others could know signs nothing
+    if not stat_module.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077 \
+            or info.st_nlink != 1:
+        return None  # another's, readable by others, or linked from elsewhere
+    if len(key) != KEY_BYTES:
+        return b"" if len(key) < KEY_BYTES else None
     return key

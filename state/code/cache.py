@@ -29,4 +29,8 @@ def cache_root() -> str:
 def memo_for(what: str, workspace_root: str) -> Memo:
     """The memo of one kind of work (`specs`, `verl`) for one workspace, in this user's private cache."""
     name = hashlib.sha256(workspace_root.encode()).hexdigest()[:24]
-    return Memo(cache_root(), f"{what}-{name}")
+    try:
+        root = cache_root()
+    except OSError:  # no home, a read-only one: a memo that keeps nothing (only slower)
+        return Memo(None, f"{what}-{name}")
+    return Memo(root, f"{what}-{name}")

@@ -90,7 +90,7 @@ def _judged(desired: DesiredState, job: Job, code: Path, snapshot: SnapshotState
     if isinstance(point, EntryProblem):
         return [*found, _about(job, point.field, point.message)], None, None
     label = f"{'verl ' + version if version else 'the snapshot'}'s config {point.config_name}"
-    composed = _composed(code, job, desired, point, snapshot.source.digest or "", label, known, memo)
+    composed = _composed(code, job, desired, point, _code_digest(snapshot), label, known, memo)
     found += [_about(job, _override_field(job, index), message) for index, message in composed.errors]
     if composed.config is None:
         return found, None, None
@@ -108,17 +108,26 @@ def _judged(desired: DesiredState, job: Job, code: Path, snapshot: SnapshotState
 
 
 def _judgement_key(desired: DesiredState, job: Job, snapshot: SnapshotState, known: JobInputs) -> str | None:
-    """Everything the judgement reads: the job's spec, where its outputs go (workspace, shared root), the
-    snapshot's code by its digest, the states of the inputs it names (a changed Dataset changes only its
-    readers' keys) and Hydra's version. None when the code has no digest (nothing to key it by)."""
-    if not snapshot.source.digest:
+    """Everything the judgement reads: the job's spec, where its outputs go (workspace, shared root), the code
+    composed by its digest, the states of the inputs it names (a changed Dataset changes only its readers' keys)
+    and Hydra's version. None when the code has no digest to key it by."""
+    code = _code_digest(snapshot)
+    if not code:
         return None
     text = job.model_dump_json()
     named = sorted((address, state.model_dump_json()) for address, state in known.states.items()
                    if _names(text, address))
-    return key_of("verl-judgement", text, desired.workspace.name, known.shared_root, snapshot.source.digest,
-                  snapshot.manifest.model_dump_json() if snapshot.manifest is not None else "", json.dumps(named),
+    return key_of("verl-judgement", text, desired.workspace.name, known.shared_root, code, json.dumps(named),
                   _hydra_version())
+
+
+def _code_digest(snapshot: SnapshotState) -> str:
+    """The digest of the files composed (`_code_files`): the snapshot on the shared root once made (its manifest's,
+    which a path snapshot's moving working copy does not change), else the source's. Empty (kept nowhere) when
+    the snapshot's files no longer match their manifest."""
+    if snapshot.manifest is not None:
+        return "" if snapshot.problem else f"made:{snapshot.manifest.digest}"
+    return snapshot.source.digest or ""
 
 
 def _names(text: str, address: str) -> bool:
@@ -206,7 +215,7 @@ def _about(job: Job, field: str, message: str, severity: Severity = "error") -> 
 def _hydra_version() -> str:
     from importlib.metadata import version
 
-    return version("hydra-core")
+    return f"{version('hydra-core')} {version('omegaconf')}"
 
 
 def _code_files(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_root: str) -> Path | None:
@@ -242,7 +251,7 @@ def offline_checks(desired: DesiredState, cache_root: str,
     from state.code.sources import DEFAULT_FETCH_TIMEOUT, resolve_source
     from state.observed import SnapshotState
 
-    memo = memo_for("verl", desired.root)
+    memo = memo_for("verl-offline", desired.root)  # its own: a plan's judgements read the snapshot once made
     used = {job.code for job in desired.jobs.values() if job.workload != "command" and job.code}
     sources = {name: resolve_source(desired.snapshots[name], desired.root, cache_root,
                                     fetch_timeout or DEFAULT_FETCH_TIMEOUT) for name in sorted(used)}

@@ -3,14 +3,18 @@ own, whole and signed by this user's key is never unpickled: a hostile or broken
 
 from __future__ import annotations
 
+import compileall
 import os
 import pickle
+import shutil
 from pathlib import Path
 
 import pytest
 
 from state import memo as memo_module
 from state.memo import Memo, key_of
+
+HERE = Path(__file__).resolve().parents[2]
 
 
 class Planted:
@@ -126,3 +130,77 @@ def test_the_pack_and_its_key_are_private(tmp_path: Path):
     pack = kept(tmp_path, {"k": "v"})
     assert pack.stat().st_mode & 0o077 == 0
     assert (tmp_path / memo_module.KEY_FILE).stat().st_mode & 0o077 == 0
+
+
+def test_a_pack_moved_to_another_argus_versions_or_workspaces_place_is_not_read(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch):
+    real = memo_module.code()
+    monkeypatch.setattr(memo_module, "code", lambda: "0" * 64)  # an older argus: another folder, the same key
+    older = kept(tmp_path, {"k": ("an older argus's verdict", "of another shape")})
+    monkeypatch.setattr(memo_module, "code", lambda: real)
+    ours = Memo(tmp_path, "ws")
+    ours._folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(older, ours._path)  # moved by whoever may write the folder
+    assert Memo(tmp_path, "ws").get("k") is None
+    other = Memo(tmp_path, "another-workspace")
+    other.put("k", "the other workspace's")
+    other.save()
+    shutil.copyfile(other._path, ours._path)
+    assert Memo(tmp_path, "ws").get("k") is None
+
+
+def test_a_cache_folder_others_may_write_keeps_nothing(tmp_path: Path):
+    kept(tmp_path, {"k": "v"})
+    tmp_path.chmod(0o777)
+    memo_module._secret.cache_clear()
+    try:
+        assert Memo(tmp_path, "ws").get("k") is None
+    finally:
+        tmp_path.chmod(0o700)
+
+
+def test_an_empty_key_left_by_a_crash_is_made_again(tmp_path: Path):
+    (tmp_path / memo_module.KEY_FILE).write_bytes(b"")
+    (tmp_path / memo_module.KEY_FILE).chmod(0o600)
+    kept(tmp_path, {"k": "v"})
+    memo_module._secret.cache_clear()
+    assert Memo(tmp_path, "ws").get("k") == "v"
+
+
+def code_of(tree: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(memo_module, "__file__", str(tree / "state" / "memo.py"))
+    memo_module.code.cache_clear()
+    try:
+        return memo_module.code()
+    finally:
+        memo_module.code.cache_clear()
+
+
+def installed_copy(to: Path) -> Path:
+    for floor in ("specs", "state", "reconcile"):  # copy2: the files' times kept
+        shutil.copytree(HERE / floor, to / floor, ignore=shutil.ignore_patterns("__pycache__"))
+    return to
+
+
+def test_an_edit_that_keeps_size_and_time_is_another_argus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    tree = installed_copy(tmp_path / "argus")
+    before = code_of(tree, monkeypatch)
+    models = tree / "specs" / "kinds" / "models.py"
+    text, info = models.read_text(), models.stat()
+    edited = text.replace("{0,62}", "{0,61}", 1)  # names one character shorter: a rule of the new version
+    assert edited != text and len(edited) == len(text)
+    models.write_text(edited)
+    os.utime(models, ns=(info.st_atime_ns, info.st_mtime_ns))  # as a store or a reproducible image keeps them
+    assert code_of(tree, monkeypatch) != before
+
+
+def test_a_sourceless_install_of_another_version_is_another_argus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    tree = installed_copy(tmp_path / "argus")
+    compileall.compile_dir(tree, legacy=True, quiet=1)  # foo.pyc beside foo.py, then the sources removed
+    for source in tree.rglob("*.py"):
+        source.unlink()
+    before = code_of(tree, monkeypatch)
+    compiled = tree / "specs" / "kinds" / "models.pyc"
+    compiled.write_bytes(compiled.read_bytes())  # another version's bytes, in the same place
+    assert code_of(tree, monkeypatch) != before
+
