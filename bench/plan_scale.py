@@ -46,6 +46,18 @@ job, plan of 100 jobs 0.68-0.81 s CPU, of 5,000 3.74-4.08 s; floor 0.35-0.41 and
 3.09-3.30x, MISS. A plan of 100 jobs 0.91-1.44 s (0.62-0.71 s CPU) against `ray job list` 2.40-3.85 s
 (1.33-1.44 s CPU): 0.37-0.38 wall (0.46-0.50 CPU), PASS. (Before this issue's start-up wins and with
 argus compiled again by every process: 0.62 wall.)
+
+Measured 2026-11-28 (issue 41: the memo, state/memo.py, and the planner's cuts; load 2-9 on 2 cores), best of 3:
+one file per job, plan of 100 jobs 0.82 s (0.80 s CPU), of 5,000 3.86 s (3.81 s CPU); floor 0.35 and 1.12 s:
+marginal 0.61 against 0.154 ms CPU a job, 3.98x, MISS (100 per file 4.06x). In process, a job's marginal CPU by
+stage: load 0.066 ms (0.28 before the memo), observe 0.039, plan 0.401, render 0.057. The floor itself was
+cheaper this run (0.154 against 0.195-0.21 ms), so the ratio moved less than argus did: the load is now a third
+of the floor, and the plan's decisions are what a job costs (bench/plan_cache.py says why they are not kept).
+A plan of 100 jobs 0.77 s (0.76 s CPU) against `ray job list` 1.30 s (1.29 s CPU): 0.60 wall, MISS; that
+`ray job list` took 2.40-3.85 s in the run of 11-26 (0.37-0.38 then). What a plan of 100 takes is start-up:
+~0.5 s of CPU, of which importing pydantic's models (reconcile.model, specs.kinds.models, state.observed,
+state.audit.events: ~0.1 s) and typer, requests and urllib3 (~0.1 s) are most; deferring pydantic's schema
+building (defer_build) was tried and saved nothing measurable.
 """
 
 from __future__ import annotations

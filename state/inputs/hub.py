@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote, urljoin, urlsplit
-
-import requests
 
 from specs.errors import ArgusError
 from specs.kinds.inputs import Dataset, Model
 from state.inputs import shapes
 from state.inputs.shapes import HubFile, WrongShape
+
+if TYPE_CHECKING:
+    import requests
 
 Kind = Literal["model", "dataset"]
 MAX_BODY = 8 << 20
@@ -130,6 +131,8 @@ def _next_page(hub: HubRepo, response: requests.Response) -> str | None:
 
 def _get_json(hub: HubRepo, url: str, timeout: float, missing_ok: bool = False) -> tuple[Any, Any]:
     """The decoded body of one GET and its response; (None, None) for a 404 when `missing_ok`."""
+    import requests  # only a plan with a hub input asks a hub (importing it costs every plan 50 ms)
+
     deadline = time.monotonic() + timeout
     try:
         with requests.get(url, timeout=timeout, stream=True, allow_redirects=False,
@@ -155,6 +158,8 @@ def _body(hub: HubRepo, url: str, response: requests.Response, deadline: float) 
         if size > MAX_BODY:
             raise HubError(f"{hub.where()}: GET {_path(url)} answered more than the {MAX_BODY} bytes argus reads")
         if time.monotonic() > deadline:
+            import requests
+
             raise requests.Timeout()
         chunks.append(chunk)
     return b"".join(chunks)
