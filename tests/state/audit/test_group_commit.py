@@ -10,26 +10,9 @@ import pytest
 
 from specs.errors import ArgusError
 from state.audit.group_commit import GroupCommit
+from tests.support.slow_log import SlowLog
 
 THREADS, EACH = 8, 25
-
-
-class SlowLog:
-    """A write that takes a while, as an fsync does: time for other callers to queue behind it."""
-
-    def __init__(self, fail_when: str | None = None):
-        self.groups: list[list[str]] = []
-        self.fail_when = fail_when
-
-    def write(self, items: list[str]) -> None:
-        time.sleep(0.002)
-        if self.fail_when in items:
-            raise OSError(28, "No space left on device")
-        self.groups.append(list(items))
-
-    @property
-    def written(self) -> list[str]:
-        return [item for group in self.groups for item in group]
 
 
 def run_threads(commit: GroupCommit[str], log: SlowLog) -> dict[str, BaseException | None]:

@@ -5,32 +5,14 @@ by `flush`, never lost silently."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from specs.errors import ArgusError
 from state.audit.group_commit import GroupCommit
+from tests.support.slow_log import SlowLog
 
 THREADS, EACH = 8, 25
-
-
-class SlowLog:
-    """A write that takes a while, as an fsync does; it fails on a group carrying `fail_when`."""
-
-    def __init__(self, fail_when: str | None = None):
-        self.groups: list[list[str]] = []
-        self.fail_when = fail_when
-
-    def write(self, items: list[str]) -> None:
-        time.sleep(0.002)
-        if self.fail_when in items:
-            raise OSError(28, "No space left on device")
-        self.groups.append(list(items))
-
-    @property
-    def written(self) -> list[str]:
-        return [item for group in self.groups for item in group]
 
 
 def test_a_sent_item_waits_for_the_next_group_and_keeps_its_place():
