@@ -94,7 +94,6 @@ def installed() -> importlib.metadata.Distribution:
 def from_checkout(directory: Path) -> InstallSource:
     """A local install (editable or not) from a git checkout: its origin (else its path) at HEAD."""
     from state.code import workcopy
-    from state.code.gitinfo import configured_origin
 
     copy = workcopy.find_working_copy(directory)
     if copy is None:
@@ -103,7 +102,8 @@ def from_checkout(directory: Path) -> InstallSource:
     commit = _head(copy)
     if not COMMIT.fullmatch(commit):
         raise ArgusError(f"{top}, where argus runs from, has no commit yet: CI could not install it. {ADVICE}")
-    remote = configured_origin(copy)
+    # argus's own checkout, trusted: git's own answer, with its `insteadOf` rewrites (pip reads the URL it gives)
+    remote = _git(directory, "remote", "get-url", "origin")
     url = public(remote) if remote else Path(top).as_uri()
     sub = Path(directory).resolve().relative_to(Path(top).resolve()).as_posix()
     requirement = f"{DISTRIBUTION} @ git+{url}@{commit}" + ("" if sub == "." else f"#subdirectory={sub}")

@@ -129,16 +129,17 @@ class AuditTrail:
         self._log(self.roots[cluster]).send(self._redacted(event))
 
     def flush(self) -> None:
-        """Every record sent is written; raises if one may not have been."""
+        """Every record sent is written; raises if one may not have been. Every root is flushed, whatever another
+        root's log does: a broken root loses no healthy root's records."""
         with self._opening:
             logs = list(self._logs.values())
-        for log in logs:
-            log.flush()
+        _each(logs, lambda log: log.flush())
 
     def everywhere(self, event: AuditEvent) -> None:
-        """Once on each shared root: clusters may share one, and its log must not repeat the event."""
-        for root in sorted(set(self.roots.values())):
-            self._log(root).commit(self._redacted(event))
+        """Once on each shared root: clusters may share one, and its log must not repeat the event. Written on
+        every root before the first failure is raised."""
+        redacted = self._redacted(event)
+        _each([self._log(root) for root in sorted(set(self.roots.values()))], lambda log: log.commit(redacted))
 
     def _log(self, root: str) -> GroupCommit[AuditEvent]:
         with self._opening:
@@ -200,3 +201,16 @@ class World:
     """Admitted runs Ray accepted whose ledger entry does not say so yet, by submission id: their shared
     root and the Ray session they went to. A batch marks them all at once when its part is done
     (admit.mark_submitted)."""
+
+
+def _each(logs: list[GroupCommit[AuditEvent]], do: Callable[[GroupCommit[AuditEvent]], None]) -> None:
+    """`do` to every log; then the first failure, if any, raised."""
+    first: BaseException | None = None
+    for log in logs:
+        try:
+            do(log)
+        except Exception as err:  # noqa: BLE001 - raised below, once every log had its turn
+            first = first or err
+    if first is not None:
+        raise first
+

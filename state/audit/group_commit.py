@@ -15,6 +15,7 @@ for one group per submit (its registration, carrying its last step's record), no
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
@@ -40,7 +41,9 @@ class GroupCommit(Generic[Item]):
         self._sent: set[int] = set()
         """Tickets of items sent, not committed: nobody waits on them."""
         self._lost: BaseException | None = None
-        """The first failed write that carried a sent item: `flush` raises it."""
+        """The first failed write that carried a sent item: `flush` says it if writing them again fails too."""
+        self._lost_items: list[Item] = []
+        """The sent items of failed writes, in the order queued: `flush` writes them once more."""
 
     def commit(self, item: Item) -> None:
         """Return once `item` is written (with whatever else was queued), or raise why it was not."""
@@ -64,20 +67,27 @@ class GroupCommit(Generic[Item]):
             self._sent.add(self._queued)
 
     def flush(self) -> None:
-        """Return once every item queued so far is written; raise if a write that carried a sent item failed."""
+        """Return once every item queued so far is written. A sent item whose write failed is written once more
+        here (a lock that timed out, a full disk freed meanwhile); raise, as an ArgusError naming how many, only
+        if that fails too."""
         with self._state:
             target = self._queued
             while self._writing and self._settled < target:
                 self._state.wait()
             taken = self._take() if self._settled < target else None
+        if taken is not None:
+            with contextlib.suppress(Exception):  # its sent items are kept as lost (retried below); the callers
+                self._write_group(*taken, None)  # of its committed ones raise it as their own
+        with self._state:
+            items, self._lost_items = self._lost_items, []
+            lost, self._lost = self._lost, None
+        if not items:
+            return
         try:
-            if taken is not None:
-                self._write_group(*taken, None)  # its failure is raised as it is, once
-        finally:
-            with self._state:
-                lost, self._lost = self._lost, None
-        if lost is not None:
-            raise ArgusError(f"a record sent to the audit log may not have been written: {_shown(lost)}") from lost
+            self._write(items)
+        except Exception as err:  # noqa: BLE001 - said with the first failure's cause, as an ArgusError
+            raise ArgusError(f"{len(items)} record(s) sent to the audit log could not be written, twice: "
+                             f"{_shown(lost or err)}; then: {_shown(err)}") from err
 
     def _take(self) -> tuple[list[Item], int, int]:
         """Called holding the lock, with no write under way: this caller writes everything queued."""
@@ -99,6 +109,7 @@ class GroupCommit(Generic[Item]):
                     self._failures[(first, last)] = [err, waiting]
                 if sent and self._lost is None:
                     self._lost = err
+                self._lost_items += [group[ticket - first] for ticket in sorted(sent)]
             raise
         finally:
             with self._state:

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 CONFIG_LIMIT = 1 << 20
 """A repository's config larger than this was not written by git: no origin is read from it."""
-_ORIGIN_SECTION = re.compile(r'^\s*\[\s*remote\s+"origin"\s*\]\s*$')
+_ORIGIN_SECTION = re.compile(r'^\s*\[\s*remote\s+"origin"\s*\]\s*(?:[#;].*)?$', re.I)
+"""The section's name is case-insensitive in git (the subsection's, "origin", is not)."""
 _URL = re.compile(r"^\s*url\s*=\s*(.*?)\s*$", re.I)
 
 
@@ -123,8 +124,21 @@ def configured_origin(copy: WorkingCopy) -> str | None:
         if line.lstrip().startswith("["):
             inside = bool(_ORIGIN_SECTION.match(line))
         elif inside and found is None and (url := _URL.match(line)):
-            found = url.group(1).strip('"')
+            found = _value(url.group(1))  # the first one, as `git remote get-url` says
     return found or None
+
+
+def _value(text: str) -> str:
+    """A config value as git reads it: a `#` or `;` outside double quotes starts a comment; quotes are dropped."""
+    value, quoted = [], False
+    for char in text:
+        if char == '"':
+            quoted = not quoted
+        elif char in "#;" and not quoted:
+            break
+        else:
+            value.append(char)
+    return "".join(value).strip()
 
 
 def root_commit(root: str) -> str | None:

@@ -77,6 +77,8 @@ def _file_problem(code: Path, folder: Path, path: Path) -> str | None:
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         return f"{shown} is not YAML Hydra can read" + (f" (line {mark.line + 1})" if mark is not None else "")
+    except RecursionError:  # libyaml's scan takes it; building it in Python overflows, as Hydra's loader would
+        return f"{shown} nests deeper than Hydra can read"
     group = posixpath.dirname(path.relative_to(folder).as_posix())
     for entry in _defaults(document):
         if _climbs_out(group, entry):

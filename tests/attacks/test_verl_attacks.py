@@ -36,7 +36,7 @@ trainer: {{nnodes: 1, n_gpus_per_node: 8}}
 
 @pytest.fixture(scope="module")
 def hostile_repo(verl_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """verl 0.9.1 with hostile recipes beside it: tags bomb, climb, global, logger."""
+    """verl 0.9.1 with hostile recipes beside it: tags bomb, climb, global, logger, deep."""
     repo = tmp_path_factory.mktemp("hostile") / "verl"
     subprocess.run(["git", "clone", "-q", str(verl_repo), str(repo)], check=True)
     outside = repo.parent / "outside.yaml"
@@ -53,6 +53,10 @@ def hostile_repo(verl_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> P
                    "config/sneak/big.yaml": "# @package _global_\ntrainer: {nnodes: 4}\n"},
         "logger": {"config/logger.yaml": "hydra: {searchpath: [file://verl/trainer/config]}\n"
                                          "defaults: [ppo_trainer, _self_]\ntrainer: {logger: 5}\n"},
+        "deep": {"config/deep.yaml": "hydra: {searchpath: [file://verl/trainer/config]}\n"
+                                     "defaults: [ppo_trainer, _self_]\n",
+                 "config/extra/nested.yaml": "a: " + "[" * 900 + "]" * 900 + "\n"},  # libyaml scans it; Python
+                                                                                     # cannot build it
     }
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@localhost"]
     for tag, files in recipes.items():
@@ -120,6 +124,13 @@ def test_a_yaml_alias_bomb_in_a_snapshot_is_refused_at_once(tmp_path, hostile_re
     result = checked(tmp_path, hostile_repo, "bomb", GRPO.format(name="j", code="code", entry=recipe("bomb"), extra=""))
     assert any("uses a YAML alias" in d.text for d in result.diagnostics)
     assert time.monotonic() - started < 30  # the composition it would have hung in never started
+
+
+def test_a_config_nested_beyond_what_python_builds_is_a_finding_not_a_crash(tmp_path, hostile_repo):
+    result = checked(tmp_path, hostile_repo, "deep", GRPO.format(name="j", code="code", entry=recipe("deep"), extra=""))
+    assert any("config/extra/nested.yaml nests deeper than Hydra can read" in d.text for d in result.diagnostics), \
+        result.diagnostics
+    assert result.profile is None
 
 
 def test_a_config_group_merged_globally_cannot_change_the_gpus_argus_counts(tmp_path, hostile_repo):
