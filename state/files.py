@@ -17,15 +17,15 @@ LOCK_PAUSE = 0.05
 """Seconds between two tries of a busy lock: the holders keep it for moments, not seconds."""
 
 
-def write_atomic(path: Path, text: str, durable: bool = True) -> None:
+def write_atomic(path: Path, text: str | bytes, durable: bool = True) -> None:
     """Readers see the old file or the new one, never half of it (rename is atomic on NFS too).
     `durable`: on disk before it is renamed in (an fsync: a round trip on NFS), for what argus decides
     from; a copy kept for people (configs, debug snapshots) may reach the disk a moment later."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
             handle.flush()
             if durable:
                 os.fsync(handle.fileno())

@@ -22,10 +22,11 @@ import pickle
 import secrets
 import stat as stat_module
 import sys
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from state.files import write_atomic
 
 MAGIC = b"ARGUS-MEMO-1\n"
 KEY_FILE = "memo.key"
@@ -68,7 +69,7 @@ class Memo:
         payload = pickle.dumps(self._used, protocol=pickle.HIGHEST_PROTOCOL)
         with contextlib.suppress(OSError):
             self._folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            _write(self._path, MAGIC + _mac(self._secret, self._binding + payload) + payload)
+            write_atomic(self._path, MAGIC + _mac(self._secret, self._binding + payload) + payload, durable=False)
         self._entries = dict(self._used)
 
 
@@ -136,17 +137,6 @@ def _read(path: Path, secret: bytes, binding: bytes) -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - a pack of an argus whose classes moved: only a miss
         return {}
     return {key: value for key, value in entries.items() if isinstance(key, str)} if isinstance(entries, dict) else {}
-
-
-def _write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @cache

@@ -7,7 +7,6 @@ verl would only find once the job holds its GPUs is found here, in the pull requ
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
 import tempfile
@@ -109,16 +108,16 @@ def _judged(desired: DesiredState, job: Job, code: Path, snapshot: SnapshotState
 
 def _judgement_key(desired: DesiredState, job: Job, snapshot: SnapshotState, known: JobInputs) -> str | None:
     """Everything the judgement reads: the job's spec, where its outputs go (workspace, shared root), the code
-    composed by its digest, the states of the inputs it names (a changed Dataset changes only its readers' keys)
-    and Hydra's version. None when the code has no digest to key it by."""
+    composed by its digest, the states of the inputs it names (a changed Dataset changes only its readers' keys).
+    Hydra's and omegaconf's versions name the memo's folder (state.memo.code). None when the code has no digest
+    to key it by."""
     code = _code_digest(snapshot)
     if not code:
         return None
     text = job.model_dump_json()
     named = sorted((address, state.model_dump_json()) for address, state in known.states.items()
                    if _names(text, address))
-    return key_of("verl-judgement", text, desired.workspace.name, known.shared_root, code, json.dumps(named),
-                  _hydra_version())
+    return key_of("verl-judgement", text, desired.workspace.name, known.shared_root, code, json.dumps(named))
 
 
 def _code_digest(snapshot: SnapshotState) -> str:
@@ -155,8 +154,7 @@ def _composed(code: Path, job: Job, desired: DesiredState, point: Any, digest: s
             for a in verl.overrides(job, desired.workspace.name)[:-len(job.overrides) or None]]
     users = [expand(stand_ins(inputs.fill(a)), root, FAKE_ID) for a in job.overrides]  # `${job:...}` too
     ours += point.searchpath
-    key = key_of("verl-compose", json.dumps([digest, point.config_dir, point.config_name, ours, users, label,
-                                             _hydra_version()]))
+    key = key_of("verl-compose", json.dumps([digest, point.config_dir, point.config_name, ours, users, label]))
     saved = memo.get(key) if memo is not None and digest else None
     if isinstance(saved, Composed):
         return saved
@@ -209,13 +207,6 @@ def _override_field(job: Job, index: int | None) -> str:
 
 def _about(job: Job, field: str, message: str, severity: Severity = "error") -> Diagnostic:
     return Diagnostic(severity=severity, address=Address.job(job.name), field=field, message=message)
-
-
-@functools.cache
-def _hydra_version() -> str:
-    from importlib.metadata import version
-
-    return f"{version('hydra-core')} {version('omegaconf')}"
 
 
 def _code_files(desired: DesiredState, job: Job, snapshot: SnapshotState, cache_root: str) -> Path | None:
